@@ -8,4 +8,24 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "Blueprint", "BlueprintError", "Report", "load", "validate"]
+
+# Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
+_LAZY_EXPORTS: dict[str, tuple[str, str]] = {
+    "load": ("lev_nb.blueprint", "load"),
+    "validate": ("lev_nb.blueprint", "validate"),
+    "Blueprint": ("lev_nb.blueprint", "Blueprint"),
+    "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),
+    "Report": ("lev_nb.blueprint", "Report"),
+}
+
+
+def __getattr__(name: str) -> object:
+    target = _LAZY_EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'lev_nb' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value

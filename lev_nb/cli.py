@@ -15,8 +15,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Design, check and run multi-stage LLM agents (lev_nb).",
     )
     parser.add_argument("--version", action="version", version=f"lev {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_blueprint_commands(subparsers)
     return parser
+
+
+def _add_blueprint_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``lev validate`` and ``lev schema`` (owned by lev_nb.blueprint)."""
+    from lev_nb.blueprint.commands import add_commands
+
+    add_commands(subparsers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    func = getattr(args, "func", None)
+    if func is not None:
+        return int(func(args))
     return 0
 
 

@@ -1,0 +1,62 @@
+"""Type stubs for the native Rhai module (built from rust_ext/)."""
+
+from collections.abc import Callable
+from typing import Any
+
+RHAI_VERSION: str
+MAX_VARIADIC_ARITY: int
+
+class RhaiError(Exception):
+    """Any error raised by a Rhai script."""
+
+    message: str | None
+    """The script's own message (e.g. the thrown value), without position."""
+    line: int | None
+    """1-based line of the error, None when unknown."""
+    position: int | None
+    """1-based column of the error, None when unknown."""
+    value: Any
+    """The thrown value as Python data for `throw`, else None."""
+
+class RhaiSyntaxError(RhaiError):
+    """The script does not compile."""
+
+class RhaiRuntimeError(RhaiError):
+    """The script failed while running; scripts can catch these with try/catch."""
+
+class RhaiLimitError(RhaiError):
+    """A sandbox limit stopped the script; scripts cannot catch these."""
+
+class AST:
+    """A compiled script, immutable and shareable between threads."""
+
+    @property
+    def functions(self) -> list[tuple[str, int]]:
+        """`(name, arity)` of each function the script defines, sorted."""
+
+class Engine:
+    """A hardened Rhai engine."""
+
+    def __new__(
+        cls,
+        *,
+        max_operations: int = 100_000,
+        max_string_size: int = 1_000_000,
+        max_array_size: int = 10_000,
+        max_map_size: int = 10_000,
+        max_call_levels: int = 64,
+        max_expr_depth: int = 128,
+        max_function_expr_depth: int = 128,
+        timeout_ms: int | None = 10_000,
+        on_print: Callable[[str], object] | None = None,
+        on_debug: Callable[[str], object] | None = None,
+    ) -> Engine: ...
+    @property
+    def limits(self) -> dict[str, int | None]: ...
+    @property
+    def registered(self) -> list[str]: ...
+    def compile(self, source: str) -> AST: ...
+    def eval(self, source: str, **variables: Any) -> Any: ...
+    def run(self, ast: AST, **variables: Any) -> Any: ...
+    def call(self, ast: AST, fn_name: str, *args: Any) -> Any: ...
+    def register_fn(self, name: str, func: Callable[..., Any], arities: list[int]) -> None: ...

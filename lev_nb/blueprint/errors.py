@@ -1,0 +1,167 @@
+"""The one exception a bad blueprint raises, and how it finds where in the file the problem is."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+ErrorKind = Literal["read", "parse", "validation"]
+
+
+class BlueprintError(ValueError):
+    """A blueprint that cannot be used: unreadable, not TOML, or breaking a rule of the format.
+
+    Attributes: ``path`` (file or None), ``key_path`` (e.g. ``stages.plan.transitions.review.gate``),
+    ``line`` / ``column`` (1-based, where known), ``hint`` (a "did you mean" or what to do),
+    ``kind`` ("read", "parse" or "validation", as ``lev validate`` reports them) and ``message``
+    (the bare message without the location prefix).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        key_path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+        kind: ErrorKind = "parse",
+    ) -> None:
+        self.message = message
+        self.path = Path(path) if path is not None else None
+        self.key_path = key_path
+        self.line = line
+        self.column = column
+        self.hint = hint
+        self.kind = kind
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = str(self.path) if self.path is not None else "<blueprint>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        text = f"{where}: "
+        if self.key_path:
+            text += f"{self.key_path}: "
+        text += self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    @property
+    def detail(self) -> str:
+        """The message with its hint, without the file prefix (what ``lev validate`` prints)."""
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A "did you mean 'x'?" hint for a misspelt key or value, or None when nothing is close."""
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{matches[0]}'?" if matches else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Locating a key path in TOML source text
+# ------------------------------------------------------------------------------------------------
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _split_key(text: str) -> tuple[list[str], int] | None:
+    """Split a dotted TOML key at the start of ``text``; returns (parts, chars consumed)."""
+    parts: list[str] = []
+    i = 0
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t":
+            i += 1
+        if i >= n:
+            return None
+        ch = text[i]
+        if ch in "\"'":
+            end = text.find(ch, i + 1)
+            if end < 0:
+                return None
+            parts.append(text[i + 1:end])
+            i = end + 1
+        else:
+            m = _BARE.match(text, i)
+            if not m:
+                return None
+            parts.append(m.group(0))
+            i = m.end()
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] == ".":
+            i += 1
+            continue
+        return parts, i
+
+
+def locate_key(source: str, key_path: list[str]) -> tuple[int, int] | None:
+    """Find the (line, column) where the deepest written prefix of ``key_path`` is declared.
+
+    A light scanner, not a TOML parser: it follows table headers and ``key = value`` lines (and
+    keys inside one-line inline tables), skipping multi-line strings.
+    """
+    if not key_path:
+        return None
+    best: tuple[int, tuple[int, int]] | None = None  # (matched depth, position)
+    current: list[str] = []
+    in_multiline: str | None = None
+    for lineno, line in enumerate(source.splitlines(), start=1):
+        stripped = line.strip()
+        if in_multiline is not None:
+            if stripped.count(in_multiline) % 2 == 1:
+                in_multiline = None
+            continue
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        if stripped.startswith("["):
+            inner = stripped[2:] if stripped.startswith("[[") else stripped[1:]
+            split = _split_key(inner)
+            if split is None:
+                continue
+            current = split[0]
+            path = current
+            col = indent + 1
+        else:
+            split = _split_key(line)
+            if split is None or split[1] >= len(line) or line[split[1]] != "=":
+                continue
+            path = current + split[0]
+            col = indent + 1
+            value = line[split[1] + 1:]
+            for quote in ('"""', "'''"):
+                if value.count(quote) % 2 == 1:
+                    in_multiline = quote
+            # Keys of a one-line inline table (`gate = { region = "x" }`).
+            depth = _match_depth(path, key_path)
+            if depth == len(path) and depth < len(key_path):
+                sub = key_path[depth]
+                m = re.search(r"[{,]\s*" + re.escape(sub) + r"\s*=", value)
+                if m:
+                    sub_col = split[1] + 1 + m.start() + len(m.group(0)) - len(m.group(0).lstrip("{, \t")) + 1
+                    cand = (depth + 1, (lineno, sub_col))
+                    if best is None or cand[0] > best[0]:
+                        best = cand
+                    continue
+        depth = _match_depth(path, key_path)
+        if depth and depth == min(len(path), len(key_path)) and (best is None or depth > best[0]):
+            best = (depth, (lineno, col))
+    return best[1] if best else None
+
+
+def _match_depth(path: list[str], key_path: list[str]) -> int:
+    depth = 0
+    for a, b in zip(path, key_path):
+        if a != b:
+            break
+        depth += 1
+    return depth

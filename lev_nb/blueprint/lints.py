@@ -1,0 +1,548 @@
+"""The lint catalogue of ``lev validate`` (spec/blueprint.md §10): 33 codes, run on a valid blueprint.
+
+Agent-level checks (A1-A19) run first in catalogue order, then each stage's checks (S1-S14) in
+stage order; :func:`lint` returns them sorted errors, warnings, notes.
+
+The environment (:class:`LintEnv`) is explicit. lev_nb's default (``LintEnv.for_blueprint``):
+known tools = the Appendix A built-ins and aliases, the sub-agent tools and the agent's own
+``tools/*.rhai`` names; known models and windows = the Appendix B table (closed catalogues:
+anthropic, openai, google); the user's config is *unknown*, so the provider-reachability check
+(no-reachable-provider) is skipped and the read-paths / safe-commands notes take their
+"not checked" forms. lev_nb does not read ``~/.leviath``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from . import constants as C
+from .model import Blueprint, Region, Stage
+from .report import Finding, sort_findings
+from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
+from .tooldiscovery import script_tool_names
+
+
+@dataclass(frozen=True)
+class LintEnv:
+    """What the lints may assume about the machine.
+
+    ``available_providers`` None means the config is unknown (skips no-reachable-provider).
+    ``read_path_granted`` (entry -> True/False/None) is the config's read_paths grant report, or
+    None when unknown; ``read_paths_grant_error`` replaces it when the config's grants are broken.
+    ``safe_commands_honoured`` None = unknown, False = the config refuses blueprint safe commands.
+    """
+
+    known_tools: frozenset[str] = frozenset()
+    known_models: frozenset[tuple[str, str]] = frozenset()
+    model_windows: dict[tuple[str, str], int] = field(default_factory=dict)
+    available_providers: frozenset[str] | None = None
+    read_path_granted: Callable[[str], bool | None] | None = None
+    read_paths_grant_error: str | None = None
+    safe_commands_honoured: bool | None = None
+
+    @classmethod
+    def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:
+        """Built-in tools (+ aliases, sub-agent tools, ``extra_tools``) and the Appendix B models."""
+        tools = set(C.BUILTIN_TOOLS) | set(C.TOOL_ALIASES) | set(C.SUBAGENT_TOOLS) | set(extra_tools)
+        closed = frozenset(k for k in C.MODEL_WINDOWS if k[0] in C.CLOSED_CATALOG_PROVIDERS)
+        return cls(known_tools=frozenset(tools), known_models=closed, model_windows=dict(C.MODEL_WINDOWS))
+
+    @classmethod
+    def for_blueprint(cls, bp: Blueprint) -> LintEnv:
+        """The default environment plus the blueprint's own ``tools/*.rhai``."""
+        return cls.default(script_tool_names(bp.base_dir))
+
+
+def lint(bp: Blueprint, env: LintEnv | None = None) -> list[Finding]:
+    """Every §10 finding for ``bp`` (which must already have passed the hard checks), sorted."""
+    env = env if env is not None else LintEnv.for_blueprint(bp)
+    out: list[Finding] = []
+    for check in AGENT_CHECKS:
+        out.extend(check(bp, env))
+    for stage in bp.stages.values():
+        for check in STAGE_CHECKS:
+            out.extend(check(bp, stage, env))
+    return sort_findings(out)
+
+
+def _f(code: str, severity: str, message: str, fix: str | None, stage: str | None = None) -> Finding:
+    return Finding(code=code, severity=severity, message=message, stage=stage, fix=fix)  # type: ignore[arg-type]
+
+
+def _raw_global_regions(bp: Blueprint) -> dict:
+    ctx = bp.raw.get("context")
+    regions = ctx.get("regions") if isinstance(ctx, dict) else None
+    return regions if isinstance(regions, dict) else {}
+
+
+# ------------------------------------------------------------------------------------------------
+# Agent-level checks (A1-A19)
+# ------------------------------------------------------------------------------------------------
+def a1_model_block_ignored(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    if isinstance(bp.raw.get("model"), dict):
+        return [_f("agent-model-block-ignored", "warning",
+                   "the top-level [model] table is never read: each stage picks its own model",
+                   "move the model choice into each stage as [stages.<name>.model]")]
+    return []
+
+
+def a2_seed_not_understood(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    out = []
+    for name, raw in _raw_global_regions(bp).items():
+        region = bp.context.regions.get(name)
+        if isinstance(raw, dict) and "seed" in raw and region is not None and region.seed is None:
+            out.append(_f("region-seed-not-understood", "warning",
+                          f"region '{name}' has a seed lev_nb cannot read, so the seed is dropped and the "
+                          "region starts empty",
+                          "use a caller key string, or a table with one of glob, files, literal, rhai, command, "
+                          "tool, tools or caller"))
+    return out
+
+
+def _command_pre_approved(command: str) -> bool:
+    keys = command_keys(command)
+    safe = {KEY_PREFIX + e for e in C.DEFAULT_SAFE_SHELL}
+    return bool(keys) and all(k in safe or program_of(k) in safe for k in keys)
+
+
+def a3_command_seed(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    items = []
+    for name, r in bp.context.regions.items():
+        if r.seed is not None and r.seed.kind == "command":
+            cmd = r.seed.value or ""
+            status = ("pre-approved" if _command_pre_approved(cmd)
+                      else "NOT pre-approved by the default safe list, so it will be refused")
+            items.append(f"{name}: {cmd} ({status})")
+    if not items:
+        return []
+    return [_f("command-seed", "note",
+               f"{len(items)} region(s) run a shell command when the run starts, before the first inference "
+               f"and before any approval prompt: {'; '.join(items)}",
+               "make sure each command is one you are happy to run unattended on every launch")]
+
+
+def a4_tool_seed(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    items = []
+    for name, r in bp.context.regions.items():
+        if r.seed is not None and r.seed.kind == "tools":
+            tools = ", ".join(t.name for t in r.seed.tools)
+            suffix = " (on every stage entry)" if r.seed.refresh == "each_stage" else ""
+            items.append(f"{name}: {tools}{suffix}")
+    if not items:
+        return []
+    return [_f("tool-seed", "note",
+               f"{len(items)} region(s) call tools when the run starts, before the first inference and without "
+               f"an approval prompt: {'; '.join(items)}",
+               "check that these tools are safe to call on every launch")]
+
+
+def a5_a6_a7_read_paths(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    entries = bp.read_paths.allow if bp.read_paths is not None else []
+    if not entries:
+        return []
+    if env.read_paths_grant_error is not None:
+        return [_f("read-paths-grant-invalid", "warning",
+                   f"the read_paths grant in your config.toml does not compile: {env.read_paths_grant_error}",
+                   "fix the [agent_read_paths] entries in your config.toml")]
+    if env.read_path_granted is None:
+        return [_f("read-paths-declared", "note",
+                   f"declares [read_paths] (reads outside the run's workdir): {', '.join(entries)}",
+                   "these reads do nothing until your config.toml grants them under "
+                   f"[agent_read_paths.{bp.agent.name}]")]
+    status = {e: env.read_path_granted(e) for e in entries}
+    granted = sum(1 for v in status.values() if v)
+    words = {True: "granted", False: "NOT granted", None: "cannot be checked from the pattern alone"}
+    out = [_f("read-paths-declared", "note",
+              f"declares [read_paths] (reads outside the run's workdir): {len(entries)} declared, {granted} granted",
+              "; ".join(f"{e}: {words[v]}" for e, v in status.items()))]
+    refused = [e for e, v in status.items() if v is False]
+    if refused:
+        out.append(_f("read-paths-not-granted", "warning",
+                      f"your config does not grant {', '.join(refused)}: reads matching them will be refused",
+                      f"[agent_read_paths.{bp.agent.name}] allow = [{', '.join(repr(e) for e in refused)}]"))
+    return out
+
+
+def _is_broad(entry: str) -> bool:
+    pattern = entry
+    for prefix in ("glob:", "regex:"):
+        if pattern.startswith(prefix):
+            pattern = pattern[len(prefix):]
+            break
+    pattern = pattern.replace("\\", "/")
+    trimmed = pattern.rstrip("/")
+    return trimmed in ("~", "", "/**", "/.+") or pattern.startswith("**") or pattern.startswith("/.*")
+
+
+def a8_broad_read_path(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    entries = bp.read_paths.allow if bp.read_paths is not None else []
+    return [_f("broad-read-path", "warning",
+               f"read_paths entry '{e}' is very broad: it would let the agent read almost anything on the machine",
+               "narrow it to the folders the agent actually needs")
+            for e in entries if _is_broad(e)]
+
+
+def a9_unparseable_safe_command(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    entries = bp.safe_commands.shell if bp.safe_commands is not None else []
+    return [_f("unparseable-safe-command", "error",
+               f"[safe_commands] shell entry '{e}' is not a bare command prefix, so no call can ever match it",
+               "write a program and at most one subcommand, e.g. \"cargo test\", with no flags, pipes or redirects")
+            for e in entries if not is_valid_prefix(e)]
+
+
+def a10_safe_commands_declared(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    sc = bp.safe_commands
+    if sc is None or not (sc.tools or sc.shell) or env.safe_commands_honoured:
+        return []
+    if env.safe_commands_honoured is False:
+        msg = "declares [safe_commands], but your config does not honour blueprint safe commands, so none of it applies"
+    else:
+        msg = ("declares [safe_commands]. Declaring is not granting: these only skip the approval prompt once "
+               "your config opts in")
+    return [_f("safe-commands-declared", "note", msg,
+               "set allow_blueprint_safe_commands = true under [agent_safe_commands.<agent>] in config.toml "
+               "if you trust this blueprint")]
+
+
+def a11_holds_under_yolo(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    out = []
+    for name, st in bp.stages.items():
+        if st.mode == "interactive_points":
+            for point in st.interaction_points:
+                if point.unattended == "ask":
+                    out.append(_f("holds-under-yolo", "note",
+                                  f"'{point.name}' still stops an unattended run for a person: an interaction "
+                                  "point that declares unattended = \"ask\"",
+                                  "that is fine if someone will be watching; use unattended = \"auto_approve\" "
+                                  "otherwise", stage=name))
+    for name, st in bp.stages.items():
+        for tool in st.required_tools:
+            if C.canon_tool(tool) in C.BLOCKING_TOOLS:
+                out.append(_f("holds-under-yolo", "note",
+                              f"'{tool}' still stops an unattended run for a person: a blocking tool the stage "
+                              "keeps in required_tools",
+                              "drop it from required_tools if unattended runs should not wait", stage=name))
+    return out
+
+
+def reachable_stages(bp: Blueprint) -> set[str]:
+    """Stages reached from the entry over transition keys and fan-out worker/merge stages (§7)."""
+    seen: set[str] = set()
+    queue = [bp.entry_stage]
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        st = bp.stages.get(name)
+        if st is None:
+            continue
+        nexts = list(st.transitions or {})
+        if st.mode == "fan_out":
+            nexts += [s for s in (st.worker_stage, st.merge_stage) if s is not None]
+        queue.extend(n for n in nexts if n in bp.stages and n not in seen)
+    return seen
+
+
+def a12_unreachable_stage(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    if not bp.is_graph_mode:
+        return []
+    reached = reachable_stages(bp)
+    return [_f("unreachable-stage", "warning", f"cannot be reached from entry stage '{bp.entry_stage}'",
+               "add a transition into it, or remove the stage", stage=name)
+            for name in bp.stages if name not in reached]
+
+
+def a13_cycle_without_max_revisits(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    if not bp.is_graph_mode:
+        return []
+    out = []
+    for name, st in bp.stages.items():
+        for target in st.transitions or {}:
+            other = bp.stages.get(target)
+            if (target != name and other is not None and other.transitions is not None
+                    and name in other.transitions and other.max_revisits is None):
+                out.append(_f("cycle-without-max-revisits", "warning",
+                              f"is in a cycle with '{name}' and has no max_revisits",
+                              "set max_revisits so the loop cannot run forever", stage=target))
+    return out
+
+
+def a14_a15_output(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    outputs = bp.output_stages
+    if not outputs:
+        return []
+    out = []
+    first = bp.stage_names[0] if bp.stages else None
+    for o in outputs:
+        reached = any(n != o and o in (st.transitions or {}) for n, st in bp.stages.items())
+        if not reached and o != bp.agent.entry_stage and o != first:
+            out.append(_f("output-unreachable", "error",
+                          "is an output stage no edge routes to, so the run can never produce one",
+                          f"add a transition to '{o}' from the stage that finishes the work", stage=o))
+    for name, st in bp.stages.items():
+        if st.allow_complete and st.mode != "output":
+            out.append(_f("allow-complete-skips-output", "warning",
+                          "may end the run itself, so the model can finish here and never reach the output stage",
+                          "remove allow_complete and route to the output stage instead", stage=name))
+    return out
+
+
+def a16_dead_end_possible(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    out = []
+    for name, st in bp.stages.items():
+        if not st.transitions:
+            continue
+        normal = st.normal_edges
+        if not normal:
+            continue
+
+        def capped(target: str) -> bool:
+            other = bp.stages.get(target)
+            return other is None or other.max_revisits is not None
+
+        if not all(capped(e.target) for e in normal):
+            continue
+        escape = any(e.condition in ("dead_end", "error") and e.target in bp.stages
+                     and bp.stages[e.target].max_revisits is None for e in st.edges)
+        if not escape:
+            out.append(_f("dead-end-possible", "warning",
+                          "can strand the run: every normal transition's target has a max_revisits budget, and "
+                          "no dead_end or error transition leads to an uncapped stage",
+                          "add a condition = \"dead_end\" transition to a stage that can finish the run",
+                          stage=name))
+    return out
+
+
+def a17_compact_summarizes_deliverable(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    out, seen = [], set()
+    for st in bp.stages.values():
+        if not any(e.transform in ("compact", "summarize") for e in st.edges):
+            continue
+        for rname, r in bp.layout_for(st).items():
+            if r.required and r.summarizable and r.is_stage_specific and rname not in seen:
+                seen.add(rname)
+                out.append(_f("compact-summarizes-deliverable", "warning",
+                              f"region '{rname}' is declared required, a deliverable, but a transform = "
+                              "\"compact\" edge would hand it to the summarizer and carry only a summary",
+                              f"set summarizable = false on '{rname}', or use a custom transform that carries it"))
+    return out
+
+
+def a18_required_region_unenforceable(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    out, seen = [], set()
+    for st in bp.stages.values():
+        for rname, r in bp.layout_for(st).items():
+            if not r.required or r.caller_key is not None or rname in seen:
+                continue
+            seen.add(rname)
+            writers = [s for s in bp.stages.values() if rname in bp.layout_for(s)
+                       and ({"context_write", "context_append"} & set(s.available_tools))]
+            if not writers:
+                out.append(_f("required-region-unenforceable", "warning",
+                              f"region '{rname}' is declared required, but no stage that uses it grants "
+                              "context_write or context_append, so nothing can fill it. The flag has no effect",
+                              "grant context_write or context_append to the stage that should fill it"))
+    return out
+
+
+def _largest_window(bp: Blueprint, env: LintEnv) -> tuple[str, int] | None:
+    best: tuple[str, int] | None = None
+    for st in bp.stages.values():
+        for ref in st.models:
+            window = env.model_windows.get((ref.provider, ref.model))
+            if window is not None and (best is None or window >= best[1]):
+                best = (ref.spec, window)
+    return best
+
+
+def a19_unbounded_percentage_budget(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    best = _largest_window(bp, env)
+    if best is None:
+        return []
+    model, window = best
+    layouts: list[dict[str, Region]] = [bp.global_layout]
+    layouts += [st.own_layout for st in bp.stages.values() if st.own_layout]
+    out, seen = [], set()
+    for layout in layouts:
+        for rname, r in layout.items():
+            if (r.is_percentage and r.max_tokens is None and r.kind in C.EVICTING_KINDS
+                    and rname not in seen):
+                seen.add(rname)
+                tokens = r.resolve_budget(window)
+                out.append(_f("unbounded-percentage-budget", "warning",
+                              f"region '{rname}' evicts at its bound, and its budget \"{r.budget}\" resolves to "
+                              f"{tokens:,} tokens on {model} ({window:,} window) - on a large window it hoards "
+                              "instead of evicting",
+                              f"add max_tokens to '{rname}' to cap it"))
+    return out
+
+
+AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
+    a1_model_block_ignored, a2_seed_not_understood, a3_command_seed, a4_tool_seed,
+    a5_a6_a7_read_paths, a8_broad_read_path, a9_unparseable_safe_command, a10_safe_commands_declared,
+    a11_holds_under_yolo, a12_unreachable_stage, a13_cycle_without_max_revisits, a14_a15_output,
+    a16_dead_end_possible, a17_compact_summarizes_deliverable, a18_required_region_unenforceable,
+    a19_unbounded_percentage_budget,
+]
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-stage checks (S1-S14)
+# ------------------------------------------------------------------------------------------------
+def _raw_stage(bp: Blueprint, name: str) -> dict | None:
+    stages = bp.raw.get("stages")
+    raw = stages.get(name) if isinstance(stages, dict) else None
+    return raw if isinstance(raw, dict) else None
+
+
+def s1_s2_declared(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    raw = _raw_stage(bp, st.name)
+    if raw is None:
+        return []
+    out = []
+    if "mode" not in raw:
+        out.append(_f("stage-missing-mode", "warning", "no mode is set, so the stage runs as autonomous",
+                      "set mode = \"autonomous\" (or another mode) to say what you mean", stage=st.name))
+    if "model" not in raw:
+        out.append(_f("stage-missing-model", "warning",
+                      f"no [stages.{st.name}.model] block, so the stage runs on whatever default_provider your "
+                      "config names",
+                      "give the stage a model = { models = [{ provider = \"...\", model = \"...\" }] }",
+                      stage=st.name))
+    return out
+
+
+def s3_missing_max_iterations(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.mode != "fan_out" and st.max_iterations is None:
+        return [_f("stage-missing-max-iterations", "warning",
+                   "no max_iterations, so the stage is unbounded unless your config sets [limits] "
+                   "default_max_iterations", "set max_iterations on the stage", stage=st.name)]
+    return []
+
+
+def s4_unknown_tool(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if not env.known_tools:
+        return []
+    return [_f("unknown-tool", "error",
+               f"grants '{t}', which is not a built-in, a sub-agent tool, or one of this agent's own tools/*.rhai",
+               "check the spelling, or add a tools/<name>.rhai script that defines it", stage=st.name)
+            for t in st.available_tools if "__" not in t and t not in env.known_tools]
+
+
+def s5_orphan_permission(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.available_connectors:
+        return []
+    return [_f("orphan-stage-permission", "error",
+               f"sets a permission for '{t}', which it does not grant in available_tools - it reads as a grant "
+               "and is not one", f"add '{t}' to available_tools, or remove the permission", stage=st.name)
+            for t in st.tool_permissions if t not in st.available_tools]
+
+
+def s6_routing_without_region_read(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.available_connectors or st.tool_routing is None:
+        return []
+    routes_away = any(region != "conversation" for _, region in st.tool_routing.target_regions())
+    tools = set(st.available_tools)
+    if routes_away and tools & {"read_file", "read_files"} and "context_read" not in tools:
+        return [_f("routing-without-region-read", "warning",
+                   "routes tool output into a context region and grants a file-reading tool but not "
+                   "'context_read', so the model may re-read files instead of the region",
+                   "grant context_read to the stage", stage=st.name)]
+    return []
+
+
+def s7_blocking_in_autonomous(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.mode != "autonomous" or st.allow_blocking_tools:
+        return []
+    required = {C.canon_tool(t) for t in st.required_tools}
+    return [_f("blocking-tool-in-autonomous-stage", "warning",
+               f"is autonomous but grants '{t}', which suspends the run until a person answers",
+               "set allow_blocking_tools = true if a person will be there, or drop the tool", stage=st.name)
+            for t in st.available_tools
+            if C.canon_tool(t) in C.BLOCKING_TOOLS and C.canon_tool(t) not in required]
+
+
+def s8_implicit_shell_policy(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    policies = set(st.tool_permissions) | set(bp.tool_permissions)
+    return [_f("implicit-shell-policy", "warning",
+               f"grants '{t}' with no permission set for it, so it defaults to ask - and an unattended run "
+               "waits for an approval", f"set tool_permissions.{t} = \"allow\" or \"deny\" explicitly",
+               stage=st.name)
+            for t in st.available_tools
+            if C.canon_tool(t) == "shell" and not (C.tool_spellings(t) & policies)]
+
+
+def s9_unknown_model(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    providers = {p for p, _ in env.known_models}
+    return [_f("unknown-model", "warning", f"names {ref.spec}, which is not a model this build knows about",
+               "check the model id against the provider's catalogue", stage=st.name)
+            for ref in st.models
+            if ref.provider in providers and (ref.provider, ref.model) not in env.known_models]
+
+
+def s10_no_reachable_provider(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if env.available_providers is None or not st.models:
+        return []
+    if any(ref.provider in env.available_providers for ref in st.models):
+        return []
+    tried = ", ".join(dict.fromkeys(ref.provider for ref in st.models))
+    return [_f("no-reachable-provider", "warning",
+               f"names no provider this install can reach (tried {tried}), so it falls back to your default model",
+               "configure one of these providers, or add a model from one you have", stage=st.name)]
+
+
+def s11_output_missing_submit(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.require_output and not any(C.canon_tool(t) == "submit_output" for t in st.available_tools):
+        return [_f("output-missing-submit-tool", "error",
+                   "must produce a final output but does not grant 'submit_output'",
+                   "add submit_output to available_tools", stage=st.name)]
+    return []
+
+
+def s12_output_shape_not_required(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.output is not None and not st.require_output:
+        return [_f("output-shape-not-required", "warning",
+                   "declares an output shape but is not required to produce one, so the shape may never be used",
+                   "set require_output = true (and grant submit_output), or use mode = \"output\"", stage=st.name)]
+    return []
+
+
+def s13_output_stage_can_modify(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.mode != "output":
+        return []
+    return [_f("output-stage-can-modify", "warning",
+               f"is an output stage but grants '{t}', which changes the workspace",
+               "do the changes in an earlier stage and keep the output stage read-only", stage=st.name)
+            for t in st.available_tools if C.canon_tool(t) in C.MODIFYING_TOOLS]
+
+
+def s14_fanout_no_escape(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    if st.mode == "fan_out" and st.on_worker_failure == "fail_all":
+        if not any(e.condition in ("error", "dead_end") for e in st.edges):
+            return [_f("fanout-no-escape", "warning",
+                       "sets on_worker_failure = \"fail_all\" but declares no 'error' or 'dead_end' transition, "
+                       "so one failed worker ends the whole run",
+                       "add a condition = \"error\" transition to a recovery stage", stage=st.name)]
+    return []
+
+
+STAGE_CHECKS: list[Callable[[Blueprint, Stage, LintEnv], list[Finding]]] = [
+    s1_s2_declared, s3_missing_max_iterations, s4_unknown_tool, s5_orphan_permission,
+    s6_routing_without_region_read, s7_blocking_in_autonomous, s8_implicit_shell_policy, s9_unknown_model,
+    s10_no_reachable_provider, s11_output_missing_submit, s12_output_shape_not_required,
+    s13_output_stage_can_modify, s14_fanout_no_escape,
+]
+
+ALL_CODES: tuple[str, ...] = (
+    "agent-model-block-ignored", "region-seed-not-understood", "command-seed", "tool-seed",
+    "read-paths-declared", "read-paths-not-granted", "read-paths-grant-invalid", "broad-read-path",
+    "unparseable-safe-command", "safe-commands-declared", "holds-under-yolo", "unreachable-stage",
+    "cycle-without-max-revisits", "output-unreachable", "allow-complete-skips-output", "dead-end-possible",
+    "compact-summarizes-deliverable", "required-region-unenforceable", "unbounded-percentage-budget",
+    "stage-missing-mode", "stage-missing-model", "stage-missing-max-iterations", "unknown-tool",
+    "orphan-stage-permission", "routing-without-region-read", "blocking-tool-in-autonomous-stage",
+    "implicit-shell-policy", "unknown-model", "no-reachable-provider", "output-missing-submit-tool",
+    "output-shape-not-required", "output-stage-can-modify", "fanout-no-escape",
+)

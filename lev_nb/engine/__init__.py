@@ -1,0 +1,1 @@
+"""Running one blueprint: the run loop, routing, gates, watchdogs, context, outputs and events."""

@@ -1,0 +1,167 @@
+"""Turning the regions a stage sees into a model request: system blocks and messages.
+
+Sliding-window regions become the conversation's messages; every other kind becomes one system
+block. The result is engine-neutral (:mod:`lev_nb.providers.base` types), so any provider can
+send it.
+"""
+
+from __future__ import annotations
+
+from lev_nb.engine.regions import Entry, Region, render_checklist
+from lev_nb.providers.base import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+
+__all__ = ["assemble", "render_system_block", "entries_to_messages"]
+
+_VOLATILITY_RANK = {"stable": 0, "grows": 1, "rewritten": 2}
+
+
+def _cache_tier(region: Region) -> int:
+    """How long a region's block tends to stay the same: 0 always, 1 until written, 2 never."""
+    if region.kind in ("pinned", "compact_history") or (
+        region.kind == "custom" and region.config.persistent
+    ):
+        return 0
+    if region.kind in ("temporary", "clearable"):
+        return 2
+    return 1
+
+
+def _labelled(region: Region, body: str) -> str:
+    """``## name`` above the body, with the description under it when it is shown."""
+    if region.config.describe_in_prompt and region.config.description:
+        return f"## {region.name}\n{region.config.description}\n\n{body}"
+    return f"## {region.name}\n{body}"
+
+
+def _joined(entries: list[Entry]) -> str:
+    return "\n\n".join(entry.content for entry in entries)
+
+
+def render_system_block(region: Region) -> str | None:
+    """The system block for a non-conversation region, or None when it renders nothing."""
+    if region.kind == "custom":
+        # Script rendering belongs to the scripting layer; this is the fallback shape.
+        return f"[{region.name}]:\n" + _joined(region.entries)
+    if region.is_empty():
+        return None
+    if region.kind in ("pinned", "compact_history"):
+        return _labelled(region, _joined(region.entries))
+    if region.kind == "checklist":
+        body = render_checklist(region.entries)
+        return _labelled(region, body) if body else None
+    if region.kind == "hashmap":
+        parts = [
+            f"### [{entry.key}]\n{entry.content}" if entry.key is not None else entry.content
+            for entry in region.entries
+        ]
+        return f"[{region.name}]:\n" + "\n\n".join(parts)
+    # temporary, clearable, compacting
+    return f"[{region.name}]:\n" + _joined(region.entries)
+
+
+def entries_to_messages(entries: list[Entry]) -> list[Message]:
+    """A sliding window's entries as messages; consecutive tool results share one user message."""
+    messages: list[Message] = []
+    pending: list[Block] = []
+
+    def flush() -> None:
+        if pending:
+            messages.append(Message(role="user", content=list(pending)))
+            pending.clear()
+
+    for entry in entries:
+        if entry.kind == "tool_result":
+            pending.append(
+                ToolResultBlock(
+                    tool_use_id=entry.tool_call_id or "",
+                    content=entry.content,
+                    is_error=entry.is_error,
+                )
+            )
+            continue
+        flush()
+        if entry.kind == "assistant_turn":
+            if not entry.tool_calls:
+                messages.append(Message(role="assistant", content=entry.content))
+                continue
+            blocks: list[Block] = [TextBlock(entry.content)] if entry.content else []
+            blocks += [
+                ToolUseBlock(id=call["id"], name=call["name"], input=dict(call.get("input") or {}))
+                for call in entry.tool_calls
+            ]
+            messages.append(Message(role="assistant", content=blocks))
+        elif entry.kind == "user_message":
+            messages.append(Message(role="user", content=entry.content))
+        else:
+            # Plain text is user-side unless it names its speaker.
+            stripped = entry.content.strip()
+            if stripped.startswith("Assistant: "):
+                messages.append(Message(role="assistant", content=stripped[len("Assistant: "):]))
+            elif stripped.startswith("User: "):
+                messages.append(Message(role="user", content=stripped[len("User: "):]))
+            else:
+                messages.append(Message(role="user", content=entry.content))
+    flush()
+    return messages
+
+
+def _strip_orphans(messages: list[Message]) -> list[Message]:
+    """Drop tool_use blocks without a result and results without a tool_use."""
+    uses: set[str] = set()
+    results: set[str] = set()
+    for message in messages:
+        if isinstance(message.content, list):
+            for block in message.content:
+                if isinstance(block, ToolUseBlock):
+                    uses.add(block.id)
+                elif isinstance(block, ToolResultBlock):
+                    results.add(block.tool_use_id)
+    paired = uses & results
+    cleaned: list[Message] = []
+    for message in messages:
+        if isinstance(message.content, list):
+            blocks = [
+                block
+                for block in message.content
+                if not (isinstance(block, ToolUseBlock) and block.id not in paired)
+                and not (isinstance(block, ToolResultBlock) and block.tool_use_id not in paired)
+            ]
+            message = Message(role=message.role, content=blocks)
+        cleaned.append(message)
+    return cleaned
+
+
+def _is_empty(message: Message) -> bool:
+    if isinstance(message.content, str):
+        return not message.content.strip()
+    return not any(
+        not isinstance(block, TextBlock) or block.text.strip() for block in message.content
+    )
+
+
+def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
+    """Build (system blocks, messages) from ``regions`` in prompt order.
+
+    System blocks are stable-sorted by declared volatility (stable, grows, rewritten), then by
+    how long their kind stays unchanged, so the prefix a provider caches changes least. The
+    messages lose orphaned tool blocks and empty messages, get ``Begin.`` when no user message
+    exists, and ``Continue.`` when the assistant spoke last.
+    """
+    ranked: list[tuple[int, int, str]] = []
+    messages: list[Message] = []
+    for region in regions:
+        if region.kind == "sliding_window":
+            messages.extend(entries_to_messages(region.entries))
+            continue
+        block = render_system_block(region)
+        if block is not None:
+            rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
+            ranked.append((rank, _cache_tier(region), block))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    system = [block for _, _, block in ranked]
+    messages = [m for m in _strip_orphans(messages) if not _is_empty(m)]
+    if not any(m.role == "user" for m in messages):
+        messages.append(Message(role="user", content="Begin."))
+    if messages[-1].role == "assistant":
+        messages.append(Message(role="user", content="Continue."))
+    return system, messages

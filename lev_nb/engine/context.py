@@ -1,0 +1,782 @@
+"""A run's context window: every region it declared, which of them the current stage sees, and
+the writes the engine makes into them (turns, tool results, nudges, notes, seeds, transforms).
+
+Regions and their eviction rules live in :mod:`lev_nb.engine.regions`; turning the window into a
+model request lives in :mod:`lev_nb.engine.assembly`. :class:`ContextTools` (end of this module)
+gives the ``context_*`` and ``todo_*`` tools their behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from lev_nb.engine.regions import (
+    ALWAYS_VISIBLE,
+    FINAL_OUTPUT_REGION_TOKENS,
+    Entry,
+    Region,
+    RegionConfig,
+    RegionFullError,
+    cut_to_bytes,
+    default_layout,
+    ensure_auto_regions,
+    estimate_tokens,
+    resolve_budget,
+    trim_with_note,
+)
+
+__all__ = [
+    "ALWAYS_VISIBLE",
+    "ContextTools",
+    "ContextWindow",
+    "Entry",
+    "Region",
+    "RegionConfig",
+    "RegionFullError",
+    "RoutedResult",
+    "StageInstructionsError",
+    "ToolRouting",
+    "TransformResult",
+    "default_layout",
+    "ensure_auto_regions",
+    "estimate_tokens",
+    "resolve_budget",
+]
+
+INSTRUCTIONS_PREFIX = "[Stage instructions:"
+SEED_TRUNCATION_NOTE = "\n[...truncated by lev_nb: the seed was larger than this region's budget]"
+FINAL_OUTPUT_NOTE = (
+    "\n[...cut here to fit the context; the complete answer is the run's final output]"
+)
+RESULT_CAP_NOTE = "\n[...truncated]"
+WINDOW_FULL_TEXT = "[tool result truncated - context window full]"
+OMITTED_TEXT = "[result omitted]"
+MESSAGE_TRIM_NOTE = "\n[...truncated: this message was larger than the conversation's budget]"
+PREVIEW_CHARS = 160
+# Below this many free tokens a partial result is not worth keeping.
+MIN_PARTIAL_TOKENS = 100
+
+
+class StageInstructionsError(Exception):
+    """A stage's instructions do not fit the region they are placed in."""
+
+
+@dataclass(frozen=True)
+class ToolRouting:
+    """Where a stage's tool results go (``[stages.S.tool_routing]``).
+
+    ``overrides`` maps a tool name to a region name or to ``{"region": ..., "max_result_tokens":
+    ...}``; ``max_result_tokens_per_tool`` caps single tools.
+    """
+
+    default_region: str = "tool_results"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    persist: bool = True
+    max_result_tokens: int | None = None
+    max_result_tokens_per_tool: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RoutedResult:
+    """Where one tool result ended up.
+
+    ``region`` holds the full (or cut) text; ``conversation_text`` is what the conversation's
+    tool_result block says (the result itself when ``region`` is the conversation, else a pointer).
+    ``outcome`` is ``stored``, ``truncated`` (capped or cut to fit) or ``dropped``.
+    """
+
+    region: str
+    conversation_text: str
+    outcome: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class TransformResult:
+    """What an edge transform did: regions emptied, regions left for the summariser, and
+    regions named by the transform that it left alone (with the reason)."""
+
+    cleared: list[str] = field(default_factory=list)
+    to_summarise: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _call_record(call: Any) -> dict[str, Any]:
+    """Normalise a tool call (a ToolCall-like object or a dict) to ``{id, name, input}``."""
+    if isinstance(call, dict):
+        arguments = call.get("input", call.get("arguments")) or {}
+        return {"id": str(call.get("id", "")), "name": str(call.get("name", "")),
+                "input": arguments}
+    arguments = getattr(call, "arguments", None)
+    if arguments is None:
+        arguments = getattr(call, "input", None) or {}
+    return {"id": str(call.id), "name": str(call.name), "input": arguments}
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else "")
+
+
+class ContextWindow:
+    """Every region a run has declared, the stage's view of them, and writes into them.
+
+    Regions declared by the global layout or any stage layout live for the whole run; a stage
+    layout only decides which are *visible* (hidden regions keep their content). The regions in
+    :data:`ALWAYS_VISIBLE` are shown in every stage.
+    """
+
+    def __init__(self, layout: list[RegionConfig], window_tokens: int = 200_000) -> None:
+        self.window_tokens = window_tokens
+        self._global_layout = ensure_auto_regions(list(layout) or default_layout())
+        self._global_configs = {config.name: config for config in self._global_layout}
+        self._regions: dict[str, Region] = {}
+        self._visible: list[str] = []
+        self.declare(self._global_layout)
+        self.apply_stage_layout(None)
+
+    # -- regions and visibility -----------------------------------------------------------------
+    def declare(self, configs: Iterable[RegionConfig]) -> None:
+        """Make sure every region in ``configs`` exists (existing ones keep their content)."""
+        for config in configs:
+            if config.name not in self._regions:
+                self._regions[config.name] = Region(config)
+
+    def apply_stage_layout(self, stage_layout: list[RegionConfig] | None) -> None:
+        """Show the stage's own regions (or the global layout for None), hiding the rest.
+
+        A region declared in both places takes the stage's declaration while that stage runs.
+        """
+        configs = list(self._global_layout if stage_layout is None else stage_layout)
+        self.declare(configs)
+        stage_configs = {config.name: config for config in configs}
+        for name, region in self._regions.items():
+            config = stage_configs.get(name) or self._global_configs.get(name)
+            region.config = config or region.config
+        visible = [config.name for config in configs]
+        visible += [n for n in self._regions if n in ALWAYS_VISIBLE and n not in visible]
+        self._visible = visible
+
+    def has_region(self, name: str) -> bool:
+        """Whether a region of that name has been declared (visible or not)."""
+        return name in self._regions
+
+    def is_visible(self, name: str) -> bool:
+        """Whether the current stage sees the region."""
+        return name in self._visible
+
+    def region(self, name: str) -> Region:
+        """The region called ``name`` (KeyError if it was never declared)."""
+        return self._regions[name]
+
+    def visible_regions(self) -> list[Region]:
+        """The regions the current stage sees, in prompt order."""
+        return [self._regions[name] for name in self._visible]
+
+    def all_regions(self) -> list[Region]:
+        """Every declared region, visible or not, in declaration order."""
+        return list(self._regions.values())
+
+    @property
+    def conversation(self) -> Region:
+        """The conversation region (always present)."""
+        return self._regions["conversation"]
+
+    # -- stage instructions ---------------------------------------------------------------------
+    def set_stage_instructions(self, stage: str, prompt: str | None) -> str:
+        """Write a stage's instructions and return the region that holds them.
+
+        They go to ``stage_instructions`` when declared (replacing its content; it moves to the
+        end of the prompt order), else to the first visible pinned region (replacing earlier
+        instructions there), else to the conversation. An empty prompt only removes old ones.
+        Raises :class:`StageInstructionsError` when they do not fit.
+        """
+        text = f"{INSTRUCTIONS_PREFIX} {prompt}]" if prompt else ""
+        if self.has_region("stage_instructions"):
+            target = self._regions["stage_instructions"]
+            target.clear()
+            self._visible = [n for n in self._visible if n != "stage_instructions"]
+            self._visible.append("stage_instructions")
+        else:
+            # final_output is the answer's mirror and is rewritten on every submission.
+            pinned = [
+                r for r in self.visible_regions() if r.kind == "pinned" and r.name != "final_output"
+            ]
+            target = pinned[0] if pinned else self.conversation
+            if target.kind == "pinned":
+                target.entries = [
+                    e for e in target.entries if not e.content.startswith(INSTRUCTIONS_PREFIX)
+                ]
+        if not text:
+            return target.name
+        try:
+            target.add(Entry.make(text))
+        except RegionFullError as err:
+            raise StageInstructionsError(
+                f"the instructions of stage '{stage}' (~{estimate_tokens(text)} tokens) do not "
+                f"fit context region '{target.name}': {err}. Raise that region's max_tokens or "
+                "shorten the stage's system_prompt."
+            ) from err
+        return target.name
+
+    # -- conversation -------------------------------------------------------------------------
+    def _add_fitted(self, region: Region, entry: Entry) -> None:
+        """Add to an evicting region, cutting an entry that exceeds the whole budget."""
+        if entry.tokens > region.max_tokens:
+            text, _ = trim_with_note(entry.content, region.max_tokens, MESSAGE_TRIM_NOTE)
+            entry.content, entry.tokens = text, estimate_tokens(text)
+        region.add(entry)
+
+    def add_user(self, text: str) -> None:
+        """Append a user message to the conversation."""
+        self._add_fitted(self.conversation, Entry.make(text, kind="user_message"))
+
+    def add_assistant(self, text: str, tool_calls: Iterable[Any] = ()) -> None:
+        """Append an assistant turn (its text and the tool calls it made)."""
+        calls = [_call_record(call) for call in tool_calls]
+        self._add_fitted(
+            self.conversation, Entry.make(text or "", kind="assistant_turn", tool_calls=calls)
+        )
+
+    def add_tool_result(
+        self, call_id: str, tool_name: str, content: str, is_error: bool = False
+    ) -> None:
+        """Append one tool result to the conversation as it is (see :meth:`route_tool_result`)."""
+        entry = Entry.make(
+            content, kind="tool_result", tool_call_id=call_id, tool_name=tool_name,
+            is_error=is_error,
+        )
+        self._add_fitted(self.conversation, entry)
+
+    def nudge(self, text: str) -> None:
+        """Tell the model something from the runtime: ``[System] <text>`` as a user-side entry."""
+        self._add_fitted(self.conversation, Entry.make("[System] " + text))
+
+    def note(self, region_pref: str, text: str) -> str | None:
+        """Best-effort note (stuck/error reports): into ``region_pref`` when the stage sees it,
+        else the conversation. Returns the region written, or None when it did not fit."""
+        target = self._regions[region_pref] if self.is_visible(region_pref) else self.conversation
+        try:
+            target.add(Entry.make(text))
+        except RegionFullError:
+            return None
+        return target.name
+
+    # -- tool results -------------------------------------------------------------------------
+    def _batch_tokens(self) -> int:
+        """Tokens of the newest assistant turn and everything after it in the conversation."""
+        total = 0
+        for entry in reversed(self.conversation.entries):
+            total += entry.tokens
+            if entry.kind == "assistant_turn":
+                return total
+        return 0
+
+    def _room(self, region: Region) -> int:
+        """How many tokens a new entry may take in ``region`` without being refused."""
+        if region.config.never_evicts or region.config.admission == "reject":
+            return region.free_tokens
+        if region.name == "conversation":
+            # A result never pushes out the turn that asked for it.
+            return max(0, region.max_tokens - self._batch_tokens())
+        return region.max_tokens
+
+    @staticmethod
+    def _fit_result(content: str, room: int) -> tuple[str, str]:
+        """Fit a result into ``room`` tokens: (text, outcome) following the truncation ladder."""
+        if estimate_tokens(content) <= room:
+            return content, "stored"
+        if room > MIN_PARTIAL_TOKENS:
+            # Reserve room for the marker, whose length depends on the omitted count.
+            keep = cut_to_bytes(content, room * 4 - 64)
+            omitted = len(content) - len(keep)
+            return f"{keep}... [truncated, {omitted} chars omitted]", "truncated"
+        if estimate_tokens(WINDOW_FULL_TEXT) <= room:
+            return WINDOW_FULL_TEXT, "dropped"
+        return OMITTED_TEXT, "dropped"
+
+    def _route_target(self, tool_name: str, routing: ToolRouting | None) -> tuple[str, int | None]:
+        if routing is None:
+            return "conversation", None
+        override = routing.overrides.get(tool_name)
+        target, cap = routing.default_region, None
+        if isinstance(override, str):
+            target = override
+        elif isinstance(override, dict):
+            target = override.get("region") or routing.default_region
+            cap = override.get("max_result_tokens")
+        if cap is None:
+            cap = routing.max_result_tokens_per_tool.get(tool_name, routing.max_result_tokens)
+        if not routing.persist and self.has_region("scratch"):
+            target = "scratch"
+        if not self.has_region(target):
+            target = "conversation"
+        return target, cap
+
+    def route_tool_result(
+        self,
+        call_id: str,
+        tool_name: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        routing: ToolRouting | None = None,
+    ) -> RoutedResult:
+        """Store one tool result per the stage's routing and put its block in the conversation.
+
+        Errors stay in the conversation so the model sees them at once. A routed result is kept
+        whole in its region and the conversation gets a pointer with a short preview.
+        """
+        target, cap = self._route_target(tool_name, routing)
+        if is_error:
+            target = "conversation"
+        outcome = "stored"
+        full_tokens = estimate_tokens(content)
+        if cap is not None and full_tokens > cap:
+            content = cut_to_bytes(content, cap * 4) + RESULT_CAP_NOTE
+            outcome = "truncated"
+        region = self._regions[target]
+        text, fitted = self._fit_result(content, self._room(region))
+        outcome = fitted if fitted != "stored" else outcome
+        if target == "conversation":
+            self.add_tool_result(call_id, tool_name, text, is_error)
+            return RoutedResult("conversation", text, outcome, estimate_tokens(text))
+        if fitted != "dropped":
+            region.add(Entry.make(text, metadata={"tool": tool_name, "call_id": call_id}))
+        pointer = self._pointer(target, full_tokens, estimate_tokens(text), outcome, content)
+        self.add_tool_result(call_id, tool_name, pointer, False)
+        return RoutedResult(target, pointer, outcome, estimate_tokens(text))
+
+    def _pointer(self, target: str, full: int, kept: int, fitted: str, content: str) -> str:
+        preview = _preview(content)
+        if fitted == "dropped":
+            return (f"[Output ({full} tokens) did not fit context region '{target}' and was "
+                    f"not kept. Preview: {preview}]")
+        where = (f"is stored in context region '{target}' under its heading; that region is "
+                 "already part of this prompt, so no tool call is needed to read it")
+        if not self.is_visible(target):
+            where = (f"is stored in context region '{target}', which the current stage does not "
+                     "show; a later stage that shows it will see it")
+        if fitted == "truncated":
+            return f"[Output ({full} tokens, cut to {kept} to fit) {where}. Preview: {preview}]"
+        return f"[Output ({full} tokens) {where}. Preview: {preview}]"
+
+    # -- gates ----------------------------------------------------------------------------------
+    def digest(self, region: str) -> str:
+        """A content hash of ``region`` ("" when it was never declared)."""
+        if region not in self._regions:
+            return ""
+        payload = [
+            [e.kind, e.key, e.content, e.metadata, e.tool_calls, e.tool_call_id, e.is_error]
+            for e in self._regions[region].entries
+        ]
+        raw = json.dumps(payload, sort_keys=True, default=str).encode("utf-8")
+        return hashlib.sha256(raw).hexdigest()
+
+    def is_empty(self, region: str) -> bool:
+        """Whether ``region`` holds nothing (True as well when it was never declared)."""
+        return region not in self._regions or self._regions[region].is_empty()
+
+    def open_items(self, region: str) -> list[tuple[int, str]]:
+        """Open checklist items of ``region`` as (id, text); [] for anything else."""
+        if region not in self._regions:
+            return []
+        return [
+            (int(e.metadata["id"]), e.content)
+            for e in self._regions[region].entries
+            if "id" in e.metadata and not e.metadata.get("done")
+        ]
+
+    # -- transforms -----------------------------------------------------------------------------
+    def apply_transform(self, kind: str, config: dict[str, Any] | None = None) -> TransformResult:
+        """Apply an edge transform to the regions of the stage being left.
+
+        ``direct`` does nothing; ``clear`` empties the stage-specific regions; ``compact`` and
+        ``summarize`` return the stage-specific, summarizable, non-empty regions for the engine
+        to summarise; ``custom`` clears ``clear - carry`` and returns ``compact - carry``.
+        Pinned regions are never touched. Only regions the stage sees are considered, except for
+        regions a custom transform names explicitly.
+        """
+        if kind == "direct":
+            return TransformResult()
+        if kind == "clear":
+            cleared = []
+            for region in self.visible_regions():
+                if region.config.stage_specific and not region.is_empty():
+                    region.clear()
+                    cleared.append(region.name)
+            return TransformResult(cleared=cleared)
+        if kind in ("compact", "summarize"):
+            names = [
+                r.name for r in self.visible_regions()
+                if r.config.stage_specific and r.config.summarizable and not r.is_empty()
+            ]
+            return TransformResult(to_summarise=names)
+        if kind == "custom":
+            return self._custom_transform(config or {})
+        raise ValueError(
+            f"unknown transform {kind!r} (valid: direct, clear, compact, summarize, custom)"
+        )
+
+    def _custom_transform(self, config: dict[str, Any]) -> TransformResult:
+        carry = set(config.get("carry") or [])
+        cleared: list[str] = []
+        to_summarise: list[str] = []
+        skipped: dict[str, str] = {}
+        for name in config.get("clear") or []:
+            if name in carry:
+                continue
+            if name not in self._regions:
+                skipped[name] = "not declared"
+            elif self._regions[name].kind == "pinned":
+                skipped[name] = "pinned regions are never changed by a transform"
+            else:
+                self._regions[name].clear()
+                cleared.append(name)
+        for name in config.get("compact") or []:
+            if name in carry or name in cleared:
+                continue
+            region = self._regions.get(name)
+            if region is None:
+                skipped[name] = "not declared"
+            elif region.kind == "pinned":
+                skipped[name] = "pinned regions are never changed by a transform"
+            elif not region.config.summarizable:
+                skipped[name] = "declared summarizable = false"
+            elif not region.is_empty():
+                to_summarise.append(name)
+        return TransformResult(cleared=cleared, to_summarise=to_summarise, skipped=skipped)
+
+    def replace_with_summary(self, region: str, summary: str) -> None:
+        """Replace a region's content with one summary entry, cut to its budget if needed."""
+        target = self._regions[region]
+        text, _ = trim_with_note(summary, target.max_tokens, SEED_TRUNCATION_NOTE)
+        target.clear()
+        target.add(Entry.make(text))
+
+    # -- seeds and the final output mirror -----------------------------------------------------
+    def seed(self, region: str, text: str) -> bool:
+        """Put caller or seed input into ``region``, cut to its budget with a closing note.
+
+        Returns whether the text was cut. KeyError when the region was never declared.
+        """
+        target = self._regions[region]
+        fitted, cut = trim_with_note(text, self._room(target), SEED_TRUNCATION_NOTE)
+        target.add(Entry.make(fitted))
+        return cut
+
+    def mirror_final_output(self, content: str) -> bool:
+        """Show the accepted final answer in the pinned ``final_output`` region.
+
+        The region is emptied first and the answer cut to 2000 tokens (or the region's smaller
+        budget) with a closing note. Returns whether it was cut.
+        """
+        target = self._regions["final_output"]
+        limit = min(FINAL_OUTPUT_REGION_TOKENS, target.max_tokens)
+        text, cut = trim_with_note(content, limit, FINAL_OUTPUT_NOTE)
+        target.clear()
+        target.add(Entry.make(text))
+        return cut
+
+    # -- views ----------------------------------------------------------------------------------
+    def total_tokens(self) -> int:
+        """Tokens held by the regions the current stage sees."""
+        return sum(region.tokens for region in self.visible_regions())
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every region (with kind, usage, entries and visibility) as plain data."""
+        regions = []
+        for region in self._regions.values():
+            data = region.to_dict()
+            data["visible"] = self.is_visible(region.name)
+            regions.append(data)
+        return {
+            "total_tokens": self.total_tokens(),
+            "max_tokens": self.window_tokens,
+            "regions": regions,
+        }
+
+    def assemble(self) -> tuple[list[str], list[Any]]:
+        """The visible regions as a request: (system blocks, messages). See assembly.py."""
+        from lev_nb.engine.assembly import assemble
+
+        return assemble(self.visible_regions())
+
+
+# -- the context_* and todo_* tools -------------------------------------------------------------
+RUNTIME_REGIONS = frozenset({"conversation", "final_output", "stage_instructions"})
+
+
+def _as_int(value: Any) -> int | None:
+    """Read an integer argument that may arrive as a number or a numeric string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _looks_like_path(name: str) -> bool:
+    tail = name.rsplit("/", 1)[-1]
+    return "/" in name or "\\" in name or ("." in tail and not tail.startswith("."))
+
+
+class ContextTools:
+    """The behaviour of the ``context_*`` and ``todo_*`` tools over one :class:`ContextWindow`.
+
+    Method names and keyword arguments match the tools' parameters (the tool layer's
+    ``ContextAccess`` protocol). Every method returns the result text the model sees; failures
+    start with ``[error]`` and change nothing. Only regions the current stage sees are reachable.
+    """
+
+    def __init__(self, window: ContextWindow) -> None:
+        self.window = window
+
+    # -- shared checks --------------------------------------------------------------------------
+    def _lookup(self, region: str | None, *, writing: bool = False) -> Region | str:
+        """The visible region called ``region``, or an ``[error]`` text saying what went wrong."""
+        if not region:
+            return "[error] missing 'region' argument"
+        if not self.window.is_visible(region):
+            names = ", ".join(r.name for r in self.window.visible_regions())
+            message = (f"[error] there is no context region '{region}' in this stage. "
+                       f"Regions: {names}.")
+            if _looks_like_path(region):
+                message += (
+                    f" '{region}' looks like a file path: context regions are named sections of "
+                    "your prompt, not files. Use read_file or write_file for files."
+                )
+            return message
+        target = self.window.region(region)
+        if writing and region in RUNTIME_REGIONS:
+            return (
+                f"[error] region '{region}' is kept by the runtime and cannot be edited with "
+                "context tools"
+                + (" (submit your answer with submit_output)." if region == "final_output" else ".")
+            )
+        return target
+
+    @staticmethod
+    def _not_for_checklist(target: Region) -> str | None:
+        if target.kind == "checklist":
+            return (f"[error] region '{target.name}' is a checklist: use todo_add, todo_done and "
+                    "todo_note to change it.")
+        return None
+
+    @staticmethod
+    def _usage(target: Region) -> str:
+        return f"{target.tokens}/{target.max_tokens} tokens used"
+
+    def _store(self, target: Region, entry: Entry, replace_all: bool) -> str | None:
+        """Add ``entry`` (optionally replacing the region's content); an error text if refused."""
+        saved = list(target.entries)
+        if replace_all:
+            target.clear()
+        try:
+            target.add(entry)
+        except RegionFullError as err:
+            target.entries = saved
+            return f"[error] {err}"
+        return None
+
+    # -- context_* ------------------------------------------------------------------------------
+    def write(self, region: str | None = None, content: str | None = None,
+              key: str | None = None) -> str:
+        """``context_write``: store ``content`` under ``key`` (replacing that entry), or replace
+        the whole region when no key is given. Hashmap regions need a key."""
+        target = self._lookup(region, writing=True)
+        if isinstance(target, str):
+            return target
+        refusal = self._not_for_checklist(target)
+        if refusal:
+            return refusal
+        if content is None:
+            return "[error] missing 'content' argument"
+        if target.kind == "hashmap" and not key:
+            return f"[error] region '{target.name}' is a hashmap: pass a 'key' for the entry."
+        entry = Entry.make(str(content), key=str(key) if key else None)
+        error = self._store(target, entry, replace_all=not key)
+        if error:
+            return error
+        where = f"under key '{key}' " if key else ""
+        return f"Stored {where}in region '{target.name}' ({self._usage(target)})."
+
+    def append(self, region: str | None = None, content: str | None = None,
+               key: str | None = None) -> str:
+        """``context_append``: add an entry (or extend the entry under ``key``)."""
+        target = self._lookup(region, writing=True)
+        if isinstance(target, str):
+            return target
+        refusal = self._not_for_checklist(target)
+        if refusal:
+            return refusal
+        if content is None:
+            return "[error] missing 'content' argument"
+        if target.kind == "hashmap" and not key:
+            return f"[error] region '{target.name}' is a hashmap: pass a 'key' for the entry."
+        text = str(content)
+        position = target.find_key(str(key)) if key else None
+        if position is not None:
+            text = target.entries[position].content + "\n" + text
+        error = self._store(target, Entry.make(text, key=str(key) if key else None), False)
+        if error:
+            return error
+        verb = "Extended the entry under key" if position is not None else "Appended"
+        where = f" '{key}'" if position is not None else (f" under key '{key}'" if key else "")
+        return f"{verb}{where} in region '{target.name}' ({self._usage(target)})."
+
+    def read(self, region: str | None = None, key: str | None = None) -> str:
+        """``context_read``: the whole region, or the one entry under ``key``."""
+        target = self._lookup(region)
+        if isinstance(target, str):
+            return target
+        if key:
+            position = target.find_key(str(key))
+            if position is None:
+                keys = ", ".join(e.key for e in target.entries if e.key) or "none"
+                return (f"[error] region '{target.name}' has no entry under key '{key}'. "
+                        f"Keys: {keys}.")
+            return target.entries[position].content
+        text = target.text()
+        return text if text.strip() else f"Region '{target.name}' is empty."
+
+    def delete(self, region: str | None = None, key: str | None = None,
+               index: int | None = None, oldest: int | None = None) -> str:
+        """``context_delete``: release the entry under ``key``, the entry at ``index`` (0 is
+        the oldest), or the ``oldest`` N entries. Exactly one of the three is expected."""
+        target = self._lookup(region, writing=True)
+        if isinstance(target, str):
+            return target
+        chosen = [name for name, value in (("key", key), ("index", index), ("oldest", oldest))
+                  if value is not None]
+        if len(chosen) != 1:
+            return "[error] pass exactly one of 'key', 'index' or 'oldest'"
+        if key is not None:
+            if not target.remove_key(str(key)):
+                return f"[error] region '{target.name}' has no entry under key '{key}'."
+            removed = 1
+        elif index is not None:
+            position = _as_int(index)
+            if position is None or not 0 <= position < len(target.entries):
+                return (f"[error] index {index!r} is out of range: region '{target.name}' holds "
+                        f"{len(target.entries)} entries (0 is the oldest).")
+            del target.entries[position]
+            removed = 1
+        else:
+            count = 1 if oldest is True else _as_int(oldest)
+            if count is None or count < 1:
+                return "[error] 'oldest' must be a positive number of entries"
+            removed = min(count, len(target.entries))
+            del target.entries[:removed]
+        plural = "entry" if removed == 1 else "entries"
+        return f"Removed {removed} {plural} from region '{target.name}' ({self._usage(target)})."
+
+    def list(self, region: str | None = None) -> str:
+        """``context_list``: usage of every visible region, or the entries of one."""
+        if region:
+            target = self._lookup(region)
+            if isinstance(target, str):
+                return target
+            if not target.entries:
+                return f"Region '{target.name}' is empty ({self._usage(target)})."
+            lines = [f"Region '{target.name}' ({target.kind}, {len(target.entries)} entries, "
+                     f"{self._usage(target)}):"]
+            for position, entry in enumerate(target.entries):
+                label = f"key '{entry.key}'" if entry.key else entry.kind
+                preview = _preview(entry.content)[:60]
+                lines.append(f"  [{position}] {label}, {entry.tokens} tokens: {preview}")
+            return "\n".join(lines)
+        lines = ["Context regions in this stage:"]
+        for target in self.window.visible_regions():
+            lines.append(f"  {target.name} ({target.kind}): {len(target.entries)} entries, "
+                         f"{target.tokens}/{target.max_tokens} tokens")
+        return "\n".join(lines)
+
+    # -- todo_* ---------------------------------------------------------------------------------
+    def _checklist(self, region: str | None) -> Region | str:
+        target = self._lookup(region)
+        if isinstance(target, str):
+            return target
+        if target.kind != "checklist":
+            return (f"[error] region '{target.name}' is a {target.kind} region, not a checklist; "
+                    "todo tools work on checklist regions only.")
+        return target
+
+    def todo_add(self, region: str | None = None, item: str | None = None) -> str:
+        """``todo_add``: add an open item and report its id."""
+        target = self._checklist(region)
+        if isinstance(target, str):
+            return target
+        if not item or not str(item).strip():
+            return "[error] missing 'item' argument"
+        try:
+            item_id = target.add_checklist_item(str(item).strip())
+        except RegionFullError as err:
+            return f"[error] {err}"
+        still_open = len(self.window.open_items(target.name))
+        return f"Added item {item_id} to '{target.name}' ({still_open} open)."
+
+    def _item_id(self, target: Region, id: Any) -> int | str:
+        item_id = _as_int(id)
+        if item_id is None:
+            return "[error] 'id' must be an item number"
+        if target.checklist_item(item_id) is None:
+            ids = ", ".join(str(i) for i, _ in self.window.open_items(target.name)) or "none"
+            return f"[error] checklist '{target.name}' has no item {item_id}. Open items: {ids}."
+        return item_id
+
+    def todo_done(self, region: str | None = None, id: Any = None) -> str:
+        """``todo_done``: mark an item done."""
+        target = self._checklist(region)
+        if isinstance(target, str):
+            return target
+        item_id = self._item_id(target, id)
+        if isinstance(item_id, str):
+            return item_id
+        item = target.checklist_item(item_id)
+        if item is not None and item.metadata.get("done"):
+            return f"Item {item_id} in '{target.name}' was already done."
+        try:
+            target.update_checklist_item(item_id, done=True)
+        except RegionFullError as err:
+            return f"[error] {err}"
+        remaining = len(self.window.open_items(target.name))
+        return f"Marked item {item_id} done in '{target.name}' ({remaining} open)."
+
+    def todo_note(self, region: str | None = None, id: Any = None, note: str | None = None) -> str:
+        """``todo_note``: attach a note to an item (replacing an earlier note)."""
+        target = self._checklist(region)
+        if isinstance(target, str):
+            return target
+        if not note or not str(note).strip():
+            return "[error] missing 'note' argument"
+        item_id = self._item_id(target, id)
+        if isinstance(item_id, str):
+            return item_id
+        try:
+            target.update_checklist_item(item_id, note=str(note).strip())
+        except RegionFullError as err:
+            return f"[error] {err}"
+        return f"Noted on item {item_id} in '{target.name}'."
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> str:
+        """Dispatch a tool call by its tool name (``context_write``, ``todo_add``, ...)."""
+        method = tool.removeprefix("context_")
+        allowed = {"write", "append", "read", "delete", "list",
+                   "todo_add", "todo_done", "todo_note"}
+        if method not in allowed:
+            return f"[error] unknown context tool '{tool}'"
+        handler = getattr(self, method)
+        accepted = set(inspect.signature(handler).parameters)
+        unexpected = sorted(set(arguments) - accepted)
+        if unexpected:
+            return f"[error] unexpected arguments for '{tool}': {', '.join(unexpected)}"
+        return handler(**arguments)

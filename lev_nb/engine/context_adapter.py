@@ -1,0 +1,56 @@
+"""The run's context window: :class:`ContextWindow` plus the few questions the run loop asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lev_nb.engine.context import ContextWindow, StageInstructionsError
+from lev_nb.engine.plan import RunPlan, StagePlan
+
+
+class RunContext(ContextWindow):
+    """A ContextWindow that knows the run's stage layouts."""
+
+    def enter_stage(self, stage: StagePlan) -> None:
+        """Show the stage's own regions (or the global layout)."""
+        self.apply_stage_layout(list(stage.layout) if stage.layout is not None else None)
+
+    def seed_input(self, region: str, text: str) -> None:
+        """Fill a caller-seeded region (the task goes to ``task``, else the first pinned region)."""
+        if region == "task" and not self.has_region("task"):
+            pinned = [r for r in self.visible_regions() if r.kind == "pinned" and r.name != "final_output"]
+            if pinned:
+                self.seed(pinned[0].name, f"Task: {text}")
+            else:
+                self.add_user(text)
+            return
+        if self.has_region(region):
+            self.seed(region, text)
+
+    def required_regions(self) -> list[str]:
+        """Names of the visible regions declared ``required = true``."""
+        return [r.name for r in self.visible_regions() if r.config.required]
+
+    def required_message(self, region: str) -> str | None:
+        """The region's own ``required_message``, if it has one."""
+        return self.region(region).config.required_message if self.has_region(region) else None
+
+    def has_content(self, region: str) -> bool:
+        """True when the region exists and holds something."""
+        return self.has_region(region) and not self.is_empty(region)
+
+    def transform(self, kind: str, config: dict[str, Any]) -> list[str]:
+        """Apply an edge transform; returns the regions that would need a summariser."""
+        return list(self.apply_transform(kind, config).to_summarise)
+
+
+def build_context(plan: RunPlan) -> RunContext:
+    """A fresh context window holding every region the blueprint declares anywhere."""
+    ctx = RunContext(list(plan.layout))
+    for stage in plan.stages:
+        if stage.layout is not None:
+            ctx.declare(stage.layout)
+    return ctx
+
+
+__all__ = ["RunContext", "build_context", "StageInstructionsError"]

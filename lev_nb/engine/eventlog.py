@@ -1,0 +1,111 @@
+"""An append-only, thread-safe event log that can be read while it grows.
+
+The engine thread appends; any thread can iterate (blocking until the next event or the end), and
+any asyncio loop can ``async for`` over it without blocking that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+
+from lev_nb.engine.events import Event
+
+
+class EventLog:
+    """Events of one run, in order; closed when the run ends."""
+
+    def __init__(self) -> None:
+        self._events: list[Event] = []
+        self._closed = False
+        self._cond = threading.Condition()
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._subscribers: list[Callable[[Event], None]] = []
+
+    def append(self, event: Event) -> None:
+        """Add an event and wake every reader; subscribers are called in the caller's thread."""
+        with self._cond:
+            self._events.append(event)
+            self._wake()
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback(event)
+            except Exception:  # a broken view must never break the run
+                pass
+
+    def close(self) -> None:
+        """Mark the log complete; readers finish once they have seen every event."""
+        with self._cond:
+            self._closed = True
+            self._wake()
+
+    def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
+        """Call ``callback(event)`` for every future event (and, with ``replay``, past ones)."""
+        with self._cond:
+            past = list(self._events) if replay else []
+            self._subscribers.append(callback)
+        for event in past:
+            callback(event)
+
+    def unsubscribe(self, callback: Callable[[Event], None]) -> None:
+        """Stop calling ``callback``."""
+        with self._cond:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+    @property
+    def closed(self) -> bool:
+        """True once the run has ended and no more events will come."""
+        return self._closed
+
+    def snapshot(self) -> list[Event]:
+        """The events so far, without waiting."""
+        with self._cond:
+            return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def _wake(self) -> None:
+        self._cond.notify_all()
+        waiters, self._async_waiters = self._async_waiters, []
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_resolve, fut)
+
+    def __iter__(self) -> Iterator[Event]:
+        index = 0
+        while True:
+            with self._cond:
+                while index >= len(self._events) and not self._closed:
+                    self._cond.wait()
+                if index >= len(self._events):
+                    return
+                event = self._events[index]
+            index += 1
+            yield event
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        index = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if index < len(self._events):
+                    event = self._events[index]
+                elif self._closed:
+                    return
+                else:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._async_waiters.append((loop, fut))
+                    event = None
+            if event is None:
+                await fut
+                continue
+            index += 1
+            yield event
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -1,0 +1,180 @@
+"""Typed run events.
+
+Every event a run emits is one of the dataclasses below. They are written to ``events.jsonl`` as
+``{"type": <kind>, "ts": ..., "run_id": ..., ...fields}`` and delivered live to subscribers (the
+CLI progress line, the notebook widget, ``run.events``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base class: what happened, to which run, when, and in which stage."""
+
+    kind: ClassVar[str] = "event"
+    run_id: str
+    stage: str | None
+    ts: float = field(default_factory=time.time, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a JSON-ready dict with its ``type`` first."""
+        data = {"type": self.kind}
+        data.update(dataclasses.asdict(self))
+        return data
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    agent: str
+    task: str
+    workdir: str
+
+
+@dataclass(frozen=True)
+class StageEntered(Event):
+    kind: ClassVar[str] = "stage_entered"
+    visit: int
+    from_stage: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelCall(Event):
+    """A model request finished (or failed, with ``error`` set)."""
+
+    kind: ClassVar[str] = "model_call"
+    purpose: str
+    provider: str
+    model: str
+    iteration: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+    text: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    kind: ClassVar[str] = "tool_started"
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    kind: ClassVar[str] = "tool_finished"
+    call_id: str
+    tool: str
+    ok: bool
+    summary: str
+
+
+@dataclass(frozen=True)
+class Transition(Event):
+    """The run moved along an edge (``condition`` says which kind fired it)."""
+
+    kind: ClassVar[str] = "transition"
+    target: str
+    condition: str
+    transform: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class GateBlocked(Event):
+    kind: ClassVar[str] = "gate_blocked"
+    target: str
+    message: str
+    attempt: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class GateForced(Event):
+    kind: ClassVar[str] = "gate_forced"
+    target: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Nudge(Event):
+    kind: ClassVar[str] = "nudge"
+    reason: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Stuck(Event):
+    kind: ClassVar[str] = "stuck"
+    reason: str
+
+
+@dataclass(frozen=True)
+class MaxIterationsHit(Event):
+    kind: ClassVar[str] = "max_iterations"
+    limit: int
+
+
+@dataclass(frozen=True)
+class StageError(Event):
+    kind: ClassVar[str] = "error"
+    message: str
+
+
+@dataclass(frozen=True)
+class Warning_(Event):
+    """Something went wrong that the run survives (a broken validator, a skipped compaction)."""
+
+    kind: ClassVar[str] = "warning"
+    message: str
+
+
+@dataclass(frozen=True)
+class OutputSubmitted(Event):
+    kind: ClassVar[str] = "output_submitted"
+    format: str | None
+    bytes: int
+    truncated: bool
+    checked: bool = True
+
+
+@dataclass(frozen=True)
+class OutputRejected(Event):
+    kind: ClassVar[str] = "output_rejected"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Completed(Event):
+    """The run reached a terminal status: complete, error or cancelled."""
+
+    kind: ClassVar[str] = "completed"
+    status: str
+    error: str | None = None
+    produced_output: bool = False
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        RunStarted, StageEntered, ModelCall, ToolCallStarted, ToolCallFinished, Transition,
+        GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
+        OutputSubmitted, OutputRejected, Completed,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild a typed event from its ``to_dict()`` form (e.g. a line of events.jsonl)."""
+    payload = dict(data)
+    cls = EVENT_TYPES[payload.pop("type")]
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in payload.items() if k in names})

@@ -1,0 +1,111 @@
+"""``Run``: the handle a user holds while a blueprint runs on the engine thread."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import copy
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from lev_nb.engine.eventlog import EventLog
+from lev_nb.engine.events import Event
+
+if TYPE_CHECKING:
+    from lev_nb.engine.runner import Runner
+
+TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
+
+
+class Run:
+    """A running (or finished) blueprint.
+
+    ``bp.run(...)`` returns one at once; the run proceeds on lev_nb's engine thread. Block with
+    ``run.wait()``, or ``await run`` from async code; follow along with ``for ev in run.events``
+    (or ``async for``); stop it with ``run.cancel()``.
+    """
+
+    def __init__(self, runner: Runner, future: concurrent.futures.Future[None] | None) -> None:
+        self._runner = runner
+        self._future = future  # type: ignore[assignment]
+
+    # -- identity and live state ---------------------------------------------------------
+    @property
+    def run_id(self) -> str:
+        """The run's id, also the name of its folder under ``$LEV_HOME/runs``."""
+        return self._runner.run_id
+
+    @property
+    def status(self) -> str:
+        """One of starting, running, complete, error, cancelled."""
+        return self._runner.meta["status"]
+
+    @property
+    def stage(self) -> str | None:
+        """The stage the run is in (or ended in)."""
+        return self._runner.meta["current_stage"]
+
+    @property
+    def error(self) -> str | None:
+        """The error message of a run that ended in error."""
+        return self._runner.meta.get("error")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """A copy of the run record (the content of meta.json)."""
+        return copy.deepcopy(self._runner.meta)
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        """A copy of the run's flags (gates_forced, produced_output, ...)."""
+        return copy.deepcopy(self._runner.meta["flags"])
+
+    @property
+    def stage_history(self) -> list[str]:
+        """The stages entered, in order."""
+        return list(self._runner.meta["stage_history"])
+
+    @property
+    def events(self) -> EventLog:
+        """Every event so far and to come; iterate (sync or async) to follow the run."""
+        return self._runner.events
+
+    @property
+    def run_dir(self) -> str:
+        """The folder holding meta.json, events.jsonl, transcript.jsonl and final_output."""
+        return str(self._runner.store.dir)
+
+    @property
+    def workdir(self) -> str:
+        """The run's working directory."""
+        return str(self._runner.workdir)
+
+    @property
+    def result(self) -> Any:
+        """The final output (an ``Output``), or None when none was submitted."""
+        return self._runner.final_output
+
+    def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
+        """Call ``callback(event)`` for each event (on the engine thread; keep it quick)."""
+        self._runner.events.subscribe(callback, replay=replay)
+
+    # -- waiting and stopping ------------------------------------------------------------
+    def done(self) -> bool:
+        """True once the run has reached a terminal status."""
+        return self._future.done()
+
+    def wait(self, timeout: float | None = None) -> Run:
+        """Block until the run ends (or ``timeout`` seconds pass: TimeoutError); returns self."""
+        self._future.result(timeout)
+        return self
+
+    def __await__(self) -> Generator[Any, None, Run]:
+        yield from asyncio.wrap_future(self._future).__await__()
+        return self
+
+    def cancel(self) -> None:
+        """Stop the run; it ends with status ``cancelled`` and a complete record."""
+        self._runner.request_cancel()
+
+    def __repr__(self) -> str:
+        return f"<Run {self.run_id} {self.status} stage={self.stage!r}>"

@@ -1,0 +1,254 @@
+"""Final outputs: the spec an answer must meet, the checks a submission goes through, and the
+record of the accepted answer (spec/runtime.md §8, seeds/final-outputs.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+MAX_FINAL_OUTPUT_BYTES = 256 * 1024
+FINAL_OUTPUT_REGION_TOKENS = 2000
+MAX_SCHEMA_VIOLATIONS = 3
+
+SUBMIT_OUTPUT_BASE = (
+    "Submit your final answer for this run: the one thing the caller receives. Calling it again "
+    "replaces what you submitted before. Put the answer itself in `content`, in full. If you "
+    "produced files the caller should look at, list them in `artifacts`, as paths relative to the "
+    "working directory."
+)
+PRESENTATION_CLAUSE = (
+    "This governs how the answer is presented. Where anything else you were told says to present "
+    "it differently - its length, its structure, what to lead with - follow this."
+)
+OWED_OUTPUT_PROMPT = (
+    "Before this stage ends you must call `submit_output` with your final answer. It is the only "
+    "thing the caller receives."
+)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The shape a final answer must take; every field optional."""
+
+    format: str | None = None
+    instructions: str | None = None
+    example: str | None = None
+    schema: dict[str, Any] | None = None
+    validator: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when the spec asks for nothing at all."""
+        return not any((self.format, self.instructions, self.example, self.schema, self.validator))
+
+
+def resolve_output_spec(
+    agent: OutputSpec | None, stage: OutputSpec | None, request: OutputSpec | None
+) -> OutputSpec | None:
+    """Combine the three levels field by field, later winning (agent < stage < request).
+
+    When the request names a format other than the declared one, the declared schema and validator
+    no longer describe the answer, so only the request's own schema/validator apply.
+    """
+    if agent is None and stage is None and request is None:
+        return None
+    merged = OutputSpec()
+    for level in (agent, stage, request):
+        if level is None:
+            continue
+        merged = replace(
+            merged,
+            **{k: v for k, v in asdict(level).items() if v is not None},
+        )
+    declared_format = (stage.format if stage and stage.format else None) or (
+        agent.format if agent else None
+    )
+    if request is not None and request.format and _norm(request.format) != _norm(declared_format):
+        merged = replace(merged, schema=request.schema, validator=request.validator)
+    return merged
+
+
+def describe_spec(spec: OutputSpec | None) -> str:
+    """The part of the submit_output description (and stage prompt) that states the shape."""
+    if spec is None:
+        return ""
+    parts: list[str] = []
+    if spec.format:
+        parts.append(f"Return it in this format: {spec.format}.")
+    if spec.instructions:
+        parts.append(spec.instructions)
+    if spec.schema:
+        parts.append(
+            "It must be JSON valid against this schema:\n" + json.dumps(spec.schema, indent=2)
+        )
+    if spec.example:
+        parts.append("Here is an example of the expected shape:\n" + spec.example)
+    if parts:
+        parts.append(PRESENTATION_CLAUSE)
+    return "\n\n".join(parts)
+
+
+def submit_output_description(spec: OutputSpec | None) -> str:
+    """The full submit_output tool description for a stage with this spec."""
+    described = describe_spec(spec)
+    return SUBMIT_OUTPUT_BASE + ("\n\n" + described if described else "")
+
+
+@dataclass
+class FinalOutput:
+    """An accepted answer."""
+
+    content: str
+    format: str | None
+    stage: str
+    submitted_at: str
+    truncated: bool = False
+    artifacts: list[str] = field(default_factory=list)
+    checked: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """The record shape used by ``lev result --json`` (format/artifacts omitted when empty)."""
+        data: dict[str, Any] = {"content": self.content}
+        if self.format:
+            data["format"] = self.format
+        data["stage"] = self.stage
+        data["submitted_at"] = self.submitted_at
+        data["truncated"] = self.truncated
+        if self.artifacts:
+            data["artifacts"] = list(self.artifacts)
+        return data
+
+    def descriptor(self) -> dict[str, Any]:
+        """The meta.json ``final_output`` descriptor (no content)."""
+        data: dict[str, Any] = {}
+        if self.format:
+            data["format"] = self.format
+        data.update(
+            stage=self.stage,
+            submitted_at=self.submitted_at,
+            bytes=len(self.content.encode("utf-8")),
+            truncated=self.truncated,
+        )
+        if self.artifacts:
+            data["artifacts"] = list(self.artifacts)
+        return data
+
+
+def cap_content(content: str, limit: int = MAX_FINAL_OUTPUT_BYTES) -> tuple[str, bool]:
+    """Cut ``content`` to at most ``limit`` UTF-8 bytes on a character boundary."""
+    raw = content.encode("utf-8")
+    if len(raw) <= limit:
+        return content, False
+    return raw[:limit].decode("utf-8", errors="ignore"), True
+
+
+def _norm(label: str | None) -> str:
+    return (label or "").strip().lower()
+
+
+def check_well_formed(fmt: str | None, content: str) -> str | None:
+    """Parse ``content`` as ``fmt`` when lev_nb knows the format; return the reason it fails."""
+    label = _norm(fmt)
+    try:
+        if label == "json":
+            json.loads(content)
+        elif label == "xml":
+            return _check_xml(content)
+        elif label in ("yaml", "yml"):
+            return _check_yaml(content)
+        elif label == "csv":
+            return _check_csv(content)
+        elif label == "toml":
+            tomllib.loads(content)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        return str(exc)
+    return None
+
+
+def _check_xml(content: str) -> str | None:
+    from lxml import etree
+
+    if "<" not in content:
+        return "no XML elements found; this looks like plain text"
+    try:
+        etree.fromstring(content.strip().encode("utf-8"))
+    except etree.XMLSyntaxError as exc:
+        return str(exc)
+    return None
+
+
+def _check_yaml(content: str) -> str | None:
+    import yaml
+
+    try:
+        yaml.safe_load(content)
+    except yaml.YAMLError as exc:
+        return str(exc).replace("\n", " ")
+    return None
+
+
+def _check_csv(content: str) -> str | None:
+    rows = [row for row in csv.reader(io.StringIO(content)) if row]
+    if not rows:
+        return "no rows found"
+    width = len(rows[0])
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != width:
+            return f"row {number} has {len(row)} fields, but the header row has {width}"
+    return None
+
+
+def check_schema(schema: dict[str, Any], content: str) -> tuple[str | None, str | None]:
+    """Validate JSON ``content`` against ``schema``.
+
+    Returns ``(refusal, warning)``: a refusal text for the agent, or a warning when the schema
+    itself is unusable (in which case the check is skipped).
+    """
+    import jsonschema
+
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema)
+        validator_cls.check_schema(schema)
+        validator = validator_cls(schema)
+    except jsonschema.SchemaError as exc:
+        return None, f"the declared output schema is not a valid JSON Schema, so it was not checked: {exc.message}"
+    try:
+        document = json.loads(content)
+    except ValueError as exc:
+        return f"it is not valid JSON ({exc})", None
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None, None
+    shown = [f"{_json_path(e.absolute_path)}: {e.message}" for e in errors[:MAX_SCHEMA_VIOLATIONS]]
+    more = len(errors) - len(shown)
+    text = "; ".join(shown) + (f"; (and {more} more)" if more > 0 else "")
+    return text, None
+
+
+def _json_path(path: Any) -> str:
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def artifacts_outside(workdir: Path, artifacts: list[str]) -> list[str]:
+    """The artifact paths that would resolve outside ``workdir`` (symlinks followed)."""
+    root = Path(os.path.realpath(workdir))
+    bad = []
+    for item in artifacts:
+        resolved = Path(os.path.realpath(root / item))
+        if resolved != root and root not in resolved.parents:
+            bad.append(item)
+    return bad
+
+
+def now_iso() -> str:
+    """The current UTC time as an RFC 3339 string."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

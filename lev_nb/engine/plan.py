@@ -1,0 +1,158 @@
+"""The engine's view of a blueprint: plain, precomputed per-stage facts.
+
+Only this module reads the pydantic blueprint model; the run loop works on these small
+dataclasses, so the format can grow without the loop noticing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lev_nb.engine.outputs import OutputSpec
+
+NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
+DEFAULT_GATE_ATTEMPTS = 3
+DEFAULT_MAX_NUDGES = 3
+DEFAULT_NUDGE_TEXT = (
+    "You have tools available. Use them to make progress on the task - for instance, start by "
+    "looking at the relevant files in the working directory."
+)
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """Preconditions an edge imposes on the stage it leaves."""
+
+    require_modifications: bool = False
+    require_regions: tuple[str, ...] = ()
+    require_region_updated: str | None = None
+    require_no_open_items: str | None = None
+    region: str | None = None
+    tools: tuple[str, ...] = ()
+    message: str | None = None
+    max_attempts: int = DEFAULT_GATE_ATTEMPTS
+
+
+@dataclass(frozen=True)
+class EdgePlan:
+    """One transition, in declaration order."""
+
+    target: str
+    condition: str = "always"
+    hint: str | None = None
+    transform: str = "direct"
+    transform_config: dict[str, Any] = field(default_factory=dict)
+    gate: GatePlan | None = None
+    stuck_after_iterations: int | None = None
+    stuck_after_minutes: float | None = None
+    stuck_after_same_file_edits: int | None = None
+    stuck_after_tool_calls: int | None = None
+
+    @property
+    def is_normal(self) -> bool:
+        """Normal edges are the ones the model follows or picks on completion."""
+        return self.condition in NORMAL_CONDITIONS
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A provider/model pair from a stage's ordered model list."""
+
+    provider: str
+    model: str
+
+
+@dataclass(frozen=True)
+class NudgePlan:
+    """The resolved empty-response nudge for one stage."""
+
+    enabled: bool = True
+    max: int = DEFAULT_MAX_NUDGES
+    text: str = DEFAULT_NUDGE_TEXT
+
+
+@dataclass(frozen=True)
+class FanOutPlan:
+    """How a fan_out stage splits work and where the results go."""
+
+    worker_stage: str | None = None
+    worker_agent: str | None = None
+    worker_query: str | None = None
+    merge_stage: str | None = None
+    results_region: str = "conversation"
+    max_workers: int = 30
+    max_items: int = 0
+    max_attempts: int = 3
+    on_worker_failure: str = "continue"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """Everything the run loop needs to know about one stage."""
+
+    name: str
+    index: int
+    mode: str = "autonomous"
+    system_prompt: str | None = None
+    description: str | None = None
+    models: tuple[ModelChoice, ...] = ()
+    parameters: dict[str, Any] = field(default_factory=dict)
+    request_timeout_secs: float | None = None
+    tools: tuple[str, ...] = ()
+    tool_permissions: dict[str, str] = field(default_factory=dict)
+    max_iterations: int | None = None
+    max_revisits: int | None = None
+    # None: the key was absent (fall through); (): present but empty (terminal).
+    transitions: tuple[EdgePlan, ...] | None = None
+    transition_prompt: str | None = None
+    allow_complete: bool = False
+    require_output: bool = False
+    output: OutputSpec | None = None
+    nudge: NudgePlan = field(default_factory=NudgePlan)
+    layout: tuple[Any, ...] | None = None  # the stage's own RegionConfigs, if it declares a layout
+    tool_routing: dict[str, Any] | None = None
+    fan_out: FanOutPlan | None = None
+    allow_as_worker: bool = False
+    hooks: dict[str, str] = field(default_factory=dict)
+
+    def find_edge(self, condition: str) -> list[EdgePlan]:
+        """Edges with the given condition, in declaration order."""
+        return [e for e in self.transitions or () if e.condition == condition]
+
+    @property
+    def declares_normal_edge(self) -> bool:
+        """True when the stage has at least one always/llm_choice edge."""
+        return any(e.is_normal for e in self.transitions or ())
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The whole blueprint as the engine sees it."""
+
+    agent_name: str
+    stages: tuple[StagePlan, ...]
+    entry: str
+    layout: tuple[Any, ...]  # global RegionConfigs (default layout when none declared)
+    agent_output: OutputSpec | None = None
+    tool_permissions: dict[str, str] = field(default_factory=dict)
+    base_dir: str | None = None
+    source_path: str | None = None
+    caller_regions: tuple[str, ...] = ("task",)
+    script_tools: dict[str, Any] = field(default_factory=dict)
+
+    def stage(self, name: str) -> StagePlan:
+        """The stage called ``name`` (KeyError if there is none)."""
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(name)
+
+    def has_stage(self, name: str) -> bool:
+        """True when a stage of that name exists."""
+        return any(s.name == name for s in self.stages)
+
+    @property
+    def any_requires_output(self) -> bool:
+        """True when some stage owes a final output (the run then must end with one)."""
+        return any(s.require_output for s in self.stages)

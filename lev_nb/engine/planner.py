@@ -1,0 +1,188 @@
+"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`.
+
+This is the one place where the run engine reads the blueprint model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lev_nb.engine.outputs import OutputSpec
+from lev_nb.engine.plan import (
+    DEFAULT_GATE_ATTEMPTS,
+    DEFAULT_MAX_NUDGES,
+    DEFAULT_NUDGE_TEXT,
+    EdgePlan,
+    FanOutPlan,
+    GatePlan,
+    ModelChoice,
+    NudgePlan,
+    RunPlan,
+    StagePlan,
+)
+from lev_nb.engine.regions import RegionConfig
+
+DEFAULT_WINDOW = 200_000
+
+
+def plan_from_blueprint(bp: Any) -> RunPlan:
+    """Precompute everything the run loop needs from a loaded blueprint."""
+    from lev_nb.blueprint.constants import MODEL_WINDOWS
+
+    entry = bp.stages[bp.entry_stage]
+    window = DEFAULT_WINDOW
+    if entry.models:
+        ref = entry.models[0]
+        window = MODEL_WINDOWS.get((ref.provider, ref.model), DEFAULT_WINDOW)
+    stages = tuple(
+        _stage_plan(bp, name, index, window) for index, name in enumerate(bp.stage_names)
+    )
+    layout = tuple(_region_config(r, window) for r in bp.global_layout.values())
+    caller = tuple(i.region for i in bp.inputs) or ("task",)
+    return RunPlan(
+        agent_name=bp.name,
+        stages=stages,
+        entry=bp.entry_stage,
+        layout=layout,
+        agent_output=_output_spec(bp.agent.output),
+        tool_permissions=dict(bp.tool_permissions),
+        base_dir=str(bp.base_dir) if bp.base_dir else None,
+        source_path=str(bp.source_path) if bp.source_path else None,
+        caller_regions=caller,
+    )
+
+
+def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
+    stage = bp.stages[name]
+    own = stage.own_layout
+    transitions = None
+    if stage.transitions is not None:
+        transitions = tuple(_edge_plan(e) for e in stage.edges)
+    fan_out = None
+    if stage.mode == "fan_out":
+        fan_out = FanOutPlan(
+            worker_stage=stage.worker_stage,
+            worker_agent=stage.worker_agent,
+            worker_query=stage.worker_query,
+            merge_stage=stage.merge_stage,
+            results_region=stage.results_region or "conversation",
+            max_workers=stage.max_workers,
+            max_items=stage.max_items or 0,
+            max_attempts=stage.max_attempts,
+            on_worker_failure=stage.on_worker_failure,
+        )
+    prompt = stage.system_prompt
+    if stage.mode == "fan_out" and stage.split_prompt:
+        prompt = f"{prompt}\n\n{stage.split_prompt}" if prompt else stage.split_prompt
+    hooks = {}
+    if stage.hooks is not None:
+        hooks = {k: v for k, v in stage.hooks.model_dump().items() if v}
+    return StagePlan(
+        name=name,
+        index=index,
+        mode=stage.mode,
+        system_prompt=prompt,
+        description=stage.description,
+        models=tuple(ModelChoice(m.provider, m.model) for m in stage.models),
+        parameters=dict(stage.model.parameters),
+        request_timeout_secs=stage.model.request_timeout_secs,
+        tools=tuple(stage.effective_tools),
+        tool_permissions=dict(stage.tool_permissions),
+        max_iterations=stage.max_iterations,
+        max_revisits=stage.max_revisits,
+        transitions=transitions,
+        transition_prompt=stage.transition_prompt,
+        allow_complete=stage.allow_complete,
+        require_output=stage.require_output,
+        output=_output_spec(stage.output),
+        nudge=_nudge(bp, stage),
+        layout=tuple(_region_config(r, window) for r in own.values()) if own else None,
+        tool_routing=stage.tool_routing.model_dump() if stage.tool_routing else None,
+        fan_out=fan_out,
+        allow_as_worker=stage.allow_as_worker,
+        hooks=hooks,
+    )
+
+
+def _edge_plan(edge: Any) -> EdgePlan:
+    gate = None
+    if edge.gate is not None:
+        g = edge.gate
+        attempts = g.max_attempts if g.max_attempts is not None and g.max_attempts >= 0 else DEFAULT_GATE_ATTEMPTS
+        gate = GatePlan(
+            require_modifications=g.require_modifications,
+            require_regions=tuple(g.require_regions),
+            require_region_updated=g.require_region_updated,
+            require_no_open_items=g.require_no_open_items,
+            region=g.region,
+            tools=tuple(g.tools),
+            message=g.message,
+            max_attempts=attempts,
+        )
+    transform = "compact" if edge.transform == "summarize" else edge.transform
+    config = edge.transform_config.model_dump() if edge.transform_config is not None else {}
+    return EdgePlan(
+        target=edge.target,
+        condition=edge.condition,
+        hint=edge.hint,
+        transform=transform,
+        transform_config=config,
+        gate=gate,
+        stuck_after_iterations=_positive(edge.stuck_after_iterations),
+        stuck_after_minutes=_positive(edge.stuck_after_minutes),
+        stuck_after_same_file_edits=_positive(edge.stuck_after_same_file_edits),
+        stuck_after_tool_calls=_positive(edge.stuck_after_tool_calls),
+    )
+
+
+def _positive(value: int | None) -> int | None:
+    return value if value is not None and value > 0 else None
+
+
+def _nudge(bp: Any, stage: Any) -> NudgePlan:
+    reviewed = stage.mode == "interactive_points" and bool(stage.interaction_points)
+    enabled, maximum, text = not reviewed, DEFAULT_MAX_NUDGES, DEFAULT_NUDGE_TEXT
+    for level in (bp.agent.nudge, stage.nudge):  # later levels win, field by field
+        if level is None:
+            continue
+        if level.enabled is not None:
+            enabled = level.enabled
+        if level.max is not None and level.max >= 0:
+            maximum = level.max
+        if level.text:
+            text = level.text
+    return NudgePlan(enabled=enabled, max=maximum, text=text)
+
+
+def _output_spec(spec: Any) -> OutputSpec | None:
+    if spec is None:
+        return None
+    return OutputSpec(
+        format=spec.format,
+        instructions=spec.instructions,
+        example=spec.example,
+        schema=spec.json_schema,
+        validator=spec.validator,
+    )
+
+
+def _region_config(region: Any, window: int) -> RegionConfig:
+    return RegionConfig(
+        name=region.name,
+        kind=region.kind,
+        max_tokens=region.resolve_budget(window),
+        max_items=region.max_items,
+        strategy=region.strategy,
+        overflow=region.overflow,
+        compact_count=region.compact_count,
+        max_entries=region.max_entries,
+        required=region.required,
+        required_message=region.required_message,
+        summarizable=region.summarizable,
+        description=region.description,
+        describe_in_prompt=region.describe_in_prompt,
+        volatility=region.volatility,
+        admission=region.admission,
+        persistent=region.persistent,
+        script=region.script,
+    )

@@ -1,0 +1,475 @@
+"""Context regions: their declaration, their entries, and how each kind makes room.
+
+A region is a named slice of the prompt with its own token budget and a *kind* that decides what
+happens when a write does not fit (evict the oldest, wipe everything, evict the least recently
+updated key, or refuse). This module knows nothing about stages, tools or requests; the
+:mod:`lev_nb.engine.context` window composes regions into a run's memory and
+:mod:`lev_nb.engine.assembly` turns them into a model request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
+
+REGION_KINDS: tuple[str, ...] = (
+    "temporary",
+    "pinned",
+    "sliding_window",
+    "compacting",
+    "compact_history",
+    "clearable",
+    "hashmap",
+    "checklist",
+    "custom",
+)
+ENTRY_KINDS: tuple[str, ...] = ("text", "user_message", "assistant_turn", "tool_result")
+VOLATILITIES: tuple[str, ...] = ("stable", "grows", "rewritten")
+SLIDING_STRATEGIES: tuple[str, ...] = ("per_item", "bulk", "compact")
+
+#: Regions a stage sees whatever its own layout says.
+ALWAYS_VISIBLE: frozenset[str] = frozenset(
+    {"conversation", "tool_results", "final_output", "stage_instructions"}
+)
+
+#: The final answer's mirror in context is capped at this many tokens.
+FINAL_OUTPUT_REGION_TOKENS = 2000
+DEFAULT_REGION_TOKENS = 5000
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the tokens of ``text`` as ceil(utf-8 bytes / 4), the runtime's one estimator."""
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def cut_to_bytes(text: str, max_bytes: int) -> str:
+    """Return the longest prefix of ``text`` that fits in ``max_bytes`` utf-8 bytes.
+
+    The cut never splits a multi-byte character.
+    """
+    if max_bytes <= 0:
+        return ""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def cut_to_tokens(text: str, tokens: int) -> str:
+    """Return the longest prefix of ``text`` within ``tokens`` (``tokens * 4`` bytes)."""
+    return cut_to_bytes(text, tokens * 4)
+
+
+def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
+    """Fit ``text`` into ``tokens``, ending a cut text with ``note``.
+
+    Returns the (possibly shortened) text and whether it was cut. The note is counted inside the
+    budget, so the result always fits.
+    """
+    if estimate_tokens(text) <= tokens:
+        return text, False
+    room = max(0, tokens * 4 - len(note.encode("utf-8")))
+    return cut_to_bytes(text, room) + note, True
+
+
+def _parse_percentage(budget_pct: float | int | str) -> Decimal:
+    """Read a budget percentage given as a number (``35``) or a string (``"35%"``)."""
+    if isinstance(budget_pct, str):
+        text = budget_pct.strip()
+        if not text.endswith("%"):
+            raise ValueError(f"budget {budget_pct!r} must end with '%', for example \"25%\"")
+        text = text[:-1].strip()
+    else:
+        text = str(budget_pct)
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"budget {budget_pct!r} is not a valid number") from None
+    if not (Decimal(0) < value <= Decimal(100)):
+        raise ValueError(f"budget {budget_pct!r} must be greater than 0% and at most 100%")
+    return value
+
+
+def resolve_budget(
+    max_tokens: int | None,
+    budget_pct: float | int | str | None,
+    min_tokens: int | None,
+    window: int,
+) -> int:
+    """Resolve a region's absolute token budget.
+
+    Without a percentage the budget is ``max_tokens`` (5000 when unset). With one it is the
+    window share rounded half away from zero, then capped by ``max_tokens`` (when set), then
+    raised to ``min_tokens`` (when set) — the floor wins over the cap, as in the blueprint spec.
+    """
+    if budget_pct is None:
+        return DEFAULT_REGION_TOKENS if max_tokens is None else max_tokens
+    share = Decimal(window) * _parse_percentage(budget_pct) / Decimal(100)
+    value = int(share.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if max_tokens is not None:
+        value = min(value, max_tokens)
+    if min_tokens is not None:
+        value = max(value, min_tokens)
+    return value
+
+
+@dataclass(frozen=True)
+class RegionConfig:
+    """One declared region, with its budget already resolved to absolute tokens.
+
+    This is the engine's own small input type; the blueprint model is converted into it.
+    """
+
+    name: str
+    kind: str = "temporary"
+    max_tokens: int = DEFAULT_REGION_TOKENS
+    max_items: int = 10
+    strategy: str = "per_item"
+    overflow: int = 10
+    compact_count: int = 10
+    max_entries: int | None = None
+    required: bool = False
+    required_message: str | None = None
+    summarizable: bool = True
+    description: str | None = None
+    describe_in_prompt: bool = False
+    volatility: str = "rewritten"
+    admission: str = "evict"
+    persistent: bool = False
+    script: str | None = None
+
+    def __post_init__(self) -> None:
+        kind = "hashmap" if self.kind == "hash_map" else self.kind
+        if kind not in REGION_KINDS:
+            raise ValueError(
+                f"region '{self.name}': unknown kind {self.kind!r} "
+                f"(valid kinds: {', '.join(REGION_KINDS)})"
+            )
+        object.__setattr__(self, "kind", kind)
+        if self.volatility not in VOLATILITIES:
+            raise ValueError(
+                f"region '{self.name}': volatility {self.volatility!r} is not one of "
+                f"{', '.join(VOLATILITIES)}"
+            )
+        if self.admission not in ("evict", "reject"):
+            raise ValueError(
+                f"region '{self.name}': admission {self.admission!r} is not 'evict' or 'reject'"
+            )
+        if self.strategy not in SLIDING_STRATEGIES:
+            raise ValueError(
+                f"region '{self.name}': strategy {self.strategy!r} is not one of "
+                f"{', '.join(SLIDING_STRATEGIES)}"
+            )
+
+    @property
+    def never_evicts(self) -> bool:
+        """Whether entries of this region are never dropped to make room."""
+        return self.kind in ("pinned", "checklist", "compact_history") or (
+            self.kind == "custom" and self.persistent
+        )
+
+    @property
+    def stage_specific(self) -> bool:
+        """Whether a ``clear``/``compact`` edge transform touches this region."""
+        return self.kind not in ("pinned", "compact_history", "hashmap") and not (
+            self.kind == "custom" and self.persistent
+        )
+
+
+def default_layout() -> list[RegionConfig]:
+    """The layout used when a blueprint declares no regions: ``system`` and ``conversation``."""
+    return [
+        RegionConfig(name="system", kind="pinned", max_tokens=8000),
+        RegionConfig(name="conversation", kind="sliding_window", max_items=10, max_tokens=10000),
+    ]
+
+
+def ensure_auto_regions(layout: list[RegionConfig]) -> list[RegionConfig]:
+    """Return ``layout`` plus the regions every run needs, for those it does not declare.
+
+    Adds ``tool_results`` (temporary, 5000), ``conversation`` (sliding window of 50, 10000)
+    and ``final_output`` (pinned, 2000), in that order, after the declared regions.
+    """
+    names = {region.name for region in layout}
+    extra = [
+        RegionConfig(name="tool_results", kind="temporary", max_tokens=5000),
+        RegionConfig(name="conversation", kind="sliding_window", max_items=50, max_tokens=10000),
+        RegionConfig(name="final_output", kind="pinned", max_tokens=FINAL_OUTPUT_REGION_TOKENS),
+    ]
+    return list(layout) + [region for region in extra if region.name not in names]
+
+
+@dataclass
+class Entry:
+    """One item held by a region.
+
+    ``kind`` says how the conversation renders it: ``text`` and ``user_message`` become user
+    text, ``assistant_turn`` an assistant message with its ``tool_calls`` (dicts with ``id``,
+    ``name``, ``input``), ``tool_result`` a result block for ``tool_call_id``.
+    """
+
+    content: str
+    tokens: int
+    kind: str = "text"
+    key: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+    @classmethod
+    def make(cls, content: str, kind: str = "text", **fields: Any) -> Entry:
+        """Build an entry whose token count is estimated from its content (and tool calls)."""
+        if kind not in ENTRY_KINDS:
+            raise ValueError(f"unknown entry kind {kind!r} (valid: {', '.join(ENTRY_KINDS)})")
+        tokens = estimate_tokens(content)
+        calls = fields.get("tool_calls") or []
+        if calls:
+            tokens += estimate_tokens(json.dumps(calls, sort_keys=True, default=str))
+        return cls(content=content, tokens=tokens, kind=kind, **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain JSON-ready data (for snapshots)."""
+        data: dict[str, Any] = {"content": self.content, "tokens": self.tokens, "kind": self.kind}
+        if self.key is not None:
+            data["key"] = self.key
+        if self.metadata:
+            data["metadata"] = dict(self.metadata)
+        if self.tool_calls:
+            data["tool_calls"] = [dict(call) for call in self.tool_calls]
+        if self.kind == "tool_result":
+            data["tool_call_id"] = self.tool_call_id
+            data["tool_name"] = self.tool_name
+            data["is_error"] = self.is_error
+        return data
+
+
+class RegionFullError(Exception):
+    """A write was refused because the region cannot make room for it."""
+
+    def __init__(self, region: str, message: str, needed: int, free: int) -> None:
+        super().__init__(message)
+        self.region = region
+        self.needed = needed
+        self.free = free
+
+
+class Region:
+    """A declared region and the entries it holds right now."""
+
+    def __init__(self, config: RegionConfig) -> None:
+        self.config = config
+        self.entries: list[Entry] = []
+        # Checklist ids come from a counter, so an id never names a different item later.
+        self._next_item_id = 1
+
+    # -- facts -----------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The region's name."""
+        return self.config.name
+
+    @property
+    def kind(self) -> str:
+        """The region's kind."""
+        return self.config.kind
+
+    @property
+    def max_tokens(self) -> int:
+        """The region's resolved budget in tokens."""
+        return self.config.max_tokens
+
+    @property
+    def tokens(self) -> int:
+        """Tokens held right now."""
+        return sum(entry.tokens for entry in self.entries)
+
+    @property
+    def free_tokens(self) -> int:
+        """Tokens still free without dropping anything."""
+        return max(0, self.max_tokens - self.tokens)
+
+    def is_empty(self) -> bool:
+        """Whether the region holds nothing (blank entries count as nothing)."""
+        return not any(entry.content.strip() for entry in self.entries)
+
+    def find_key(self, key: str) -> int | None:
+        """Index of the entry stored under ``key``, or None."""
+        for index, entry in enumerate(self.entries):
+            if entry.key == key:
+                return index
+        return None
+
+    def text(self) -> str:
+        """The region's entries joined by blank lines (what ``context_read`` returns)."""
+        if self.kind == "checklist":
+            return render_checklist(self.entries)
+        return "\n\n".join(entry.content for entry in self.entries)
+
+    # -- changes ---------------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Drop every entry."""
+        self.entries.clear()
+
+    def add(self, entry: Entry) -> list[Entry]:
+        """Store ``entry`` (upserting when it has a key already present), making room by kind.
+
+        Returns the entries evicted to make room. Raises :class:`RegionFullError` when the region
+        cannot take the entry: it never evicts, it is declared ``admission = "reject"``, or the
+        entry alone exceeds the whole budget. A refused write changes nothing.
+        """
+        candidate = list(self.entries)
+        position = self.find_key(entry.key) if entry.key is not None else None
+        if position is not None and self.kind != "hashmap":
+            candidate[position] = entry
+        else:
+            if position is not None:
+                # A hashmap orders entries by last update, so an upsert moves to the back.
+                del candidate[position]
+            candidate.append(entry)
+        if self._fits(candidate):
+            self.entries = candidate
+            return []
+        self._check_admissible(entry, position)
+        evicted = self._make_room(candidate, entry)
+        self.entries = candidate
+        return evicted
+
+    def _fits(self, entries: list[Entry]) -> bool:
+        if sum(e.tokens for e in entries) > self.max_tokens:
+            return False
+        if self.kind == "sliding_window" and len(entries) > self.config.max_items:
+            return False
+        limit = self.config.max_entries
+        return not (self.kind == "hashmap" and limit is not None and len(entries) > limit)
+
+    def _check_admissible(self, entry: Entry, position: int | None) -> None:
+        replaced = self.entries[position].tokens if position is not None else 0
+        free = self.free_tokens + replaced
+        if entry.tokens > self.max_tokens:
+            raise RegionFullError(
+                self.name,
+                f"region '{self.name}' cannot take this entry: it needs ~{entry.tokens} tokens "
+                f"and the region's whole budget is {self.max_tokens}. Write something shorter.",
+                entry.tokens,
+                free,
+            )
+        if self.config.never_evicts:
+            raise RegionFullError(
+                self.name,
+                f"region '{self.name}' ({self.kind}) is full: this entry needs ~{entry.tokens} "
+                f"tokens and {free} of its {self.max_tokens} are free. A {self.kind} region never "
+                "drops entries to make room; remove some with context_delete or write less.",
+                entry.tokens,
+                free,
+            )
+        if self.config.admission == "reject":
+            raise RegionFullError(
+                self.name,
+                f"region '{self.name}' is full and declared admission = \"reject\": this entry "
+                f"needs ~{entry.tokens} tokens and {free} of its {self.max_tokens} are free "
+                f"({len(self.entries)} entries held). Remove some with context_delete first.",
+                entry.tokens,
+                free,
+            )
+
+    def _make_room(self, candidate: list[Entry], newcomer: Entry) -> list[Entry]:
+        """Evict from ``candidate`` in place until it fits; the newcomer always stays."""
+        evicted: list[Entry] = []
+        if self.kind == "clearable":
+            evicted = [e for e in candidate if e is not newcomer]
+            candidate[:] = [newcomer]
+            return evicted
+        chunk = 1
+        if self.kind == "sliding_window" and self.config.strategy == "bulk":
+            chunk = max(1, self.config.overflow)
+        elif self.kind == "sliding_window" and self.config.strategy == "compact":
+            chunk = max(1, self.config.compact_count)
+        while not self._fits(candidate):
+            for _ in range(chunk):
+                victim = next((e for e in candidate if e is not newcomer), None)
+                if victim is None:
+                    break
+                candidate.remove(victim)
+                evicted.append(victim)
+            if len(candidate) == 1:
+                break
+        return evicted
+
+    # -- checklist items ---------------------------------------------------------------------------
+    def checklist_item(self, item_id: int) -> Entry | None:
+        """The checklist entry carrying ``item_id``, or None."""
+        return next((e for e in self.entries if e.metadata.get("id") == item_id), None)
+
+    def add_checklist_item(self, text: str) -> int:
+        """Append an open checklist item and return its id (refused like any write when full)."""
+        existing = [int(e.metadata["id"]) for e in self.entries if "id" in e.metadata]
+        item_id = max([self._next_item_id, *(i + 1 for i in existing)])
+        entry = Entry(content=text, tokens=0, key=str(item_id),
+                      metadata={"id": item_id, "done": False})
+        entry.tokens = estimate_tokens(checklist_line(entry))
+        self.add(entry)
+        self._next_item_id = item_id + 1
+        return item_id
+
+    def update_checklist_item(self, item_id: int, **changes: Any) -> Entry:
+        """Set metadata fields (``done``, ``note``) of one item, refusing growth past the budget.
+
+        Raises KeyError when no item carries ``item_id``.
+        """
+        entry = self.checklist_item(item_id)
+        if entry is None:
+            raise KeyError(item_id)
+        updated = Entry(content=entry.content, tokens=0, key=entry.key,
+                        metadata={**entry.metadata, **changes})
+        updated.tokens = estimate_tokens(checklist_line(updated))
+        self.add(updated)
+        return updated
+
+    def remove_key(self, key: str) -> bool:
+        """Drop the entry stored under ``key``; False when there is none."""
+        position = self.find_key(key)
+        if position is None:
+            return False
+        del self.entries[position]
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The region as plain data: name, kind, budget, usage and entries."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "current_tokens": self.tokens,
+            "max_tokens": self.max_tokens,
+            "entries": [entry.to_dict() for entry in self.entries],
+        }
+        if self.config.description:
+            data["description"] = self.config.description
+        return data
+
+
+# -- checklists ----------------------------------------------------------------------------------
+def checklist_line(entry: Entry) -> str:
+    """One checklist item as shown to the model, with its note underneath if any."""
+    box = "[x]" if entry.metadata.get("done") else "[ ]"
+    line = f"{box} {entry.metadata.get('id')} {entry.content}"
+    note = entry.metadata.get("note")
+    if note:
+        line += f"\n    note: {note}"
+    return line
+
+
+def render_checklist(entries: list[Entry]) -> str:
+    """The checklist block: a count header, then open items, then done items."""
+    items = [e for e in entries if "id" in e.metadata]
+    if not items:
+        return ""
+    open_items = [e for e in items if not e.metadata.get("done")]
+    done_items = [e for e in items if e.metadata.get("done")]
+    lines = [checklist_line(e) for e in open_items + done_items]
+    header = f"Checklist ({len(open_items)} open, {len(done_items)} done):"
+    return header + "\n" + "\n".join(lines)

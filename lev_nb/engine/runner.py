@@ -1,0 +1,699 @@
+"""The run loop: one blueprint run as an asyncio task on the engine thread.
+
+The loop follows spec/runtime.md §2-§7: infer, run tools, nudge a stage that answers without
+using them, hold the exit while something is owed, then resolve the transition (condition edges,
+normal resolution, routing calls, gates, transforms) until the run is terminal. Every step is
+written to the run record so a run killed half-way leaves a readable meta.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lev_nb.engine import events as ev
+from lev_nb.engine.context_adapter import StageInstructionsError
+from lev_nb.engine.eventlog import EventLog
+from lev_nb.engine.gates import gate_block_message, modifying_tools
+from lev_nb.engine.outputs import OWED_OUTPUT_PROMPT, FinalOutput, OutputSpec, describe_spec
+from lev_nb.engine.plan import EdgePlan, RunPlan, StagePlan
+from lev_nb.engine.progress import StageProgress
+from lev_nb.engine.record import Recorder
+from lev_nb.engine.routing import (
+    find_conditioned,
+    match_choice,
+    resolve_normal,
+    routing_prompt,
+)
+from lev_nb.engine.submission import evaluate_submission
+from lev_nb.engine.watchdogs import (
+    error_note,
+    iteration_cap_hit,
+    iteration_cap_note,
+    stuck_note,
+    stuck_reason,
+)
+from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
+
+OUTPUT_REENTRY_CAP = 3
+REQUIRED_REENTRY_CAP = 3
+WORKSPACE_CHECK_INTERVAL = 5
+CONTEXT_WRITERS = frozenset({"context_write", "context_append"})
+
+OWED_OUTPUT_NUDGE = (
+    "This stage is not finished: you have not called `submit_output`. Files and context you wrote "
+    "are not what the caller receives - only the final output is. Call `submit_output` now with "
+    "your answer."
+)
+REQUIRED_REGION_NUDGE = (
+    "The required context region '{region}' is still empty. Fill it (for example with "
+    "context_write, region=\"{region}\") before this stage can finish."
+)
+OWED_AT_END = (
+    "the run finished without the final output it requires: the stage that owes one never called "
+    "submit_output"
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a transient model error is retried, and how long to wait in between."""
+
+    max_attempts: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+
+
+@dataclass
+class Outcome:
+    """Why a stage stopped other than by finishing normally."""
+
+    kind: str  # error | max_iterations | stuck
+    message: str = ""
+
+
+class Runner:
+    """State and logic of one run. Create it, then schedule :meth:`main` on the engine loop."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        *,
+        task: str,
+        provider: Provider | None,
+        workdir: str | os.PathLike[str] | None,
+        inputs: dict[str, str] | None = None,
+        output_request: OutputSpec | None = None,
+        on_complete: Callable[[Any], None] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        retry: RetryPolicy | None = None,
+        approver: Callable[[str, dict[str, Any]], bool] | None = None,
+        validators: dict[str, Any] | None = None,
+    ) -> None:
+        from lev_nb import store
+        from lev_nb.engine.context_adapter import build_context
+        from lev_nb.engine.tooling import StageTools
+
+        self.plan = plan
+        self.task = task
+        self.provider = provider
+        self.inputs = dict(inputs or {})
+        self.output_request = output_request
+        self.on_complete = on_complete
+        self.retry = retry or RetryPolicy()
+        self.approver = approver
+        self.validators = dict(validators or {})
+        self.run_id = store.new_run_id(plan.agent_name)
+        self.store = store.RunStore(self.run_id, home=home)
+        self.workdir = Path(workdir) if workdir is not None else self.store.dir / "workdir"
+        self._workdir_given = workdir is not None
+        self.events = EventLog()
+        self.meta = store.new_meta(
+            run_id=self.run_id,
+            agent_name=plan.agent_name,
+            agent_path=plan.source_path or "",
+            task=task,
+            workdir=str(self.workdir),
+            num_stages=len(plan.stages),
+        )
+        self.meta["model"] = self._entry_model_label()
+        if output_request is not None and not output_request.is_empty():
+            self.meta["output_request"] = {
+                k: v for k, v in output_request.__dict__.items() if v is not None
+            }
+        self.rec = Recorder(self.store, self.meta, self.events)
+        self.ctx = build_context(plan)
+        self.tools = StageTools(self)
+        self.visits: dict[str, int] = {}
+        self.stage: StagePlan = plan.stage(plan.entry)
+        self.progress = StageProgress()
+        self.final_output: FinalOutput | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._cancel_requested = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def request_cancel(self) -> None:
+        """Ask the run to stop; safe to call from any thread."""
+        from lev_nb.engine.loop import engine_loop
+
+        self._cancel_requested = True
+        loop = engine_loop()
+        loop.call_soon(self._cancel_task)
+
+    def _cancel_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def main(self) -> None:
+        """Run to a terminal status. Never raises: every failure ends in a written record."""
+        self._task = asyncio.current_task()
+        try:
+            if self._cancel_requested:
+                raise asyncio.CancelledError
+            self._start()
+            await self._loop()
+        except asyncio.CancelledError:
+            self._finish("cancelled")
+        except _RunFailure as exc:
+            self._finish("error", str(exc))
+        except Exception as exc:  # a bug in lev_nb must still leave a readable record
+            self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
+            self._finish("error", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self.events.close()
+            self._notify_complete()
+
+    def _start(self) -> None:
+        self.meta["status"] = "running"
+        self.meta["flags"]["no_output_tools"] = not any(
+            set(s.tools) & modifying_tools(s) for s in self.plan.stages
+        )
+        self.rec.save()
+        self.rec.emit(
+            ev.RunStarted(
+                self.run_id, None, agent=self.plan.agent_name, task=self.task, workdir=str(self.workdir)
+            )
+        )
+        if self._workdir_given and not self.workdir.is_dir():
+            raise _RunFailure(
+                f"the working directory '{self.workdir}' does not exist; create it or pass another --workdir"
+            )
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._seed_context()
+        self._enter_stage(self.plan.entry, None)
+
+    def _seed_context(self) -> None:
+        seeds = dict(self.inputs)
+        seeds.setdefault("task", self.task)
+        for region, text in seeds.items():
+            if text:
+                self.ctx.seed_input(region, text)
+
+    def _finish(self, status: str, error: str | None = None) -> None:
+        flags = self.meta["flags"]
+        self.meta["status"] = status
+        if error is not None:
+            self.meta["error"] = error
+        flags["produced_output"] = self.final_output is not None
+        flags["empty_output"] = (
+            flags["modified_file_count"] == 0
+            and not flags["produced_output"]
+            and not flags["no_output_tools"]
+        )
+        try:
+            self.rec.save()
+        except OSError:
+            pass
+        self.rec.emit(
+            ev.Completed(
+                self.run_id,
+                self.stage.name,
+                status=status,
+                error=error,
+                produced_output=flags["produced_output"],
+            )
+        )
+
+    def _notify_complete(self) -> None:
+        if self.on_complete is None:
+            return
+        try:
+            self.on_complete(self.handle)
+        except Exception as exc:
+            self.rec.emit(
+                ev.Warning_(self.run_id, self.stage.name, message=f"on_complete callback failed: {exc!r}")
+            )
+
+    handle: Any = None  # set by start_run to the public Run handle
+
+    # ------------------------------------------------------------------ the loop
+    async def _loop(self) -> None:
+        while True:
+            outcome = self._watchdogs()
+            if outcome is None:
+                response = await self._infer_stage()
+                if isinstance(response, Outcome):
+                    outcome = response
+                elif response.tool_calls:
+                    await self.tools.run_batch(response)
+                    continue
+                elif self._nudge_text_only(response):
+                    continue
+            if self._exit_hold(outcome):
+                continue
+            if await self._resolve(outcome):
+                return
+
+    def _watchdogs(self) -> Outcome | None:
+        stage, progress = self.stage, self.progress
+        if iteration_cap_hit(stage, progress):
+            cap = stage.max_iterations or 0
+            self.meta["flags"]["max_iterations_hit"] += 1
+            self.rec.emit(ev.MaxIterationsHit(self.run_id, stage.name, limit=cap))
+            self.ctx.note("error_report", iteration_cap_note(stage.name, cap))
+            return Outcome("max_iterations")
+        if not progress.stuck_fired:
+            edge = find_conditioned(self.plan, stage, self.visits, "stuck")
+            if edge is not None:
+                reason = stuck_reason(edge, progress)
+                if reason is not None:
+                    progress.stuck_fired = True
+                    self.rec.emit(ev.Stuck(self.run_id, stage.name, reason=reason))
+                    self.ctx.note("stuck_report", stuck_note(stage.name, reason))
+                    return Outcome("stuck", reason)
+        if progress.iterations and progress.iterations % WORKSPACE_CHECK_INTERVAL == 0:
+            if not self.workdir.is_dir():
+                self.meta["flags"]["workspace_lost"] = True
+                return Outcome("error", f"the working directory '{self.workdir}' is no longer accessible")
+        return None
+
+    # ------------------------------------------------------------------ model calls
+    def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
+        from lev_nb.providers.resolve import ModelOverride, provider_for
+
+        choice = stage.models[0] if stage.models else None
+        provider_name = choice.provider if choice else "anthropic"
+        model_name = choice.model if choice else "claude-sonnet-4-6"
+        if isinstance(self.provider, ModelOverride):
+            return self.provider, self.provider.provider, self.provider.model
+        if self.provider is not None:
+            return self.provider, getattr(self.provider, "name", "custom"), model_name
+        return provider_for(provider_name, model_name), provider_name, model_name
+
+    def _entry_model_label(self) -> str:
+        stage = self.plan.stage(self.plan.entry)
+        if self.provider is not None:
+            name = getattr(self.provider, "name", "custom")
+            return name if "/" in name or not stage.models else f"{name}"
+        if stage.models:
+            return f"{stage.models[0].provider}/{stage.models[0].model}"
+        return "anthropic/claude-sonnet-4-6"
+
+    async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
+        """One model call with the run's retry policy for transient errors."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if request.timeout_s:
+                    return await asyncio.wait_for(provider.complete(request), request.timeout_s)
+                return await provider.complete(request)
+            except asyncio.TimeoutError:
+                error = ProviderError("transport", f"the model did not answer within {request.timeout_s:g} s")
+            except ProviderError as exc:
+                error = exc
+            if not error.transient or attempt >= self.retry.max_attempts:
+                raise error
+            delay = min(self.retry.base_delay_s * 2 ** (attempt - 1), self.retry.max_delay_s)
+            if error.retry_after is not None:
+                delay = min(max(delay, error.retry_after), self.retry.max_delay_s)
+            self.rec.emit(
+                ev.Warning_(
+                    self.run_id,
+                    self.stage.name,
+                    message=f"model call failed ({error.message}); retry {attempt} of "
+                    f"{self.retry.max_attempts - 1} in {delay:g} s",
+                )
+            )
+            await asyncio.sleep(delay)
+
+    def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
+        stage = self.stage
+        provider, provider_name, model_name = self._provider_for(stage)
+        system, messages = self.ctx.assemble()
+        params = dict(stage.parameters)
+        max_tokens = int(params.pop("max_tokens", params.pop("max_output_tokens", 4096)) or 4096)
+        temperature = params.pop("temperature", 0.7)
+        spec = self.tools.output_spec(stage)
+        request = ModelRequest(
+            provider=provider_name,
+            model=model_name,
+            system=system,
+            messages=messages,
+            tools=self.tools.specs(stage) if purpose == "stage" else [],
+            max_tokens=max_tokens,
+            temperature=temperature,
+            purpose=purpose,  # type: ignore[arg-type]
+            stage=stage.name,
+            output_format=spec.format if spec else None,
+            extra=params,
+            timeout_s=stage.request_timeout_secs,
+        )
+        for key, value in overrides.items():
+            setattr(request, key, value)
+        return request, provider
+
+    async def _infer_stage(self) -> ModelResponse | Outcome:
+        try:
+            request, provider = self._request("stage")
+        except ProviderError as exc:
+            return self._inference_failed(exc.message)
+        try:
+            response = await self._complete(request, provider)
+        except ProviderError as exc:
+            self._record_call(request, None, error=exc.message)
+            return self._inference_failed(exc.message)
+        self.meta["iteration"] += 1
+        self.progress.iterations += 1
+        self._record_call(request, response)
+        return response
+
+    def _inference_failed(self, message: str) -> Outcome:
+        self.rec.emit(ev.StageError(self.run_id, self.stage.name, message=message))
+        return Outcome("error", f"the model call failed in stage '{self.stage.name}': {message}")
+
+    def _record_call(
+        self, request: ModelRequest, response: ModelResponse | None, error: str | None = None
+    ) -> None:
+        usage = response.usage if response else None
+        if usage is not None:
+            self.meta["prompt_tokens"] += usage.prompt_tokens
+            self.meta["completion_tokens"] += usage.completion_tokens
+            self.meta["cached_tokens"] = self.meta.get("cached_tokens", 0) + usage.cached_tokens
+            self.meta["cache_write_tokens"] = (
+                self.meta.get("cache_write_tokens", 0) + usage.cache_write_tokens
+            )
+        self.rec.emit(
+            ev.ModelCall(
+                self.run_id,
+                self.stage.name,
+                purpose=request.purpose,
+                provider=request.provider,
+                model=request.model,
+                iteration=self.meta["iteration"],
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                tool_calls=len(response.tool_calls) if response else 0,
+                text=(response.text[:500] if response else ""),
+                error=error,
+            )
+        )
+        self.rec.transcript(
+            {
+                "stage": self.stage.name,
+                "purpose": request.purpose,
+                "provider": request.provider,
+                "model": request.model,
+                "system": request.system,
+                "messages": [_message_json(m) for m in request.messages],
+                "tools": [t.name for t in request.tools],
+                "response": None
+                if response is None
+                else {
+                    "text": response.text,
+                    "tool_calls": [
+                        {"id": c.id, "name": c.name, "arguments": c.arguments}
+                        for c in response.tool_calls
+                    ],
+                    "finish_reason": response.finish_reason,
+                },
+                "error": error,
+            }
+        )
+        self.rec.save()
+
+    # ------------------------------------------------------------------ end of a stage turn
+    def _nudge_text_only(self, response: ModelResponse) -> bool:
+        """Nudge a stage that answered in text before using any tool; True when nudged."""
+        stage, progress = self.stage, self.progress
+        progress.last_text = response.text
+        nudge = stage.nudge
+        if progress.total_tool_calls > 0 or not nudge.enabled or progress.text_only_nudges >= nudge.max:
+            return False
+        progress.text_only_nudges += 1
+        self.ctx.add_assistant(response.text, [])
+        text = nudge.text.replace("{stage}", stage.name).replace(
+            "{regions}", ", ".join(self.ctx.required_regions())
+        )
+        self._nudge("text_only", text)
+        return True
+
+    def _nudge(self, reason: str, text: str) -> None:
+        self.ctx.nudge(text)
+        self.rec.emit(ev.Nudge(self.run_id, self.stage.name, reason=reason, text=text))
+
+    def _exit_hold(self, outcome: Outcome | None) -> bool:
+        """Keep the stage running while it owes something; True when it must go on."""
+        stage, progress, flags = self.stage, self.progress, self.meta["flags"]
+        abandoned = flags["required_regions_abandoned"]
+        abandoned[:] = [r for r in abandoned if not self.ctx.has_content(r)]
+        if outcome is None and set(stage.tools) & CONTEXT_WRITERS:
+            unmet = [
+                r for r in self.ctx.required_regions() if r not in self._caller_seeded() and self.ctx.is_empty(r)
+            ]
+            if unmet:
+                cap = stage.max_revisits or REQUIRED_REENTRY_CAP
+                if progress.required_reentries < cap:
+                    progress.required_reentries += 1
+                    for region in unmet:
+                        template = self.ctx.required_message(region) or REQUIRED_REGION_NUDGE
+                        self._nudge("required_region", template.replace("{region}", region))
+                    return True
+                for region in unmet:
+                    if region not in abandoned:
+                        abandoned.append(region)
+        if stage.require_output and not self._has_output_from(stage.name):
+            if outcome is None and progress.output_reentries < OUTPUT_REENTRY_CAP:
+                progress.output_reentries += 1
+                self._nudge("required_output", OWED_OUTPUT_NUDGE)
+                return True
+            flags["output_forced"] += 1
+            self.rec.emit(
+                ev.Warning_(
+                    self.run_id,
+                    stage.name,
+                    message=f"stage '{stage.name}' is leaving without the final output it owes",
+                )
+            )
+        if stage.mode == "fan_out" and not progress.fanned_out:
+            cap = stage.fan_out.max_attempts if stage.fan_out else 3
+            if outcome is None and progress.fan_out_reentries < cap:
+                progress.fan_out_reentries += 1
+                self._nudge(
+                    "fan_out",
+                    "This stage has not started its workers yet. Call `fan_out` with the work items "
+                    "(an empty `items` array if there is nothing to split).",
+                )
+                return True
+            flags["splits_degraded"] += 1
+            self.ctx.note(
+                "error_report",
+                f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
+                "`fan_out`, so no workers ran and nothing was merged.",
+            )
+        return False
+
+    def _has_output_from(self, stage: str) -> bool:
+        return self.final_output is not None and self.final_output.stage == stage
+
+    def _caller_seeded(self) -> set[str]:
+        return set(self.plan.caller_regions) | set(self.inputs)
+
+    # ------------------------------------------------------------------ transitions
+    async def _resolve(self, outcome: Outcome | None) -> bool:
+        """Decide and take the next step; True when the run is over."""
+        stage = self.stage
+        if outcome is not None and outcome.kind == "error":
+            edge = find_conditioned(self.plan, stage, self.visits, "error") or find_conditioned(
+                self.plan, stage, self.visits, "dead_end"
+            )
+            if edge is None:
+                self._finish("error", outcome.message)
+                return True
+            self.ctx.note("error_report", error_note(stage.name, outcome.message))
+            self._take(edge, outcome.message)
+            return False
+        if outcome is not None and outcome.kind == "stuck":
+            edge = find_conditioned(self.plan, stage, self.visits, "stuck")
+            if edge is not None:
+                self._take(edge, outcome.message)
+            return False
+        if outcome is not None and outcome.kind == "max_iterations":
+            edge = find_conditioned(self.plan, stage, self.visits, "max_iterations")
+            if edge is not None:
+                self._take(edge, "the stage reached its iteration cap")
+                return False
+        resolution = resolve_normal(self.plan, stage, self.visits)
+        if resolution.kind == "fallthrough":
+            self._move(self.plan.stages[stage.index + 1].name, "always", "direct", "")
+            return False
+        if resolution.kind == "terminal":
+            return self._complete_run()
+        if resolution.kind == "dead_end":
+            return self._dead_end()
+        if resolution.kind == "next":
+            assert resolution.edge is not None
+            return self._take_gated(resolution.edge)
+        return await self._route(resolution.choices)
+
+    def _complete_run(self) -> bool:
+        if self.plan.any_requires_output and self.final_output is None:
+            self._finish("error", OWED_AT_END)
+        else:
+            self._finish("complete")
+        return True
+
+    def _dead_end(self) -> bool:
+        stage = self.stage
+        message = (
+            f"stage '{stage.name}' dead-ended: every stage it can move to has used up its "
+            "max_revisits before an output or terminal stage was reached"
+        )
+        edge = find_conditioned(self.plan, stage, self.visits, "dead_end") or find_conditioned(
+            self.plan, stage, self.visits, "error"
+        )
+        if edge is None:
+            self._finish("error", message)
+            return True
+        self.ctx.note("error_report", error_note(stage.name, message))
+        self._take(edge, message)
+        return False
+
+    async def _route(self, choices: tuple[EdgePlan, ...]) -> bool:
+        stage = self.stage
+        prompt = routing_prompt(stage, choices)
+        self.ctx.add_user(prompt)
+        request, provider = self._request(
+            "routing",
+            choices=[e.target for e in choices],
+            allow_done=stage.allow_complete,
+            temperature=0.0,
+            max_tokens=256,
+        )
+        try:
+            response = await self._complete(request, provider)
+        except ProviderError as exc:
+            self._record_call(request, None, error=exc.message)
+            return await self._resolve(self._inference_failed(exc.message))
+        self._record_call(request, response)
+        answer = response.text.strip()
+        self.ctx.add_assistant(f"Transitioning to: {answer}", [])
+        picked = match_choice(answer, choices, stage.allow_complete)
+        if picked == "DONE":
+            return self._complete_run()
+        if picked is None:
+            if stage.allow_complete:
+                return self._complete_run()
+            picked = choices[0]
+            self.rec.emit(
+                ev.Warning_(
+                    self.run_id,
+                    stage.name,
+                    message=f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'",
+                )
+            )
+        assert isinstance(picked, EdgePlan)
+        return self._take_gated(picked)
+
+    def _take_gated(self, edge: EdgePlan) -> bool:
+        """Take a normal edge unless its gate holds the stage (then nudge and keep going)."""
+        gate = edge.gate
+        if gate is not None:
+            message = gate_block_message(gate, self.stage, self.progress, self.ctx)
+            if message is not None:
+                if self.progress.gate_reentries >= gate.max_attempts:
+                    flags = self.meta["flags"]
+                    flags["gates_forced"] += 1
+                    for region in gate.require_regions:
+                        if self.ctx.has_region(region) and self.ctx.is_empty(region):
+                            if region not in flags["required_regions_abandoned"]:
+                                flags["required_regions_abandoned"].append(region)
+                    self.rec.emit(ev.GateForced(self.run_id, self.stage.name, target=edge.target, message=message))
+                else:
+                    self.progress.gate_reentries += 1
+                    self.ctx.nudge(message)
+                    self.rec.emit(
+                        ev.GateBlocked(
+                            self.run_id,
+                            self.stage.name,
+                            target=edge.target,
+                            message=message,
+                            attempt=self.progress.gate_reentries,
+                            max_attempts=gate.max_attempts,
+                        )
+                    )
+                    self.rec.save()
+                    return False
+        self._take(edge, "")
+        return False
+
+    def _take(self, edge: EdgePlan, reason: str) -> None:
+        pending = self.ctx.transform(edge.transform, edge.transform_config)
+        if pending:
+            self.rec.emit(
+                ev.Warning_(
+                    self.run_id,
+                    self.stage.name,
+                    message="compaction by a model is not available yet, so these regions were "
+                    f"carried as they are: {', '.join(pending)}",
+                )
+            )
+        self._move(edge.target, edge.condition, edge.transform, reason)
+
+    def _move(self, target: str, condition: str, transform: str, reason: str) -> None:
+        self.rec.emit(
+            ev.Transition(
+                self.run_id, self.stage.name, target=target, condition=condition, transform=transform, reason=reason
+            )
+        )
+        self._enter_stage(target, self.stage.name)
+
+    def _enter_stage(self, name: str, from_stage: str | None) -> None:
+        stage = self.plan.stage(name)
+        self.stage = stage
+        self.visits[name] = self.visits.get(name, 0) + 1
+        self.progress = StageProgress()
+        self.ctx.enter_stage(stage)
+        prompt = stage.system_prompt or ""
+        spec = self.tools.output_spec(stage)
+        if stage.require_output and spec is not None and not spec.is_empty():
+            prompt = (prompt + "\n\n" if prompt else "") + OWED_OUTPUT_PROMPT + "\n\n" + describe_spec(spec)
+        elif stage.require_output:
+            prompt = (prompt + "\n\n" if prompt else "") + OWED_OUTPUT_PROMPT
+        try:
+            self.ctx.set_stage_instructions(stage.name, prompt or None)
+        except StageInstructionsError as err:
+            raise _RunFailure(str(err)) from err
+        for edge in stage.transitions or ():
+            region = edge.gate.require_region_updated if edge.gate else None
+            if region and self.ctx.has_region(region):
+                self.progress.digests[region] = self.ctx.digest(region)
+        self.meta["current_stage"] = name
+        self.meta["stage_index"] = stage.index
+        self.meta["stage_history"].append(name)
+        self.rec.emit(ev.StageEntered(self.run_id, name, visit=self.visits[name], from_stage=from_stage))
+        self.rec.save()
+
+
+    # ------------------------------------------------------------------ fan-out
+    async def fan_out(self, call: ToolCall) -> str:
+        """Answer a fan_out call (filled in by the fan-out module)."""
+        from lev_nb.engine.fanout import run_fan_out
+
+        return await run_fan_out(self, call)
+
+
+class _RunFailure(Exception):
+    """A user-caused failure that ends the run in error with this message."""
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    content = message.content
+    if isinstance(content, str):
+        return {"role": message.role, "content": content}
+    blocks = []
+    for block in content:
+        data = dict(block.__dict__)
+        data["type"] = type(block).__name__
+        blocks.append(data)
+    return {"role": message.role, "content": blocks}
+
+
+def dumps(data: Any) -> str:
+    """Compact JSON used in tool results."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

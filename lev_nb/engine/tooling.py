@@ -1,0 +1,221 @@
+"""A stage's tools inside a run: what is advertised, how a batch of calls runs, and the
+bookkeeping that follows (modification tracking, events, context routing, inline tools)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from lev_nb.engine import events as ev
+from lev_nb.engine.context import ContextTools, ToolRouting
+from lev_nb.engine.gates import modifying_tools
+from lev_nb.engine.outputs import OutputSpec, resolve_output_spec, submit_output_description
+from lev_nb.engine.plan import StagePlan
+from lev_nb.engine.submission import evaluate_submission
+from lev_nb.providers.base import ModelResponse, ToolCall, ToolSpec
+from lev_nb.tools.builtin import default_registry
+from lev_nb.tools.context import ToolContext
+from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
+from lev_nb.tools.policy import Policies
+from lev_nb.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from lev_nb.engine.runner import Runner
+
+MAX_MODIFIED_FILES = 200
+SUMMARY_CHARS = 200
+
+
+class StageTools:
+    """Everything about tools for one run; the current stage is read from the runner."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.registry = default_registry()
+        for tool in runner.plan.script_tools.values():
+            self.registry.register(tool)
+        self.context_tools = ContextTools(runner.ctx)
+        self.tool_context = ToolContext(
+            workspace=Workspace(runner.workdir), run_id=runner.run_id, context=self.context_tools
+        )
+        self._specs: dict[str, list[ToolSpec]] = {}
+
+    # -- what the model sees ----------------------------------------------------------------
+    def output_spec(self, stage: StagePlan) -> OutputSpec | None:
+        """The final-output spec in force for ``stage`` (agent < stage < launch request)."""
+        return resolve_output_spec(self.runner.plan.agent_output, stage.output, self.runner.output_request)
+
+    def specs(self, stage: StagePlan) -> list[ToolSpec]:
+        """The tool specs advertised in ``stage`` (cached per stage)."""
+        cached = self._specs.get(stage.name)
+        if cached is None:
+            cached = self.registry.specs(stage.tools, skip_unknown=True)
+            for i, spec in enumerate(cached):
+                if spec.name == "submit_output":
+                    cached[i] = ToolSpec(
+                        spec.name, submit_output_description(self.output_spec(stage)), spec.parameters
+                    )
+            self._specs[stage.name] = cached
+        return cached
+
+    # -- running a batch --------------------------------------------------------------------
+    async def run_batch(self, response: ModelResponse) -> None:
+        """Run the calls of one model turn and put the turn and its results into context."""
+        runner = self.runner
+        stage, progress, meta = runner.stage, runner.progress, runner.meta
+        calls = response.tool_calls
+        progress.total_tool_calls += len(calls)
+        meta["tool_calls"] += len(calls)
+        for call in calls:
+            path = (call.arguments or {}).get("path")
+            if self.registry.canonical(call.name) in ("write_file", "edit_file") and isinstance(path, str):
+                progress.edits_by_path[path] += 1
+        started: set[str] = set()
+
+        def on_start(call: ToolCall) -> None:
+            started.add(call.id)
+            runner.rec.emit(
+                ev.ToolCallStarted(runner.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
+            )
+
+        policies = Policies(
+            stage=stage.tool_permissions, agent=runner.plan.tool_permissions, approver=runner.approver
+        )
+        results = await execute_calls(
+            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start
+        )
+        by_id = {c.id: c for c in calls}
+        for i, result in enumerate(results):
+            if result.inline:
+                on_start(by_id[result.call_id])
+                results[i] = await self._run_inline(by_id[result.call_id], result)
+        runner.ctx.add_assistant(response.text, calls)
+        routing = _routing(stage)
+        counted = modifying_tools(stage)
+        for result in results:
+            self._account(result, counted)
+            runner.ctx.route_tool_result(
+                result.call_id,
+                self.registry.canonical(result.name),
+                result.content,
+                is_error=result.is_error,
+                routing=routing,
+            )
+            if result.call_id not in started:
+                call = by_id[result.call_id]
+                runner.rec.emit(
+                    ev.ToolCallStarted(runner.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
+                )
+            runner.rec.emit(
+                ev.ToolCallFinished(
+                    runner.run_id,
+                    stage.name,
+                    call_id=result.call_id,
+                    tool=result.name,
+                    ok=not result.is_error,
+                    summary=" ".join(result.content.split())[:SUMMARY_CHARS],
+                )
+            )
+        runner.rec.save()
+
+    def _account(self, result: ToolResult, counted: set[str]) -> None:
+        """Modification tracking as the seeds define it: only successful modifying calls count."""
+        canon = self.registry.canonical(result.name)
+        if canon not in counted:
+            return
+        progress, flags = self.runner.progress, self.runner.meta["flags"]
+        if result.content.startswith("[denied]"):
+            progress.blocked_modification_calls += 1
+            return
+        if is_failure(result.content) or result.is_error:
+            return
+        progress.modifying_tool_calls += 1
+        flags["modified_file_count"] += 1
+        path = result.modified_path
+        if path and path not in flags["modified_files"] and len(flags["modified_files"]) < MAX_MODIFIED_FILES:
+            flags["modified_files"].append(path)
+
+    # -- tools the engine answers itself -----------------------------------------------------
+    async def _run_inline(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        canon = self.registry.canonical(call.name)
+        if canon == "submit_output":
+            content = self._submit_output(call)
+        elif canon == "runtime_info":
+            content = self._runtime_info()
+        elif canon == "fan_out":
+            content = await self.runner.fan_out(call)
+        else:
+            content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
+        return ToolResult(
+            call_id=call.id, name=call.name, content=content, is_error=is_failure(content)
+        )
+
+    def _submit_output(self, call: ToolCall) -> str:
+        runner = self.runner
+        stage = runner.stage
+        spec = self.output_spec(stage)
+        validator = runner.validators.get(spec.validator) if spec and spec.validator else None
+        outcome = evaluate_submission(
+            call.arguments or {},
+            spec=spec,
+            stage=stage.name,
+            stage_names=[s.name for s in runner.plan.stages],
+            workdir=runner.workdir,
+            validator=validator,
+        )
+        for warning in outcome.warnings:
+            runner.rec.emit(ev.Warning_(runner.run_id, stage.name, message=warning))
+        if outcome.output is None:
+            runner.rec.emit(ev.OutputRejected(runner.run_id, stage.name, reason=outcome.text))
+            return outcome.text
+        output = outcome.output
+        runner.final_output = output
+        runner.store.write_final_output(output.content.encode("utf-8"))
+        runner.meta["final_output"] = output.descriptor()
+        runner.meta["flags"]["produced_output"] = True
+        runner.ctx.mirror_final_output(output.content)
+        runner.rec.emit(
+            ev.OutputSubmitted(
+                runner.run_id,
+                stage.name,
+                format=output.format,
+                bytes=len(output.content.encode("utf-8")),
+                truncated=output.truncated,
+                checked=output.checked,
+            )
+        )
+        return outcome.text
+
+    def _runtime_info(self) -> str:
+        runner = self.runner
+        stage = runner.stage
+        info = {
+            "run_id": runner.run_id,
+            "agent": runner.plan.agent_name,
+            "stage": stage.name,
+            "stage_visit": runner.visits.get(stage.name, 0),
+            "stage_iterations": runner.progress.iterations,
+            "max_iterations": stage.max_iterations,
+            "run_iterations": runner.meta["iteration"],
+            "tool_calls": runner.meta["tool_calls"],
+            "workdir": str(runner.workdir),
+            "has_final_output": runner.final_output is not None,
+        }
+        return json.dumps(info, indent=2)
+
+
+def _routing(stage: StagePlan) -> ToolRouting | None:
+    raw: dict[str, Any] | None = stage.tool_routing
+    if not raw:
+        return None
+    overrides = {
+        tool: {k: v for k, v in (value or {}).items() if v is not None} if isinstance(value, dict) else value
+        for tool, value in (raw.get("overrides") or {}).items()
+    }
+    return ToolRouting(
+        default_region=raw.get("default_region") or "tool_results",
+        overrides=overrides,
+        persist=raw.get("persist", True),
+        max_result_tokens=raw.get("max_result_tokens"),
+        max_result_tokens_per_tool=dict(raw.get("max_result_tokens_per_tool") or {}),
+    )

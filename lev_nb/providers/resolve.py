@@ -1,0 +1,103 @@
+"""Turning a model spec (``mock``, ``scripted:FILE``, ``provider/model`` or an object) into a Provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
+from lev_nb.providers.mock import MockModel
+from lev_nb.providers.scripted import ScriptedModel
+
+__all__ = ["ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "ACCEPTED_FORMS"]
+
+ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (e.g. 'anthropic/claude-sonnet-4-6')"
+
+ProviderFactory = Callable[[str], Provider]
+
+# Providers that exist now; later issues register more (anthropic, rhai provider scripts).
+_FACTORIES: dict[str, ProviderFactory] = {"mock": lambda model: MockModel()}
+# Providers lev_nb knows by name but cannot call yet.
+_PLANNED = {"anthropic"}
+
+
+def register_provider(name: str, factory: ProviderFactory) -> None:
+    """Make ``name/<model>`` resolvable: ``factory(model)`` builds the provider."""
+    _FACTORIES[name] = factory
+
+
+class UnavailableProvider:
+    """Stands in for a provider lev_nb cannot call; every request fails with a permanent error."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        self.message = message
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Always raise ProviderError(kind="api") with the explanation."""
+        raise ProviderError("api", self.message)
+
+
+def provider_for(provider: str, model: str) -> Provider:
+    """The provider behind a stage's ``{provider, model}`` pair.
+
+    Never raises: a provider that is named but not available comes back as an
+    :class:`UnavailableProvider`, so the failure surfaces as a normal, permanent model error of the
+    stage that actually makes a request.
+    """
+    factory = _FACTORIES.get(provider)
+    if factory is not None:
+        return factory(model)
+    if provider in _PLANNED:
+        return UnavailableProvider(
+            provider, f"the '{provider}' provider is not available yet in lev_nb; run with --model mock or scripted:FILE"
+        )
+    known = ", ".join(sorted(set(_FACTORIES) | _PLANNED))
+    return UnavailableProvider(provider, f"no provider named '{provider}' (known: {known})")
+
+
+@dataclass(frozen=True)
+class ModelOverride:
+    """A ``provider/model`` spec that replaces every stage's own model choice.
+
+    It is also a Provider: calling it builds the named provider lazily, so an unavailable one fails
+    when a request is actually made, not when the spec is parsed.
+    """
+
+    provider: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        """``provider/model``."""
+        return f"{self.provider}/{self.model}"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Forward the request to the named provider."""
+        return await provider_for(self.provider, self.model).complete(request)
+
+
+def resolve_model(spec: str | Provider | None) -> Provider | None:
+    """Resolve a ``--model`` value. ``None`` means "each stage uses its own model block".
+
+    Raises ValueError for a string in none of the accepted forms, and ScriptError (a ValueError)
+    for a scripted file that is missing or malformed.
+    """
+    if spec is None:
+        return None
+    if not isinstance(spec, str):
+        if isinstance(spec, Provider):
+            return spec
+        raise ValueError(f"model must be a string or a Provider object, got {type(spec).__name__}; accepted strings: {ACCEPTED_FORMS}")
+    text = spec.strip()
+    if text == "mock":
+        return MockModel()
+    if text.startswith("scripted:"):
+        path = text[len("scripted:"):]
+        if not path:
+            raise ValueError(f"model '{spec}' names no script file; write scripted:FILE")
+        return ScriptedModel.from_file(path)
+    provider, sep, model = text.partition("/")
+    if sep and provider and model and " " not in text:
+        return ModelOverride(provider, model)
+    raise ValueError(f"model '{spec}' is not a model spec; use {ACCEPTED_FORMS}")

@@ -1,0 +1,144 @@
+"""The public Rhai binding: a hardened script engine, compiled scripts and their errors.
+
+Usable on its own::
+
+    from lev_nb.rhai import Engine, RhaiError
+
+    engine = Engine()                          # sandboxed, upstream limits
+    engine.eval("40 + x", x=2)                 # -> 42
+    ast = engine.compile("fn shout(s) { s.to_upper() }")
+    engine.call(ast, "shout", "hi")            # -> "HI"
+    engine.register_fn("lookup", {"a": 1}.get) # Python callable as a Rhai function
+
+Every engine is hardened (see ``DEFAULT_LIMITS``): an operation budget backed by a wall-clock
+deadline, size limits on strings/arrays/maps, bounded recursion and expression depth, ``eval``
+refused at compile time, ``import`` unable to find any module, ``sleep`` disabled, and
+``print``/``debug`` sent to ``on_print``/``on_debug`` callbacks (or dropped). Scripts have no
+file, network, process or environment access unless the host registers functions for it.
+
+Values cross the boundary as: None <-> (), bool, int <-> INT (i64), float <-> FLOAT, str <-> string
+(a Rhai char becomes a one-character str), list/tuple -> array -> list, dict (str keys) <-> map,
+bytes <-> BLOB. A Python int outside the i64 range becomes a FLOAT, as an oversized JSON number does
+upstream. Anything else raises TypeError naming the value and its type.
+
+The GIL is released while a script runs; an ``Engine`` and an ``AST`` may be shared by threads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lev_nb import _rhai
+from lev_nb._rhai import (
+    AST,
+    MAX_VARIADIC_ARITY,
+    RHAI_VERSION,
+    RhaiError,
+    RhaiLimitError,
+    RhaiRuntimeError,
+    RhaiSyntaxError,
+)
+
+__all__ = [
+    "AST",
+    "DEFAULT_LIMITS",
+    "Engine",
+    "MAX_VARIADIC_ARITY",
+    "RHAI_VERSION",
+    "RhaiError",
+    "RhaiLimitError",
+    "RhaiRuntimeError",
+    "RhaiSyntaxError",
+    "arities_of",
+]
+
+# The upstream sandbox numbers (spec/rhai.md §1) plus lev_nb's wall-clock deadline.
+DEFAULT_LIMITS: dict[str, int | None] = {
+    "max_operations": 100_000,
+    "max_string_size": 1_000_000,
+    "max_array_size": 10_000,
+    "max_map_size": 10_000,
+    "max_call_levels": 64,
+    "max_expr_depth": 128,
+    "max_function_expr_depth": 128,
+    "timeout_ms": 10_000,
+}
+
+# Exceptions report themselves as part of this module.
+for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError):
+    _exc.__module__ = __name__
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def arities_of(func: Callable[..., Any]) -> list[int]:
+    """Return the argument counts a Python callable accepts positionally.
+
+    A callable taking ``*args`` (or whose signature cannot be read, like some builtins) accepts
+    0..``MAX_VARIADIC_ARITY`` beyond its required parameters.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return list(range(0, MAX_VARIADIC_ARITY + 1))
+    params = list(signature.parameters.values())
+    blocking = [
+        p.name
+        for p in params
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+    ]
+    if blocking:
+        raise ValueError(
+            f"cannot register {func!r}: Rhai passes arguments by position, but it requires "
+            f"keyword-only argument(s) {', '.join(blocking)}"
+        )
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    required = sum(1 for p in positional if p.default is inspect.Parameter.empty)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        most = max(MAX_VARIADIC_ARITY, len(positional))
+    else:
+        most = len(positional)
+    return list(range(required, most + 1))
+
+
+class Engine(_rhai.Engine):
+    """A hardened Rhai engine that compiles and runs scripts.
+
+    Construct with keyword limits (defaults in ``DEFAULT_LIMITS``; ``max_operations=0`` or
+    ``timeout_ms=None`` lifts that bound) and optional ``on_print``/``on_debug`` callables that
+    receive the text a script prints. Methods:
+
+    - ``eval(source, **variables)``: compile and run; the variables are in the script's scope.
+    - ``compile(source) -> AST`` and ``run(ast, **variables)``.
+    - ``call(ast, fn_name, *args)``: call a function the script defines.
+    - ``register_fn(name, func, *, arity=None)``: expose a Python callable to scripts.
+
+    Failures raise ``RhaiSyntaxError``, ``RhaiRuntimeError`` or ``RhaiLimitError``; a result that
+    is not plain data (e.g. a function pointer) raises TypeError.
+    """
+
+    def register_fn(  # type: ignore[override]
+        self,
+        name: str,
+        func: Callable[..., Any],
+        *,
+        arity: int | Iterable[int] | None = None,
+    ) -> None:
+        """Expose ``func`` to scripts as the Rhai function ``name``.
+
+        By default it is registered for every argument count its signature accepts (``*args``
+        means 0..MAX_VARIADIC_ARITY); pass ``arity`` to choose. An exception raised by ``func``
+        becomes a Rhai runtime error whose message is ``str(exc)``, which a script can catch with
+        ``try``/``catch``. Registering a name again replaces the earlier registration.
+        """
+        if not callable(func):
+            raise TypeError(f"cannot register {name!r}: {func!r} is not callable")
+        if arity is None:
+            arities = arities_of(func)
+        elif isinstance(arity, int):
+            arities = [arity]
+        else:
+            arities = sorted(set(arity))
+        super().register_fn(name, func, arities)

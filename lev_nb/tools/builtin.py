@@ -1,0 +1,524 @@
+"""The built-in tools: files, directory listing, shell, time, context regions, and the inline tools.
+
+Handlers are ``async def handler(ctx, args) -> str``. They report ordinary failures as result
+strings (``[error] ...``, ``[timed out] ...``, ``[exit code N] ...``); anything they raise is turned
+into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import shutil
+import signal
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from lev_nb.tools.context import ToolContext
+from lev_nb.tools.registry import ToolDef, ToolRegistry
+from lev_nb.tools.workspace import WorkspaceError
+
+__all__ = ["builtin_tools", "default_registry", "READ_FILE_CAP", "SHELL_STREAM_CAP"]
+
+READ_FILE_CAP = 256 * 1024
+SHELL_STREAM_CAP = 1024 * 1024
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """A JSON Schema for an object with these properties."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _str(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _int(description: str) -> dict[str, Any]:
+    return {"type": "integer", "description": description}
+
+
+_path_locks: dict[str, threading.Lock] = {}
+_path_locks_guard = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.Lock:
+    """One lock per real path, so concurrent writes to the same file never interleave."""
+    key = str(path)
+    with _path_locks_guard:
+        lock = _path_locks.get(key)
+        if lock is None:
+            lock = _path_locks[key] = threading.Lock()
+        return lock
+
+
+def _cut_bytes(data: bytes, limit: int) -> bytes:
+    """``data`` cut to at most ``limit`` bytes, backing off so no UTF-8 character is split."""
+    if len(data) <= limit:
+        return data
+    end = limit
+    while end > 0 and (data[end] & 0xC0) == 0x80:
+        end -= 1
+    return data[:end]
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+# --------------------------------------------------------------------------------------------------
+# files
+
+
+def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
+    """Read one file for read_file / read_files (blocking)."""
+    try:
+        real = ctx.workspace.resolve(path, for_write=False)
+    except WorkspaceError as exc:
+        return f"[error] {exc}"
+    if real.is_dir():
+        return f"[error] '{path}' is a directory, not a file. Call list_dir to see what it holds."
+    if not real.exists():
+        return f"[error] '{path}' does not exist. Call list_dir to see which files there are."
+    try:
+        data = real.read_bytes()
+    except OSError as exc:
+        return f"[error] cannot read '{path}': {exc.strerror or exc}"
+    if cap is not None and len(data) > cap:
+        shown = _cut_bytes(data, cap)
+        return (
+            _decode(shown)
+            + f"\n[truncated] '{path}' holds {len(data)} bytes and only the first {len(shown)} are shown here. "
+            "Rather than reading it whole again, look at a part of it (for example with a search)."
+        )
+    return _decode(data)
+
+
+async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Return a file's text (the first 256 KiB of a larger file, with a note)."""
+    return await asyncio.to_thread(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
+
+
+async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Return several files, each under a ``### [path]`` heading; errors appear inline."""
+    paths = [str(p) for p in args.get("paths", [])]
+
+    def work() -> str:
+        return "\n\n".join(f"### [{p}]\n{_read_one(ctx, p, None)}" for p in paths)
+
+    if not paths:
+        return "[error] read_files needs at least one path in 'paths'."
+    return await asyncio.to_thread(work)
+
+
+async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Create or overwrite a file (parents included) inside the workspace."""
+    path = str(args.get("path", ""))
+    content = args.get("content", "")
+    if not isinstance(content, str):
+        return "[error] write_file: 'content' must be a string."
+    real = ctx.workspace.resolve(path, for_write=True)
+    if real.is_dir():
+        return f"[error] '{path}' is a directory; write_file needs a file path."
+    data = content.encode("utf-8")
+
+    def work() -> None:
+        with _lock_for(real):
+            real.parent.mkdir(parents=True, exist_ok=True)
+            real.write_bytes(data)
+
+    await asyncio.to_thread(work)
+    return f"Wrote {len(data)} bytes to '{path}'."
+
+
+async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Replace the one occurrence of ``old_str`` with ``new_str``."""
+    path = str(args.get("path", ""))
+    old = args.get("old_str", "")
+    new = args.get("new_str", "")
+    if not isinstance(old, str) or not isinstance(new, str):
+        return "[error] edit_file: 'old_str' and 'new_str' must be strings."
+    if old == "":
+        return "[error] edit_file: 'old_str' is empty; give the exact text to replace."
+    real = ctx.workspace.resolve(path, for_write=True)
+    if real.is_dir():
+        return f"[error] '{path}' is a directory, not a file."
+    if not real.exists():
+        return f"[error] '{path}' does not exist; create it with write_file first."
+
+    def work() -> str:
+        with _lock_for(real):
+            text = real.read_text(encoding="utf-8")
+            count = text.count(old)
+            if count == 0:
+                return (
+                    f"[error] edit_file: the text to replace was not found in '{path}'. "
+                    "Copy it from the file exactly, whitespace and indentation included."
+                )
+            if count > 1:
+                return (
+                    f"[error] edit_file: the text to replace occurs {count} times in '{path}'. "
+                    "Include more of the surrounding lines so that it matches exactly once."
+                )
+            real.write_text(text.replace(old, new, 1), encoding="utf-8")
+            return f"Edited '{path}': replaced 1 occurrence."
+
+    return await asyncio.to_thread(work)
+
+
+async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """List a directory, sorted: folders as ``name/``, files as ``name (NB)``."""
+    path = str(args.get("path") or ".")
+    real = ctx.workspace.resolve(path, for_write=False)
+
+    def work() -> str:
+        if not real.exists():
+            return f"[error] '{path}' does not exist."
+        if not real.is_dir():
+            return f"[error] '{path}' is a file, not a directory. Call read_file to read it."
+        lines = []
+        for entry in sorted(os.scandir(real), key=lambda e: e.name):
+            try:
+                if entry.is_dir():
+                    lines.append(f"{entry.name}/")
+                else:
+                    lines.append(f"{entry.name} ({entry.stat().st_size}B)")
+            except OSError:
+                lines.append(f"{entry.name} (unreadable link)")
+        if not lines:
+            return f"(empty directory: {path})"
+        return "\n".join(lines)
+
+    return await asyncio.to_thread(work)
+
+
+# --------------------------------------------------------------------------------------------------
+# shell
+
+
+def _shell_program() -> str:
+    """$SHELL when it is sh, bash or zsh; otherwise the first of bash, zsh, sh on PATH."""
+    preferred = os.environ.get("SHELL", "")
+    if os.path.basename(preferred) in ("sh", "bash", "zsh") and os.access(preferred, os.X_OK):
+        return preferred
+    for name in ("bash", "zsh", "sh"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return "/bin/sh"
+
+
+async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, int]:
+    """Drain ``stream`` keeping at most ``cap`` bytes; return them and the total byte count."""
+    if stream is None:
+        return b"", 0
+    kept = bytearray()
+    total = 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            break
+        total += len(chunk)
+        if len(kept) < cap:
+            kept.extend(chunk[: cap - len(kept)])
+    return bytes(kept), total
+
+
+def _kill_group(pid: int) -> None:
+    """Kill the whole process group the command runs in (its children too)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stream_text(name: str, data: bytes, total: int) -> str:
+    """Decoded stream output with a note when it was cut."""
+    text = _decode(data)
+    if total > len(data):
+        text += f"\n[truncated] {name} was {total} bytes; only the first {len(data)} are shown."
+    return text
+
+
+async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Run a command in the working directory with a time limit and capped output."""
+    command = args.get("command", "")
+    if not isinstance(command, str) or not command.strip():
+        return "[error] shell: 'command' is empty."
+    if not ctx.workspace.exists():
+        return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
+    timeout = ctx.shell_timeout_s
+    proc = await asyncio.create_subprocess_exec(
+        _shell_program(),
+        "-c",
+        command,
+        cwd=str(ctx.workspace.root),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group, so a timeout can kill what it spawned
+    )
+    try:
+        (out, out_total), (err, err_total), code = await asyncio.wait_for(
+            asyncio.gather(
+                _read_capped(proc.stdout, SHELL_STREAM_CAP),
+                _read_capped(proc.stderr, SHELL_STREAM_CAP),
+                proc.wait(),
+            ),
+            timeout=timeout,
+        )
+    except asyncio.TimeoutError:
+        _kill_group(proc.pid)
+        await proc.wait()
+        shown = f"{timeout:g}"
+        return f"[timed out] The command ran past its {shown}s limit and was stopped: {command}"
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)
+        raise
+    stdout = _stream_text("stdout", out, out_total)
+    stderr = _stream_text("stderr", err, err_total)
+    if code != 0:
+        return f"[exit code {code}]\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    if not stdout and not stderr:
+        return "(the command succeeded and printed nothing)"
+    if stderr:
+        sep = "" if not stdout or stdout.endswith("\n") else "\n"
+        return f"{stdout}{sep}stderr:\n{stderr}"
+    return stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# facts
+
+
+async def current_time(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """The current local time, UTC time and unix seconds."""
+    now = time.time()
+    local = datetime.fromtimestamp(now).astimezone()
+    utc = datetime.fromtimestamp(now, tz=timezone.utc)
+    return (
+        f"{local.strftime('%A')} {local.isoformat(timespec='seconds')} local; "
+        f"{utc.isoformat(timespec='seconds').replace('+00:00', 'Z')} UTC; unix {int(now)}"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# context regions and checklists: the engine owns the regions, so these delegate to ctx.context
+
+
+def _delegate(method: str, params: tuple[str, ...]):
+    """A handler that forwards the named arguments to ``ctx.context.<method>``."""
+
+    async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
+        if ctx.context is None:
+            return "[unavailable] Context regions are not available in this run."
+        kwargs = {p: args[p] for p in params if p in args and args[p] is not None}
+        result = getattr(ctx.context, method)(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return str(result)
+
+    handler.__name__ = f"context_{method}"
+    handler.__doc__ = f"Forward to the engine's ContextAccess.{method}."
+    return handler
+
+
+_REGION = _str("The context region's name.")
+
+# --------------------------------------------------------------------------------------------------
+# inline tools (answered by the engine)
+
+SUBMIT_OUTPUT_DESCRIPTION = (
+    "Hand in your final answer for this run: the one thing the caller gets back. Put all of it in "
+    "`content`. Calling the tool again replaces the earlier submission. If you produced files the "
+    "caller should fetch, list them in `artifacts`."
+)
+SUBMIT_OUTPUT_PARAMETERS = {
+    "type": "object",
+    "required": ["content"],
+    "properties": {
+        "content": {"type": "string", "description": "The complete final answer."},
+        "artifacts": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Files you produced for the caller, as paths relative to the working directory.",
+        },
+    },
+}
+FAN_OUT_PARAMETERS = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {
+        "items": {
+            "type": "array",
+            "description": "One entry per piece of work; each runs in its own worker.",
+            "items": {
+                "type": "object",
+                "required": ["id", "context"],
+                "properties": {
+                    "id": {"type": "string", "description": "A short unique name for the item."},
+                    "context": {"type": "object", "description": "What the worker needs to know about its item."},
+                },
+            },
+        },
+        "agent": {"type": "string", "description": "Run the items with this agent instead of the stage's worker."},
+        "max_workers": {"type": "integer", "minimum": 0, "description": "How many workers may run at once (0: no limit)."},
+    },
+}
+
+
+def builtin_tools() -> list[ToolDef]:
+    """Every built-in ToolDef, freshly built."""
+    ctx_tools = [
+        ToolDef(
+            "context_write",
+            "Put an entry into a context region, replacing the entry with the same key if there is one.",
+            _obj({"region": _REGION, "content": _str("What to store."), "key": _str("Optional key to upsert by.")}, ["region", "content"]),
+            _delegate("write", ("region", "content", "key")),
+            default_policy="allow",
+        ),
+        ToolDef(
+            "context_append",
+            "Add an entry to the end of a context region.",
+            _obj({"region": _REGION, "content": _str("What to add."), "key": _str("Optional key for the entry.")}, ["region", "content"]),
+            _delegate("append", ("region", "content", "key")),
+            default_policy="allow",
+        ),
+        ToolDef(
+            "context_read",
+            "Read a context region, or one entry of it by key.",
+            _obj({"region": _REGION, "key": _str("Optional key of one entry.")}, ["region"]),
+            _delegate("read", ("region", "key")),
+            readonly=True,
+            default_policy="allow",
+        ),
+        ToolDef(
+            "context_delete",
+            "Remove entries from a context region: by key, by index, or the oldest N.",
+            _obj(
+                {"region": _REGION, "key": _str("Key of the entry to remove."), "index": _int("Position of the entry to remove."),
+                 "oldest": _int("Remove this many of the oldest entries.")},
+                ["region"],
+            ),
+            _delegate("delete", ("region", "key", "index", "oldest")),
+            default_policy="allow",
+        ),
+        ToolDef(
+            "context_list",
+            "Show the context regions and how full each is (or just one region).",
+            _obj({"region": _str("Optional region to describe.")}),
+            _delegate("list", ("region",)),
+            readonly=True,
+            default_policy="allow",
+        ),
+        ToolDef(
+            "todo_add",
+            "Add an open item to a checklist region.",
+            _obj({"region": _REGION, "item": _str("The item's text.")}, ["region", "item"]),
+            _delegate("todo_add", ("region", "item")),
+            default_policy="allow",
+        ),
+        ToolDef(
+            "todo_done",
+            "Mark a checklist item as done.",
+            _obj({"region": _REGION, "id": _int("The item's number.")}, ["region", "id"]),
+            _delegate("todo_done", ("region", "id")),
+            default_policy="allow",
+        ),
+        ToolDef(
+            "todo_note",
+            "Attach a note to a checklist item.",
+            _obj({"region": _REGION, "id": _int("The item's number."), "note": _str("The note.")}, ["region", "id", "note"]),
+            _delegate("todo_note", ("region", "id", "note")),
+            default_policy="allow",
+        ),
+    ]
+    return [
+        ToolDef(
+            "read_file",
+            "Read a text file from the working directory. Files over 256 KiB are cut, with a note.",
+            _obj({"path": _str("Path relative to the working directory.")}, ["path"]),
+            read_file,
+            readonly=True,
+            default_policy="allow",
+        ),
+        ToolDef(
+            "read_files",
+            "Read several files at once; each appears under a '### [path]' heading.",
+            _obj({"paths": {"type": "array", "items": {"type": "string"}, "description": "Paths relative to the working directory."}}, ["paths"]),
+            read_files,
+            readonly=True,
+            default_policy="allow",
+        ),
+        ToolDef(
+            "write_file",
+            "Create or overwrite a file in the working directory; missing folders are created.",
+            _obj({"path": _str("Path relative to the working directory."), "content": _str("The whole new content.")}, ["path", "content"]),
+            write_file,
+            modifying=True,
+        ),
+        ToolDef(
+            "edit_file",
+            "Replace one exact piece of text in a file. `old_str` must occur exactly once.",
+            _obj(
+                {"path": _str("Path relative to the working directory."), "old_str": _str("The exact text to replace."),
+                 "new_str": _str("The replacement text.")},
+                ["path", "old_str", "new_str"],
+            ),
+            edit_file,
+            modifying=True,
+        ),
+        ToolDef(
+            "list_dir",
+            "List a directory: folders end in '/', files show their size.",
+            _obj({"path": _str("Directory relative to the working directory (default '.').")}),
+            list_dir,
+            readonly=True,
+            default_policy="allow",
+        ),
+        ToolDef(
+            "shell",
+            "Run a shell command in the working directory. It is stopped after 60 seconds; each output stream is cut at 1 MiB.",
+            _obj({"command": _str("The command line to run.")}, ["command"]),
+            shell,
+        ),
+        ToolDef(
+            "current_time",
+            "The current date and time (local and UTC).",
+            _obj({}),
+            current_time,
+            readonly=True,
+            default_policy="allow",
+        ),
+        *ctx_tools,
+        ToolDef("submit_output", SUBMIT_OUTPUT_DESCRIPTION, SUBMIT_OUTPUT_PARAMETERS, default_policy="allow", inline=True),
+        ToolDef(
+            "fan_out",
+            "Split the work into items and run each in its own worker; you get one combined report back.",
+            FAN_OUT_PARAMETERS,
+            default_policy="allow",
+            inline=True,
+        ),
+        ToolDef(
+            "runtime_info",
+            "Facts about this run: its id, stage, iteration and limits.",
+            _obj({}),
+            readonly=True,
+            default_policy="allow",
+            inline=True,
+        ),
+    ]
+
+
+def default_registry() -> ToolRegistry:
+    """A new registry holding every built-in tool (with the ``bash`` alias for ``shell``)."""
+    return ToolRegistry(builtin_tools())

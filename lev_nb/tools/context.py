@@ -1,0 +1,66 @@
+"""What a tool handler receives: the workspace, the run, and (from the engine) context-region access."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Protocol, Union, runtime_checkable
+
+from lev_nb.tools.workspace import Workspace
+
+__all__ = ["ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
+
+DEFAULT_SHELL_TIMEOUT_S = 60.0
+
+MaybeAwaitable = Union[str, Awaitable[str]]
+
+
+@runtime_checkable
+class ContextAccess(Protocol):
+    """The engine's side of the context_* and todo_* tools.
+
+    Each method returns the tool's result string (or an awaitable of it). Failures are returned as
+    strings starting with ``[error]``, not raised.
+    """
+
+    def write(self, region: str, content: str, key: str | None = None) -> MaybeAwaitable:
+        """Upsert a (keyed) entry in ``region``."""
+        ...
+
+    def append(self, region: str, content: str, key: str | None = None) -> MaybeAwaitable:
+        """Append an entry to ``region``."""
+        ...
+
+    def read(self, region: str, key: str | None = None) -> MaybeAwaitable:
+        """Read ``region`` (or one keyed entry of it)."""
+        ...
+
+    def delete(self, region: str, key: str | None = None, index: int | None = None, oldest: int | None = None) -> MaybeAwaitable:
+        """Release entries from ``region`` by key, index, or the ``oldest`` N."""
+        ...
+
+    def list(self, region: str | None = None) -> MaybeAwaitable:
+        """Usage listing of every region, or of one."""
+        ...
+
+    def todo_add(self, region: str, item: str) -> MaybeAwaitable:
+        """Add an open item to a checklist region."""
+        ...
+
+    def todo_done(self, region: str, id: int) -> MaybeAwaitable:
+        """Mark checklist item ``id`` done."""
+        ...
+
+    def todo_note(self, region: str, id: int, note: str) -> MaybeAwaitable:
+        """Attach a note to checklist item ``id``."""
+        ...
+
+
+@dataclass
+class ToolContext:
+    """Per-run facts a handler needs. ``context`` is None until the engine provides regions."""
+
+    workspace: Workspace
+    run_id: str = ""
+    context: ContextAccess | None = None
+    shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,105 @@
+"""Who may run a tool: allow / ask / deny, resolved stage > agent > built-in default."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Mapping, Union
+
+from lev_nb.providers.base import ToolCall
+from lev_nb.tools.registry import PolicyName, ToolRegistry
+
+__all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text"]
+
+# Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
+Approver = Callable[..., Union[bool, Awaitable[bool]]]
+VALID_POLICIES = ("allow", "ask", "deny")
+
+
+@dataclass
+class Policies:
+    """The permission tables in force for one stage, plus who answers ``ask`` (None: nobody)."""
+
+    stage: Mapping[str, str] = field(default_factory=dict)
+    agent: Mapping[str, str] = field(default_factory=dict)
+    approver: Approver | None = None
+
+
+def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
+    """The policy a table sets for any spelling of the tool (names compared case-insensitively)."""
+    for key, value in table.items():
+        if key.lower() in spellings and isinstance(value, str) and value.lower() in VALID_POLICIES:
+            return value.lower()  # type: ignore[return-value]
+    return None
+
+
+def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> PolicyName:
+    """The policy for ``name``: the stage's table wins, then the agent's, then the tool's default.
+
+    Names match case-insensitively and through aliases (a rule for ``bash`` governs ``shell``).
+    Unknown tools default to ``ask``.
+    """
+    spellings = registry.spellings(name)
+    for table in (policies.stage, policies.agent):
+        found = _lookup(table, spellings)
+        if found is not None:
+            return found
+    tool = registry.get(name)
+    return tool.default_policy if tool is not None else "ask"
+
+
+def denied_text(name: str) -> str:
+    """Result for a tool the blueprint forbids."""
+    return f"[denied] Tool '{name}' is not permitted."
+
+
+def needs_approval_text(name: str) -> str:
+    """Result for an ``ask`` tool when nobody is there to approve it."""
+    return (
+        f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; "
+        f"set tool_permissions.{name} = \"allow\" in the blueprint to let it run unattended."
+    )
+
+
+def declined_text(name: str) -> str:
+    """Result for an ``ask`` tool the person turned down."""
+    return f"[denied] The user declined the call to '{name}'."
+
+
+def _takes_name_and_args(approver: Approver) -> bool:
+    """True for an approver written as ``approver(tool_name, arguments)`` rather than ``approver(call)``."""
+    try:
+        params = inspect.signature(approver).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+async def _ask(approver: Approver, call: ToolCall) -> bool:
+    """Run the approver (sync ones in a worker thread, since they may wait for a person)."""
+    args: tuple[Any, ...] = (call.name, call.arguments) if _takes_name_and_args(approver) else (call,)
+    if inspect.iscoroutinefunction(approver):
+        answer: Any = await approver(*args)
+    else:
+        answer = await asyncio.to_thread(approver, *args)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    return bool(answer)
+
+
+async def authorise(call: ToolCall, registry: ToolRegistry, policies: Policies) -> str | None:
+    """None when ``call`` may run; otherwise the ``[denied]`` result text to return instead."""
+    policy = resolve_policy(call.name, registry, policies)
+    if policy == "allow":
+        return None
+    if policy == "deny":
+        return denied_text(call.name)
+    if policies.approver is None:
+        return needs_approval_text(call.name)
+    try:
+        approved = await _ask(policies.approver, call)
+    except Exception as exc:  # an approver that breaks must not take the run down with it
+        return f"[denied] Approval for '{call.name}' failed: {exc}"
+    return None if approved else declined_text(call.name)

@@ -1,0 +1,119 @@
+"""Tool definitions and the registry that names them (with the ``bash`` -> ``shell`` alias)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal
+
+from lev_nb.providers.base import ToolSpec
+
+if TYPE_CHECKING:
+    from lev_nb.tools.context import ToolContext
+
+__all__ = ["ToolDef", "ToolRegistry", "Handler", "PolicyName", "ALIASES", "MODIFYING_TOOLS"]
+
+PolicyName = Literal["allow", "ask", "deny"]
+Handler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
+
+# Alternative spellings a blueprint or a model may use, mapped to the canonical tool name.
+ALIASES: dict[str, str] = {"bash": "shell"}
+# Tools whose successful call counts as a file modification (shell writes are invisible on purpose).
+MODIFYING_TOOLS = frozenset({"write_file", "edit_file"})
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool: what the model sees (name, description, schema) and how lev_nb runs it.
+
+    ``inline`` tools have no handler: the engine answers them itself (submit_output, fan_out,
+    runtime_info). ``modifying`` marks tools whose success counts as changing a file;
+    ``readonly`` marks tools that only look.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    handler: Handler | None = None
+    modifying: bool = False
+    readonly: bool = False
+    default_policy: PolicyName = "ask"
+    inline: bool = False
+
+    def spec(self, advertised_name: str | None = None) -> ToolSpec:
+        """The ToolSpec sent to the model, under ``advertised_name`` when the stage used an alias."""
+        return ToolSpec(name=advertised_name or self.name, description=self.description, parameters=self.parameters)
+
+
+class ToolRegistry:
+    """Tools by canonical name. Lookups accept aliases and are case-insensitive."""
+
+    def __init__(self, defs: Iterable[ToolDef] = (), aliases: dict[str, str] | None = None) -> None:
+        self._defs: dict[str, ToolDef] = {}
+        self._aliases: dict[str, str] = dict(ALIASES if aliases is None else aliases)
+        for d in defs:
+            self.register(d)
+
+    def register(self, tool: ToolDef) -> None:
+        """Add or replace a tool."""
+        self._defs[tool.name] = tool
+
+    def copy(self) -> "ToolRegistry":
+        """An independent registry with the same tools, for adding a run's own script tools."""
+        return ToolRegistry(self._defs.values(), self._aliases)
+
+    def canonical(self, name: str) -> str:
+        """The canonical spelling of ``name``: aliases folded, case matched to a known tool."""
+        if name in self._defs:
+            return name
+        lowered = name.lower()
+        if lowered in self._aliases:
+            return self._aliases[lowered]
+        for known in self._defs:
+            if known.lower() == lowered:
+                return known
+        return lowered
+
+    def spellings(self, name: str) -> set[str]:
+        """Every lower-case spelling that means the same tool as ``name`` (itself, canon, aliases)."""
+        canon = self.canonical(name)
+        names = {name.lower(), canon.lower()}
+        names.update(alias for alias, target in self._aliases.items() if target == canon)
+        return names
+
+    def get(self, name: str) -> ToolDef | None:
+        """The definition for ``name`` (or an alias of it), or None."""
+        return self._defs.get(self.canonical(name))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def names(self) -> list[str]:
+        """Canonical names of every registered tool, sorted."""
+        return sorted(self._defs)
+
+    def is_inline(self, name: str) -> bool:
+        """True for tools the engine answers itself (no handler here)."""
+        tool = self.get(name)
+        return bool(tool and tool.inline)
+
+    def specs(self, names: Iterable[str], skip_unknown: bool = False) -> list[ToolSpec]:
+        """ToolSpecs for the stage's tool names, in order, under the names the stage used.
+
+        Raises KeyError naming the first unknown tool unless ``skip_unknown``.
+        """
+        out: list[ToolSpec] = []
+        for name in names:
+            tool = self.get(name)
+            if tool is None:
+                if skip_unknown:
+                    continue
+                raise KeyError(f"unknown tool '{name}' (known: {', '.join(self.names())})")
+            out.append(tool.spec(name))
+        return out
+
+    def with_description(self, name: str, description: str) -> None:
+        """Replace one tool's description (the engine appends the output spec to submit_output)."""
+        tool = self.get(name)
+        if tool is None:
+            raise KeyError(f"unknown tool '{name}'")
+        self.register(replace(tool, description=description))

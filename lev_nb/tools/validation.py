@@ -1,0 +1,75 @@
+"""Checking a tool call's arguments against the JSON Schema the model was shown."""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators
+
+__all__ = ["validate_arguments", "MAX_VIOLATIONS", "MAX_VIOLATION_BYTES"]
+
+log = logging.getLogger(__name__)
+
+MAX_VIOLATIONS = 3
+MAX_VIOLATION_BYTES = 256
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", errors="ignore")
+
+
+@lru_cache(maxsize=512)
+def _validator_for(schema_json: str) -> Any:
+    """A compiled validator for a schema (given as canonical JSON), or None if it does not compile."""
+    schema = json.loads(schema_json)
+    cls = validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except js_exceptions.SchemaError as exc:
+        log.warning("tool schema does not compile, skipping argument validation: %s", exc.message)
+        return None
+    return cls(schema)
+
+
+def _where(error: js_exceptions.ValidationError) -> str:
+    """A JSON-pointer-ish location for an error (empty at the top level)."""
+    if not error.absolute_path:
+        return ""
+    return "/" + "/".join(str(p) for p in error.absolute_path)
+
+
+def validate_arguments(tool: str, schema: dict[str, Any] | None, arguments: Any) -> str | None:
+    """None when ``arguments`` fit ``schema``; otherwise the ``[error] invalid arguments ...`` result.
+
+    ``None`` arguments count as ``{}``. A schema that does not compile skips validation.
+    """
+    if not schema:
+        return None
+    args = {} if arguments is None else arguments
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    validator = _validator_for(key)
+    if validator is None:
+        return None
+    errors = sorted(validator.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if not errors:
+        return None
+    shown = []
+    for error in errors[:MAX_VIOLATIONS]:
+        where = _where(error)
+        text = f"{where}: {error.message}" if where else error.message
+        shown.append(_cut_utf8(text, MAX_VIOLATION_BYTES))
+    message = "; ".join(shown)
+    if len(errors) > MAX_VIOLATIONS:
+        message += f"; (and {len(errors) - MAX_VIOLATIONS} more)"
+    return f"[error] invalid arguments for '{tool}': {message}"

@@ -1,0 +1,259 @@
+//! Value conversion across the boundary.
+//!
+//! Two bridges live here:
+//! * JSON <-> Rhai (`json_to_dynamic`, `dynamic_to_json`): pure Rust, serde-backed, following the
+//!   rules of spec/rhai.md §0 (null -> (), u64 above i64::MAX -> FLOAT, char -> string, FnPtr fails).
+//! * Python <-> Rhai (`py_to_dynamic`, `dynamic_to_py`): direct, without a JSON detour, so a call
+//!   costs no serialisation.
+//!
+//! Python ints outside the i64 range become FLOAT, as a JSON number of that size would (§0).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use rhai::{Array, Blob, Dynamic, ImmutableString, Map};
+
+/// Deepest nesting accepted when converting containers; also stops self-referencing lists.
+pub const MAX_NESTING: usize = 256;
+
+// ---------------------------------------------------------------------------------------------
+// JSON <-> Rhai (no Python involved)
+// ---------------------------------------------------------------------------------------------
+
+/// Convert any JSON value into a Rhai value (§0 rules).
+pub fn json_to_dynamic(value: &serde_json::Value) -> Result<Dynamic, String> {
+    rhai::serde::to_dynamic(value).map_err(|e| e.to_string())
+}
+
+/// Convert a Rhai value into JSON. Fails for values that are not plain data (FnPtr, timestamp...).
+pub fn dynamic_to_json(value: &Dynamic) -> Result<serde_json::Value, String> {
+    rhai::serde::from_dynamic::<serde_json::Value>(value).map_err(|e| e.to_string())
+}
+
+/// Parse JSON text (any JSON value, not only objects) into a Rhai value.
+pub fn parse_json_text(text: &str) -> Result<Dynamic, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    json_to_dynamic(&value)
+}
+
+/// Serialise a Rhai value as compact JSON text.
+pub fn to_json_text(value: &Dynamic) -> Result<String, String> {
+    let json = dynamic_to_json(value)?;
+    serde_json::to_string(&json).map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python <-> Rhai
+// ---------------------------------------------------------------------------------------------
+
+fn describe(obj: &Bound<'_, PyAny>) -> String {
+    let type_name = obj
+        .get_type()
+        .qualname()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".to_string());
+    let mut shown = obj
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".to_string());
+    if shown.chars().count() > 80 {
+        shown = shown.chars().take(77).collect::<String>() + "...";
+    }
+    format!("{shown} (type {type_name})")
+}
+
+/// Convert a Python value into a Rhai value.
+///
+/// Accepted: None, bool, int, float, str, list, tuple, dict with str keys, bytes (as a BLOB).
+/// Anything else raises TypeError naming the value and its type.
+pub fn py_to_dynamic(obj: &Bound<'_, PyAny>) -> PyResult<Dynamic> {
+    py_to_dynamic_at(obj, 0)
+}
+
+fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
+    if depth > MAX_NESTING {
+        return Err(PyTypeError::new_err(format!(
+            "cannot convert to a Rhai value: data nested deeper than {MAX_NESTING} levels (or self-referencing)"
+        )));
+    }
+    if obj.is_none() {
+        return Ok(Dynamic::UNIT);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Dynamic::from(ImmutableString::from(s.to_str()?)));
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Dynamic::from_bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(v) => Ok(Dynamic::from_int(v)),
+            // Beyond i64: a FLOAT, as serde_json/Rhai do for an oversized JSON number.
+            Err(_) => match obj.extract::<f64>() {
+                Ok(f) if f.is_finite() => Ok(Dynamic::from_float(f)),
+                _ => Err(PyTypeError::new_err(format!(
+                    "cannot convert {} to a Rhai value: the integer is too large even for a float",
+                    describe(obj)
+                ))),
+            },
+        };
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Dynamic::from_float(f.value()));
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut array = Array::with_capacity(list.len());
+        for item in list.iter() {
+            array.push(py_to_dynamic_at(&item, depth + 1)?);
+        }
+        return Ok(Dynamic::from_array(array));
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        let mut array = Array::with_capacity(tuple.len());
+        for item in tuple.iter() {
+            array.push(py_to_dynamic_at(&item, depth + 1)?);
+        }
+        return Ok(Dynamic::from_array(array));
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (key, value) in dict.iter() {
+            let key = key.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "cannot convert a dict to a Rhai map: key {} is not a str",
+                    describe(&key)
+                ))
+            })?;
+            map.insert(key.to_str()?.into(), py_to_dynamic_at(&value, depth + 1)?);
+        }
+        return Ok(Dynamic::from_map(map));
+    }
+    if let Ok(bytes) = obj.cast::<PyBytes>() {
+        return Ok(Dynamic::from_blob(bytes.as_bytes().to_vec()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot convert {} to a Rhai value (supported: None, bool, int, float, str, list, tuple, dict with str keys, bytes)",
+        describe(obj)
+    )))
+}
+
+/// Convert a Rhai value into a Python value.
+///
+/// () -> None, bool, INT -> int, FLOAT -> float, string/char -> str, array -> list, map -> dict,
+/// BLOB -> bytes. Other values (function pointers, timestamps, custom types) raise TypeError.
+pub fn dynamic_to_py<'py>(py: Python<'py>, value: &Dynamic) -> PyResult<Bound<'py, PyAny>> {
+    dynamic_to_py_at(py, value, 0)
+}
+
+fn dynamic_to_py_at<'py>(
+    py: Python<'py>,
+    value: &Dynamic,
+    depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_NESTING {
+        return Err(PyTypeError::new_err(format!(
+            "cannot convert a Rhai value to Python: nested deeper than {MAX_NESTING} levels"
+        )));
+    }
+    if value.is_unit() {
+        return Ok(py.None().into_bound(py));
+    }
+    if let Ok(b) = value.as_bool() {
+        return Ok(PyBool::new(py, b).to_owned().into_any());
+    }
+    if let Ok(i) = value.as_int() {
+        return Ok(i.into_pyobject(py)?.into_any());
+    }
+    if let Ok(f) = value.as_float() {
+        return Ok(PyFloat::new(py, f).into_any());
+    }
+    if let Some(s) = value.read_lock::<ImmutableString>() {
+        return Ok(PyString::new(py, s.as_str()).into_any());
+    }
+    if let Ok(c) = value.as_char() {
+        let mut buf = [0u8; 4];
+        return Ok(PyString::new(py, c.encode_utf8(&mut buf)).into_any());
+    }
+    if let Some(array) = value.read_lock::<Array>() {
+        let list = PyList::empty(py);
+        for item in array.iter() {
+            list.append(dynamic_to_py_at(py, item, depth + 1)?)?;
+        }
+        return Ok(list.into_any());
+    }
+    if let Some(map) = value.read_lock::<Map>() {
+        let dict = PyDict::new(py);
+        for (key, item) in map.iter() {
+            dict.set_item(key.as_str(), dynamic_to_py_at(py, item, depth + 1)?)?;
+        }
+        return Ok(dict.into_any());
+    }
+    if let Some(blob) = value.read_lock::<Blob>() {
+        return Ok(PyBytes::new(py, &blob).into_any());
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot convert a Rhai value of type '{}' to Python: it is not plain data",
+        value.type_name()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_null_becomes_unit_and_back() {
+        let d = json_to_dynamic(&json!(null)).unwrap();
+        assert!(d.is_unit());
+        assert_eq!(dynamic_to_json(&Dynamic::UNIT).unwrap(), json!(null));
+    }
+
+    #[test]
+    fn json_numbers_follow_the_pins() {
+        assert_eq!(json_to_dynamic(&json!(42)).unwrap().as_int().unwrap(), 42);
+        assert_eq!(json_to_dynamic(&json!(-7)).unwrap().as_int().unwrap(), -7);
+        assert_eq!(json_to_dynamic(&json!(1.5)).unwrap().as_float().unwrap(), 1.5);
+        // A u64 above i64::MAX cannot be an INT: it becomes a FLOAT.
+        let big = json_to_dynamic(&json!(u64::MAX)).unwrap();
+        assert!(big.as_int().is_err());
+        assert_eq!(big.as_float().unwrap(), u64::MAX as f64);
+    }
+
+    #[test]
+    fn json_containers_round_trip() {
+        let doc = json!({"a": [1, 2.5, "x", true, null], "b": {"c": {}}, "s": "a\u{202f}b\u{200b}c"});
+        let d = json_to_dynamic(&doc).unwrap();
+        assert!(d.is_map());
+        assert_eq!(dynamic_to_json(&d).unwrap(), doc);
+    }
+
+    #[test]
+    fn top_level_scalars_and_arrays_parse() {
+        assert!(parse_json_text("[1,2]").unwrap().is_array());
+        assert_eq!(parse_json_text("3").unwrap().as_int().unwrap(), 3);
+        assert!(parse_json_text("\"s\"").unwrap().is_string());
+        assert!(parse_json_text("not json").is_err());
+    }
+
+    #[test]
+    fn char_serialises_as_string() {
+        assert_eq!(dynamic_to_json(&Dynamic::from_char('x')).unwrap(), json!("x"));
+    }
+
+    #[test]
+    fn function_pointer_is_not_plain_data() {
+        let f = rhai::FnPtr::new("f").unwrap();
+        assert!(dynamic_to_json(&Dynamic::from(f)).is_err());
+    }
+
+    #[test]
+    fn to_json_text_is_valid_json_without_rust_escapes() {
+        let mut map = Map::new();
+        map.insert("s".into(), Dynamic::from("a\u{202f}b\u{200b}c".to_string()));
+        let text = to_json_text(&Dynamic::from_map(map)).unwrap();
+        assert!(!text.contains("\\u{"));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["s"], json!("a\u{202f}b\u{200b}c"));
+    }
+}

@@ -1,0 +1,665 @@
+//! The hardened engine: the one `harden()` policy, the wall-clock deadline, and the Python-facing
+//! `Engine` / `AST` classes.
+//!
+//! Threading model: an `Engine` keeps one fully configured `rhai::Engine` behind an `Arc` (it is
+//! `Send + Sync` under Rhai's `sync` feature) and rebuilds it only when a function is registered.
+//! Every evaluation clones the `Arc`, releases the GIL and runs with a fresh `Scope`, so calls from
+//! many Python threads at once never share state. Python callbacks re-attach to the interpreter
+//! only while they run.
+
+use std::any::TypeId;
+use std::cell::{Cell, RefCell};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyException;
+use pyo3::gc::{PyTraverseError, PyVisit};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use rhai::module_resolvers::DummyModuleResolver;
+use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Position, Scope, AST, FLOAT, INT};
+
+use crate::convert::{dynamic_to_py, py_to_dynamic};
+use crate::errors::{error_to_py, TERMINATE_INTERRUPTED};
+use crate::helpers::register_shared;
+
+/// Most parameters accepted by a function registered with a variadic Python callable.
+pub const MAX_VARIADIC_ARITY: usize = 10;
+
+// ---------------------------------------------------------------------------------------------
+// The policy (pure Rust, unit-tested without Python)
+// ---------------------------------------------------------------------------------------------
+
+/// Every limit of the sandbox. `Default` holds the upstream numbers of spec/rhai.md §1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Operation budget (0 = unlimited, as in Rhai).
+    pub max_operations: u64,
+    /// Longest string, in bytes.
+    pub max_string_size: usize,
+    /// Most elements in an array or BLOB.
+    pub max_array_size: usize,
+    /// Most properties in an object map.
+    pub max_map_size: usize,
+    /// Deepest function-call nesting (recursion depth).
+    pub max_call_levels: usize,
+    /// Deepest expression nesting at global level.
+    pub max_expr_depth: usize,
+    /// Deepest expression nesting inside functions.
+    pub max_function_expr_depth: usize,
+    /// Wall-clock deadline per evaluation, backing the operation budget (None = no deadline).
+    pub timeout_ms: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_operations: 100_000,
+            max_string_size: 1_000_000,
+            max_array_size: 10_000,
+            max_map_size: 10_000,
+            max_call_levels: 64,
+            max_expr_depth: 128,
+            max_function_expr_depth: 128,
+            timeout_ms: Some(10_000),
+        }
+    }
+}
+
+/// How often (in operations) the deadline is looked at; a power of two minus one as a mask.
+const DEADLINE_CHECK_MASK: u64 = 0x3FF;
+
+thread_local! {
+    /// The deadline of the evaluation running on this thread, if any.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Run `f` with a wall-clock deadline `timeout_ms` from now. A nested call never extends the
+/// deadline of the evaluation it runs inside.
+pub fn with_deadline<R>(timeout_ms: Option<u64>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Instant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEADLINE.with(|d| d.set(self.0));
+        }
+    }
+    let previous = DEADLINE.with(|d| d.get());
+    let mine = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    let effective = match (previous, mine) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let _restore = Restore(previous);
+    DEADLINE.with(|d| d.set(effective));
+    f()
+}
+
+fn deadline_passed() -> bool {
+    DEADLINE.with(|d| d.get().is_some_and(|t| Instant::now() >= t))
+}
+
+fn disabled(name: &str) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorRuntime(
+        format!("{name} is disabled in lev_nb scripts").into(),
+        Position::NONE,
+    ))
+}
+
+/// The one sandbox policy applied to every engine (spec/rhai.md §1 and §5, plus lev_nb's
+/// deadline and disabled `sleep`).
+pub fn harden(engine: &mut Engine, limits: &Limits) {
+    engine.set_max_operations(limits.max_operations);
+    engine.set_max_string_size(limits.max_string_size);
+    engine.set_max_array_size(limits.max_array_size);
+    engine.set_max_map_size(limits.max_map_size);
+    engine.set_max_call_levels(limits.max_call_levels);
+    engine.set_max_expr_depths(limits.max_expr_depth, limits.max_function_expr_depth);
+    // Refused while parsing, so a script using it never compiles.
+    engine.disable_symbol("eval");
+    // No module can ever be found: `import` fails.
+    engine.set_module_resolver(DummyModuleResolver::new());
+    // Output is muted unless the host installs its own sinks afterwards.
+    engine.on_print(|_| {});
+    engine.on_debug(|_, _, _| {});
+    // `sleep` would block the thread without spending operations.
+    engine.register_fn("sleep", |_: INT| -> Result<(), Box<EvalAltResult>> { Err(disabled("sleep")) });
+    engine.register_fn("sleep", |_: FLOAT| -> Result<(), Box<EvalAltResult>> { Err(disabled("sleep")) });
+    // The wall-clock deadline, checked every 1024 operations.
+    let timeout_ms = limits.timeout_ms.unwrap_or(0);
+    engine.on_progress(move |ops| {
+        if ops & DEADLINE_CHECK_MASK == 0 && deadline_passed() {
+            Some(Dynamic::from_int(timeout_ms as INT))
+        } else {
+            None
+        }
+    });
+}
+
+/// A hardened engine with the shared helpers registered: what every script runs on.
+pub fn hardened_engine(limits: &Limits) -> Engine {
+    let mut engine = Engine::new();
+    harden(&mut engine, limits);
+    register_shared(&mut engine);
+    engine
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python callbacks
+// ---------------------------------------------------------------------------------------------
+
+thread_local! {
+    /// A Python BaseException that is not an Exception (KeyboardInterrupt, SystemExit) raised in
+    /// a callback: it stops the script and is re-raised as itself once evaluation returns.
+    pub static PENDING_INTERRUPT: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+}
+
+fn runtime_error(message: String, pos: Position) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorRuntime(message.into(), pos))
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Text of a Python exception for a script: `str(exc)`, or the class name when that is empty.
+fn exception_text(py: Python<'_>, err: &PyErr) -> String {
+    let value = err.value(py);
+    let text = value.str().map(|s| s.to_string()).unwrap_or_default();
+    if text.is_empty() {
+        err.get_type(py)
+            .qualname()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "exception".to_string())
+    } else {
+        text
+    }
+}
+
+/// Call a Python callable with Rhai arguments. Python exceptions and Rust panics become Rhai
+/// runtime errors (catchable by `try`/`catch`); nothing unwinds through Rhai's frames.
+fn invoke_python(
+    name: &str,
+    func: &Py<PyAny>,
+    args: &[&mut Dynamic],
+    pos: Position,
+) -> Result<Dynamic, Box<EvalAltResult>> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
+            let mut items = Vec::with_capacity(args.len());
+            for arg in args.iter() {
+                let converted = dynamic_to_py(py, arg).map_err(|e| {
+                    runtime_error(format!("{name}: {}", exception_text(py, &e)), pos)
+                })?;
+                items.push(converted);
+            }
+            let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
+            match call {
+                Ok(value) => py_to_dynamic(&value).map_err(|e| {
+                    runtime_error(
+                        format!("{name} returned an unusable value: {}", exception_text(py, &e)),
+                        pos,
+                    )
+                }),
+                Err(err) if err.is_instance_of::<PyException>(py) => {
+                    Err(runtime_error(exception_text(py, &err), pos))
+                }
+                Err(err) => {
+                    PENDING_INTERRUPT.with(|p| *p.borrow_mut() = Some(err));
+                    Err(Box::new(EvalAltResult::ErrorTerminated(
+                        TERMINATE_INTERRUPTED.into(),
+                        pos,
+                    )))
+                }
+            }
+        })
+    }));
+    match outcome {
+        Ok(result) => result,
+        Err(payload) => Err(runtime_error(
+            format!("{name} panicked: {}", panic_message(payload.as_ref())),
+            pos,
+        )),
+    }
+}
+
+/// Forward printed text to a Python sink; its failures are ignored (printing cannot fail).
+fn forward_output(sink: &Py<PyAny>, text: &str) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        Python::attach(|py| {
+            if let Err(err) = sink.bind(py).call1((text,)) {
+                err.write_unraisable(py, Some(sink.bind(py)));
+            }
+        })
+    }));
+}
+
+struct PythonFunction {
+    name: String,
+    func: Arc<Py<PyAny>>,
+    arities: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Registry {
+    on_print: Option<Arc<Py<PyAny>>>,
+    on_debug: Option<Arc<Py<PyAny>>>,
+    functions: Vec<PythonFunction>,
+}
+
+fn build_engine(limits: &Limits, registry: &Registry) -> Engine {
+    let mut engine = hardened_engine(limits);
+    if let Some(sink) = &registry.on_print {
+        let sink = sink.clone();
+        engine.on_print(move |s| forward_output(&sink, s));
+    }
+    if let Some(sink) = &registry.on_debug {
+        let sink = sink.clone();
+        engine.on_debug(move |s, _, _| forward_output(&sink, s));
+    }
+    for function in &registry.functions {
+        for &arity in &function.arities {
+            let name = function.name.clone();
+            let func = function.func.clone();
+            engine.register_raw_fn(
+                function.name.clone(),
+                vec![TypeId::of::<Dynamic>(); arity],
+                move |ctx, args| invoke_python(&name, &func, args, ctx.call_position()),
+            );
+        }
+    }
+    engine
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python classes
+// ---------------------------------------------------------------------------------------------
+
+/// A compiled script. Immutable and shareable between threads.
+#[pyclass(module = "lev_nb._rhai", name = "AST", frozen)]
+pub struct PyAst {
+    pub ast: Arc<AST>,
+}
+
+#[pymethods]
+impl PyAst {
+    /// `(name, arity)` of every function the script defines, sorted by name then arity.
+    #[getter]
+    fn functions(&self) -> Vec<(String, usize)> {
+        let mut found: Vec<(String, usize)> = self
+            .ast
+            .iter_functions()
+            .map(|f| (f.name.to_string(), f.params.len()))
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<rhai AST with {} function(s)>", self.ast.iter_functions().count())
+    }
+}
+
+/// A hardened Rhai engine. Compiles and runs scripts; safe to share between threads.
+#[pyclass(module = "lev_nb._rhai", name = "Engine", frozen, subclass)]
+pub struct PyEngine {
+    limits: Limits,
+    registry: Mutex<Registry>,
+    engine: RwLock<Arc<Engine>>,
+}
+
+type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
+
+impl PyEngine {
+    fn current(&self) -> Arc<Engine> {
+        self.engine
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn rebuild(&self, registry: &Registry) {
+        let fresh = Arc::new(build_engine(&self.limits, registry));
+        *self
+            .engine
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
+    }
+
+    fn lock_registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Run `work` without the GIL under this engine's deadline, then convert the outcome.
+    fn execute<F>(&self, py: Python<'_>, work: F) -> PyResult<Py<PyAny>>
+    where
+        F: FnOnce(&Engine) -> EvalResult + Send,
+    {
+        let engine = self.current();
+        let timeout = self.limits.timeout_ms;
+        let outcome = py.detach(move || {
+            catch_unwind(AssertUnwindSafe(|| with_deadline(timeout, || work(&engine))))
+        });
+        let outcome = match outcome {
+            Ok(result) => result,
+            Err(payload) => Err(runtime_error(
+                format!("the Rhai engine panicked: {}", panic_message(payload.as_ref())),
+                Position::NONE,
+            )),
+        };
+        match outcome {
+            Ok(value) => Ok(dynamic_to_py(py, &value)?.unbind()),
+            Err(err) => Err(error_to_py(py, *err)),
+        }
+    }
+}
+
+fn scope_from(variables: Option<&Bound<'_, PyDict>>) -> PyResult<Scope<'static>> {
+    let mut scope = Scope::new();
+    if let Some(vars) = variables {
+        for (key, value) in vars.iter() {
+            let name = key.cast::<PyString>()?.to_str()?.to_string();
+            scope.push_dynamic(name, py_to_dynamic(&value)?);
+        }
+    }
+    Ok(scope)
+}
+
+fn compile_with(engine: &Engine, source: &str) -> Result<AST, Box<EvalAltResult>> {
+    engine.compile(source).map_err(Into::into)
+}
+
+#[pymethods]
+impl PyEngine {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        max_operations = 100_000,
+        max_string_size = 1_000_000,
+        max_array_size = 10_000,
+        max_map_size = 10_000,
+        max_call_levels = 64,
+        max_expr_depth = 128,
+        max_function_expr_depth = 128,
+        timeout_ms = Some(10_000),
+        on_print = None,
+        on_debug = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        max_operations: u64,
+        max_string_size: usize,
+        max_array_size: usize,
+        max_map_size: usize,
+        max_call_levels: usize,
+        max_expr_depth: usize,
+        max_function_expr_depth: usize,
+        timeout_ms: Option<u64>,
+        on_print: Option<Py<PyAny>>,
+        on_debug: Option<Py<PyAny>>,
+    ) -> Self {
+        let limits = Limits {
+            max_operations,
+            max_string_size,
+            max_array_size,
+            max_map_size,
+            max_call_levels,
+            max_expr_depth,
+            max_function_expr_depth,
+            timeout_ms,
+        };
+        let registry = Registry {
+            on_print: on_print.map(Arc::new),
+            on_debug: on_debug.map(Arc::new),
+            functions: Vec::new(),
+        };
+        let engine = Arc::new(build_engine(&limits, &registry));
+        PyEngine {
+            limits,
+            registry: Mutex::new(registry),
+            engine: RwLock::new(engine),
+        }
+    }
+
+    /// The limits in force, as a dict of the constructor's keyword arguments.
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = &self.limits;
+        let d = PyDict::new(py);
+        d.set_item("max_operations", l.max_operations)?;
+        d.set_item("max_string_size", l.max_string_size)?;
+        d.set_item("max_array_size", l.max_array_size)?;
+        d.set_item("max_map_size", l.max_map_size)?;
+        d.set_item("max_call_levels", l.max_call_levels)?;
+        d.set_item("max_expr_depth", l.max_expr_depth)?;
+        d.set_item("max_function_expr_depth", l.max_function_expr_depth)?;
+        d.set_item("timeout_ms", l.timeout_ms)?;
+        Ok(d)
+    }
+
+    /// Compile a script with this (hardened) engine.
+    fn compile(&self, py: Python<'_>, source: &str) -> PyResult<PyAst> {
+        let engine = self.current();
+        let source = source.to_owned();
+        match py.detach(move || compile_with(&engine, &source)) {
+            Ok(ast) => Ok(PyAst { ast: Arc::new(ast) }),
+            Err(err) => Err(error_to_py(py, *err)),
+        }
+    }
+
+    /// Compile and run a script; keyword arguments become variables in its scope.
+    #[pyo3(signature = (source, **variables))]
+    fn eval(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        variables: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut scope = scope_from(variables)?;
+        let source = source.to_owned();
+        self.execute(py, move |engine| {
+            let ast = compile_with(engine, &source)?;
+            engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
+        })
+    }
+
+    /// Run a compiled script; keyword arguments become variables in its scope.
+    #[pyo3(signature = (ast, **variables))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        ast: &Bound<'_, PyAst>,
+        variables: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut scope = scope_from(variables)?;
+        let ast = ast.get().ast.clone();
+        self.execute(py, move |engine| {
+            engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
+        })
+    }
+
+    /// Call a function defined by a compiled script with positional arguments. As with Rhai's
+    /// `call_fn` (and the upstream), the script's top-level statements run first.
+    #[pyo3(signature = (ast, fn_name, *args))]
+    fn call(
+        &self,
+        py: Python<'_>,
+        ast: &Bound<'_, PyAst>,
+        fn_name: &str,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyAny>> {
+        let mut converted = Vec::with_capacity(args.len());
+        for arg in args.iter() {
+            converted.push(py_to_dynamic(&arg)?);
+        }
+        let ast = ast.get().ast.clone();
+        let fn_name = fn_name.to_owned();
+        self.execute(py, move |engine| {
+            let mut scope = Scope::new();
+            engine.call_fn::<Dynamic>(&mut scope, &ast, &fn_name, converted)
+        })
+    }
+
+    /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.
+    fn register_fn(
+        &self,
+        name: &str,
+        func: Py<PyAny>,
+        arities: Vec<usize>,
+    ) -> PyResult<()> {
+        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "cannot register {name:?}: a Rhai function name is letters, digits and '_'"
+            )));
+        }
+        if FnPtr::new(name).is_err() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "cannot register {name:?}: it is not a valid Rhai function name (a keyword?)"
+            )));
+        }
+        if let Some(bad) = arities.iter().find(|&&a| a > MAX_VARIADIC_ARITY.max(16)) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "cannot register {name:?} with {bad} parameters: at most 16 are supported"
+            )));
+        }
+        let mut registry = self.lock_registry();
+        // A new registration of the same name replaces the old one.
+        registry.functions.retain(|f| f.name != name);
+        registry.functions.push(PythonFunction {
+            name: name.to_string(),
+            func: Arc::new(func),
+            arities,
+        });
+        self.rebuild(&registry);
+        Ok(())
+    }
+
+    /// Names of the Python functions registered so far.
+    #[getter]
+    fn registered(&self) -> Vec<String> {
+        self.lock_registry()
+            .functions
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // Never block inside the collector: a busy registry is simply not reported this round.
+        if let Ok(registry) = self.registry.try_lock() {
+            for sink in registry.on_print.iter().chain(registry.on_debug.iter()) {
+                visit.call(&**sink)?;
+            }
+            for function in &registry.functions {
+                visit.call(&*function.func)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        let mut registry = self.lock_registry();
+        *registry = Registry::default();
+        self.rebuild(&registry);
+    }
+
+    fn __repr__(&self) -> String {
+        let timeout = match self.limits.timeout_ms {
+            Some(ms) => ms.to_string(),
+            None => "None".to_string(),
+        };
+        format!(
+            "<lev_nb Rhai Engine max_operations={} timeout_ms={timeout}>",
+            self.limits.max_operations
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harden_applies_the_upstream_numbers() {
+        let engine = hardened_engine(&Limits::default());
+        assert_eq!(engine.max_operations(), 100_000);
+        assert_eq!(engine.max_string_size(), 1_000_000);
+        assert_eq!(engine.max_array_size(), 10_000);
+        assert_eq!(engine.max_map_size(), 10_000);
+        assert_eq!(engine.max_call_levels(), 64);
+        assert_eq!(engine.max_expr_depth(), 128);
+        assert_eq!(engine.max_function_expr_depth(), 128);
+    }
+
+    #[test]
+    fn per_kind_budget_is_honoured() {
+        let limits = Limits {
+            max_operations: 500_000,
+            ..Limits::default()
+        };
+        assert_eq!(hardened_engine(&limits).max_operations(), 500_000);
+    }
+
+    #[test]
+    fn eval_is_refused_at_compile_time() {
+        let engine = hardened_engine(&Limits::default());
+        let err = engine.compile(r#"eval("1+1")"#).unwrap_err();
+        assert!(err.to_string().contains("eval"), "{err}");
+    }
+
+    #[test]
+    fn import_fails() {
+        let engine = hardened_engine(&Limits::default());
+        assert!(engine.run(r#"import "m" as m;"#).is_err());
+    }
+
+    #[test]
+    fn sleep_is_disabled() {
+        let engine = hardened_engine(&Limits::default());
+        for src in ["sleep(1000)", "sleep(1e9)"] {
+            let err = engine.run(src).unwrap_err();
+            assert!(err.to_string().contains("sleep is disabled"), "{err}");
+        }
+    }
+
+    #[test]
+    fn operation_budget_stops_loops_and_is_uncatchable() {
+        let engine = hardened_engine(&Limits::default());
+        let err = engine.run("try { loop {} } catch (e) { }").unwrap_err();
+        assert!(matches!(*err, EvalAltResult::ErrorTooManyOperations(..)), "{err}");
+    }
+
+    #[test]
+    fn deadline_stops_an_unbudgeted_loop() {
+        let limits = Limits {
+            max_operations: 0,
+            timeout_ms: Some(50),
+            ..Limits::default()
+        };
+        let engine = hardened_engine(&limits);
+        let err = with_deadline(limits.timeout_ms, || engine.run("loop {}")).unwrap_err();
+        assert!(matches!(*err, EvalAltResult::ErrorTerminated(..)), "{err}");
+    }
+
+    #[test]
+    fn recursion_is_bounded() {
+        let engine = hardened_engine(&Limits::default());
+        let err = engine.run("fn f(n) { f(n + 1) } f(0)").unwrap_err();
+        assert!(matches!(err.unwrap_inner(), EvalAltResult::ErrorStackOverflow(..)), "{err}");
+    }
+
+    #[test]
+    fn no_file_access_exists() {
+        let engine = hardened_engine(&Limits::default());
+        let err = engine.run(r#"open_file("/etc/passwd")"#).unwrap_err();
+        assert!(matches!(*err, EvalAltResult::ErrorFunctionNotFound(..)), "{err}");
+    }
+}

@@ -1,0 +1,200 @@
+"""Request assembly: region shapes, message building, ordering, and clean-up rules."""
+
+from __future__ import annotations
+
+from lev_nb.engine.context import ContextWindow, RegionConfig
+from lev_nb.engine.regions import Entry
+from lev_nb.providers.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
+
+
+def rc(name: str, kind: str = "temporary", **kw: object) -> RegionConfig:
+    return RegionConfig(name=name, kind=kind, **kw)  # type: ignore[arg-type]
+
+
+def put(window: ContextWindow, region: str, text: str, key: str | None = None) -> None:
+    window.region(region).add(Entry.make(text, key=key))
+
+
+def call(call_id: str, name: str = "read_file") -> dict:
+    return {"id": call_id, "name": name, "arguments": {"path": "a"}}
+
+
+# -- system block shapes ---------------------------------------------------------------------------
+def test_pinned_region_renders_as_labelled_block() -> None:
+    window = ContextWindow([rc("rules", "pinned")])
+    put(window, "rules", "one")
+    put(window, "rules", "two")
+    system, _ = window.assemble()
+    assert system == ["## rules\none\n\ntwo"]
+
+
+def test_description_shown_only_when_asked() -> None:
+    window = ContextWindow([
+        rc("a", "pinned", description="What a holds."),
+        rc("b", "pinned", description="What b holds.", describe_in_prompt=True),
+    ])
+    put(window, "a", "x")
+    put(window, "b", "y")
+    system, _ = window.assemble()
+    assert system == ["## a\nx", "## b\nWhat b holds.\n\ny"]
+
+
+def test_compact_history_renders_like_pinned() -> None:
+    window = ContextWindow([rc("history", "compact_history")])
+    put(window, "history", "earlier: did X")
+    assert window.assemble()[0] == ["## history\nearlier: did X"]
+
+
+def test_checklist_renders_counts_and_items() -> None:
+    window = ContextWindow([rc("todo", "checklist")])
+    window.region("todo").add_checklist_item("read spec")
+    window.region("todo").add_checklist_item("write code")
+    window.region("todo").update_checklist_item(1, done=True)
+    assert window.assemble()[0] == [
+        "## todo\nChecklist (1 open, 1 done):\n[ ] 2 write code\n[x] 1 read spec"
+    ]
+
+
+def test_hashmap_renders_keyed_sections() -> None:
+    window = ContextWindow([rc("files", "hashmap")])
+    put(window, "files", "print(1)", key="a.py")
+    put(window, "files", "print(2)", key="b.py")
+    assert window.assemble()[0] == ["[files]:\n### [a.py]\nprint(1)\n\n### [b.py]\nprint(2)"]
+
+
+def test_temporary_clearable_compacting_render_as_bracketed_blocks() -> None:
+    window = ContextWindow([rc("t"), rc("c", "clearable"), rc("k", "compacting")])
+    for name in ("t", "c", "k"):
+        put(window, name, f"{name}1")
+    # compacting changes only when written, so it sorts ahead of the two throwaway kinds
+    assert window.assemble()[0] == ["[k]:\nk1", "[t]:\nt1", "[c]:\nc1"]
+
+
+def test_custom_region_renders_fallback_even_when_empty() -> None:
+    window = ContextWindow([rc("board", "custom", script="board.rhai")])
+    assert window.assemble()[0] == ["[board]:\n"]
+    put(window, "board", "a")
+    put(window, "board", "b")
+    assert window.assemble()[0] == ["[board]:\na\n\nb"]
+
+
+def test_empty_and_hidden_regions_are_skipped() -> None:
+    window = ContextWindow([rc("rules", "pinned"), rc("notes")])
+    put(window, "notes", "hidden soon")
+    window.apply_stage_layout([rc("rules", "pinned")])
+    assert window.assemble()[0] == []
+
+
+def test_system_blocks_sorted_by_volatility_then_stability_of_kind() -> None:
+    window = ContextWindow([
+        rc("scratch", "temporary"),
+        rc("moving", "pinned", volatility="rewritten"),
+        rc("growing", "temporary", volatility="grows"),
+        rc("fixed", "pinned", volatility="stable"),
+        rc("plain", "pinned"),
+    ])
+    for name in ("scratch", "moving", "growing", "fixed", "plain"):
+        put(window, name, name)
+    system, _ = window.assemble()
+    assert [block.split("\n")[0] for block in system] == [
+        "## fixed", "[growing]:", "## moving", "## plain", "[scratch]:",
+    ]
+
+
+# -- messages --------------------------------------------------------------------------------------
+def test_conversation_turns_become_messages_with_tool_blocks() -> None:
+    window = ContextWindow([])
+    window.add_user("do it")
+    window.add_assistant("looking", [call("c1")])
+    window.add_tool_result("c1", "read_file", "contents")
+    _, messages = window.assemble()
+    assert messages == [
+        Message(role="user", content="do it"),
+        Message(role="assistant", content=[TextBlock("looking"),
+                                           ToolUseBlock(id="c1", name="read_file", input={"path": "a"})]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="c1", content="contents")]),
+    ]
+
+
+def test_consecutive_tool_results_merge_into_one_user_message() -> None:
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_assistant("", [call("c1"), call("c2")])
+    window.add_tool_result("c1", "read_file", "one")
+    window.add_tool_result("c2", "read_file", "two", is_error=True)
+    _, messages = window.assemble()
+    assert messages[1].content == [
+        ToolUseBlock(id="c1", name="read_file", input={"path": "a"}),
+        ToolUseBlock(id="c2", name="read_file", input={"path": "a"}),
+    ]
+    assert messages[2] == Message(role="user", content=[
+        ToolResultBlock("c1", "one"), ToolResultBlock("c2", "two", is_error=True),
+    ])
+    assert len(messages) == 3
+
+
+def test_text_entries_with_speaker_prefix_switch_role() -> None:
+    window = ContextWindow([])
+    put(window, "conversation", "User: hi")
+    put(window, "conversation", "Assistant: hello")
+    put(window, "conversation", "[System] note")
+    _, messages = window.assemble()
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "hi"), ("assistant", "hello"), ("user", "[System] note"),
+    ]
+
+
+def test_orphan_tool_use_and_result_are_stripped() -> None:
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_tool_result("gone", "read_file", "result of an evicted call")
+    window.add_assistant("trying", [call("c9")])  # never answered
+    window.add_user("still there?")
+    _, messages = window.assemble()
+    assert messages == [
+        Message(role="user", content="go"),
+        Message(role="assistant", content=[TextBlock("trying")]),
+        Message(role="user", content="still there?"),
+    ]
+
+
+def test_message_left_empty_after_stripping_is_dropped() -> None:
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_assistant("", [call("c9")])
+    window.add_user("next")
+    _, messages = window.assemble()
+    assert [m.role for m in messages] == ["user", "user"]
+
+
+def test_begin_added_when_there_is_no_user_message() -> None:
+    _, messages = ContextWindow([]).assemble()
+    assert messages == [Message(role="user", content="Begin.")]
+
+
+def test_continue_added_when_assistant_spoke_last() -> None:
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_assistant("thinking aloud")
+    _, messages = window.assemble()
+    assert messages[-1] == Message(role="user", content="Continue.")
+    assert messages[-2] == Message(role="assistant", content="thinking aloud")
+
+
+def test_stage_instructions_appear_in_system_not_messages() -> None:
+    window = ContextWindow([])
+    window.set_stage_instructions("plan", "Write a plan.")
+    system, messages = window.assemble()
+    assert system == ["## system\n[Stage instructions: Write a plan.]"]
+    assert messages == [Message(role="user", content="Begin.")]
+
+
+def test_provider_tool_call_objects_are_accepted() -> None:
+    from lev_nb.providers.base import ToolCall
+
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_assistant("", [ToolCall(id="t1", name="list_dir", arguments={"path": "."})])
+    window.add_tool_result("t1", "list_dir", "a.txt (3B)")
+    _, messages = window.assemble()
+    assert messages[1].content == [ToolUseBlock(id="t1", name="list_dir", input={"path": "."})]

@@ -1,0 +1,152 @@
+"""The run record: ids, meta fields, atomic writes, JSONL appends, listing and lookup."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+
+import pytest
+
+from lev_nb import store
+from lev_nb.store import RunNotFound, RunStore, find_run, list_runs, new_meta, new_run_id
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "levhome"))
+    return tmp_path / "levhome"
+
+
+def test_run_id_shape():
+    run_id = new_run_id("my agent_v2.x", now=1700000000)
+    assert re.fullmatch(r"my-agent-v2-x-1700000000-[0-9a-f]{12}", run_id)
+    assert new_run_id("a") != new_run_id("a")
+
+
+def test_lev_home_is_read_at_call_time(monkeypatch, tmp_path):
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "elsewhere"))
+    assert RunStore("x").dir == tmp_path / "elsewhere" / "runs" / "x"
+
+
+def test_lev_home_defaults_to_dot_lev(monkeypatch, tmp_path):
+    monkeypatch.delenv("LEV_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert store.runs_dir() == tmp_path / ".lev" / "runs"
+
+
+def test_new_meta_has_every_upstream_field():
+    meta = new_meta("r-1", "agent", "do it", model="mock", workdir="/w", num_stages=3, current_stage="plan")
+    expected = {
+        "run_id", "agent_name", "agent_path", "task", "model", "pid", "status", "current_stage", "stage_index",
+        "num_stages", "iteration", "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens",
+        "tool_calls", "workdir", "started_at", "updated_at", "last_progress_at", "error", "metadata",
+        "parent_run_id", "children", "depth", "flags", "final_output", "output_request", "stage_history",
+    }
+    assert set(meta) == expected
+    assert set(meta["flags"]) == {
+        "modified_files", "modified_file_count", "empty_output", "no_output_tools", "searches_run", "searches_empty",
+        "max_iterations_hit", "gates_forced", "required_regions_abandoned", "workspace_lost", "produced_output",
+        "output_forced", "splits_degraded",
+    }
+    assert (meta["pid"], meta["status"], meta["stage_history"], meta["num_stages"]) == (0, "starting", [], 3)
+    assert meta["started_at"].endswith("Z")
+
+
+def test_meta_round_trip_with_owner_only_permissions():
+    run = RunStore("r-1")
+    run.write_meta(new_meta("r-1", "agent", "task"))
+    assert run.read_meta()["task"] == "task"
+    assert stat.S_IMODE(os.stat(run.dir / "meta.json").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(run.dir).st_mode) & 0o077 == 0
+
+
+def test_crash_during_meta_write_keeps_the_previous_meta(monkeypatch):
+    run = RunStore("r-1")
+    run.write_meta({"run_id": "r-1", "status": "running", "iteration": 1})
+
+    def crash(src, dst):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(store.os, "replace", crash)
+    with pytest.raises(OSError):
+        run.write_meta({"run_id": "r-1", "status": "complete", "iteration": 2})
+    monkeypatch.undo()
+    assert run.read_meta() == {"run_id": "r-1", "status": "running", "iteration": 1}
+    assert sorted(p.name for p in run.dir.iterdir()) == ["meta.json"]  # no temporary file left behind
+
+
+def test_events_append_one_line_each_and_read_back():
+    run = RunStore("r-1")
+    run.append_event({"type": "Status", "status": "running"})
+    run.append_event({"type": "Log", "text": "line\nbreak"})
+    lines = (run.dir / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    assert run.read_events() == [{"type": "Status", "status": "running"}, {"type": "Log", "text": "line\nbreak"}]
+
+
+def test_torn_last_event_line_is_skipped():
+    run = RunStore("r-1")
+    run.append_event({"n": 1})
+    with open(run.dir / "events.jsonl", "a") as handle:
+        handle.write('{"n": 2')
+    assert run.read_events() == [{"n": 1}]
+
+
+def test_transcript_appends():
+    run = RunStore("r-1")
+    run.append_transcript({"role": "user", "content": "hi"})
+    assert run.read_transcript() == [{"role": "user", "content": "hi"}]
+
+
+def test_final_output_bytes_round_trip():
+    run = RunStore("r-1")
+    assert run.read_final_output() is None
+    run.write_final_output("héllo".encode())
+    run.write_final_output(b"\x00raw")
+    assert run.read_final_output() == b"\x00raw"
+
+
+def test_list_runs_newest_first_with_broken_entries(home):
+    old, new = RunStore("a-1"), RunStore("b-2")
+    old_meta = new_meta("a-1", "a", "t")
+    old_meta["started_at"] = "2024-01-01T00:00:00.000Z"
+    new_meta_ = new_meta("b-2", "b", "t")
+    new_meta_["started_at"] = "2025-01-01T00:00:00.000Z"
+    old.write_meta(old_meta)
+    new.write_meta(new_meta_)
+    broken = home / "runs" / "c-3"
+    broken.mkdir(parents=True)
+    (broken / "meta.json").write_text("{not json")
+    os.utime(broken, (0, 0))
+    runs = list_runs()
+    assert [r["run_id"] for r in runs] == ["b-2", "a-1", "c-3"]
+    assert runs[2]["status"] == "broken" and runs[2]["broken"] is True and "meta.json" in runs[2]["error"]
+
+
+def test_list_runs_without_a_home_is_empty():
+    assert list_runs() == []
+
+
+def test_find_run_by_prefix():
+    RunStore("agent-100-aaa").write_meta({"run_id": "agent-100-aaa"})
+    RunStore("agent-100-abb").write_meta({"run_id": "agent-100-abb"})
+    assert find_run("agent-100-aa").run_id == "agent-100-aaa"
+    assert find_run("agent-100-abb").run_id == "agent-100-abb"
+    with pytest.raises(RunNotFound, match="matches 2 runs"):
+        find_run("agent-100-a")
+    with pytest.raises(RunNotFound, match="no run id starts with 'zzz'"):
+        find_run("zzz")
+
+
+def test_bad_run_id_is_refused():
+    with pytest.raises(ValueError):
+        RunStore("../escape")
+
+
+def test_meta_is_json_with_the_upstream_names_on_disk():
+    run = RunStore("r-1")
+    run.write_meta(new_meta("r-1", "agent", "task"))
+    on_disk = json.loads((run.dir / "meta.json").read_text())
+    assert on_disk["flags"]["modified_files"] == [] and on_disk["children"] == []
