@@ -27,6 +27,9 @@ class RhaiRuntimeError(RhaiError):
 class RhaiLimitError(RhaiError):
     """A sandbox limit stopped the script; scripts cannot catch these."""
 
+class NotPlainDataError(TypeError):
+    """A script's result is not plain data (function pointer, timestamp, ...)."""
+
 class AST:
     """A compiled script, immutable and shareable between threads."""
 

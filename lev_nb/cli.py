@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lev {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_blueprint_commands(subparsers)
+    _add_run_commands(subparsers)
     return parser
 
 
@@ -27,10 +28,21 @@ def _add_blueprint_commands(subparsers: argparse._SubParsersAction) -> None:  # 
     add_commands(subparsers)
 
 
+def _add_run_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``lev run``, ``lev ps``, ``lev result`` and ``lev graph`` (owned by lev_nb.engine)."""
+    from lev_nb.engine.commands import add_commands
+
+    add_commands(subparsers)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lev`` console script; returns the process exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # `lev run` takes the blueprint's caller inputs as free-form --<input> options.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     if args.command is None:
         parser.print_help()
         return 0

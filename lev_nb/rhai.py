@@ -19,7 +19,8 @@ file, network, process or environment access unless the host registers functions
 Values cross the boundary as: None <-> (), bool, int <-> INT (i64), float <-> FLOAT, str <-> string
 (a Rhai char becomes a one-character str), list/tuple -> array -> list, dict (str keys) <-> map,
 bytes <-> BLOB. A Python int outside the i64 range becomes a FLOAT, as an oversized JSON number does
-upstream. Anything else raises TypeError naming the value and its type.
+upstream. Anything else raises TypeError naming the value and its type; a script result that is
+not plain data (a function pointer, a timestamp) raises ``NotPlainDataError``, a TypeError.
 
 The GIL is released while a script runs; an ``Engine`` and an ``AST`` may be shared by threads.
 """
@@ -35,6 +36,7 @@ from lev_nb._rhai import (
     AST,
     MAX_VARIADIC_ARITY,
     RHAI_VERSION,
+    NotPlainDataError,
     RhaiError,
     RhaiLimitError,
     RhaiRuntimeError,
@@ -46,6 +48,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "Engine",
     "MAX_VARIADIC_ARITY",
+    "NotPlainDataError",
     "RHAI_VERSION",
     "RhaiError",
     "RhaiLimitError",
@@ -67,7 +70,7 @@ DEFAULT_LIMITS: dict[str, int | None] = {
 }
 
 # Exceptions report themselves as part of this module.
-for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError):
+for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError, NotPlainDataError):
     _exc.__module__ = __name__
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -116,7 +119,7 @@ class Engine(_rhai.Engine):
     - ``register_fn(name, func, *, arity=None)``: expose a Python callable to scripts.
 
     Failures raise ``RhaiSyntaxError``, ``RhaiRuntimeError`` or ``RhaiLimitError``; a result that
-    is not plain data (e.g. a function pointer) raises TypeError.
+    is not plain data (e.g. a function pointer) raises ``NotPlainDataError`` (a TypeError).
     """
 
     def register_fn(  # type: ignore[override]

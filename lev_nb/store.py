@@ -85,7 +85,7 @@ def new_flags() -> dict[str, Any]:
         "required_regions_abandoned": [],
         "workspace_lost": False,
         "produced_output": False,
-        "output_forced": False,
+        "output_forced": 0,
         "splits_degraded": 0,
     }
 

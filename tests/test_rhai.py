@@ -13,6 +13,7 @@ from lev_nb.rhai import (
     DEFAULT_LIMITS,
     Engine,
     MAX_VARIADIC_ARITY,
+    NotPlainDataError,
     RhaiError,
     RhaiLimitError,
     RhaiRuntimeError,
@@ -367,8 +368,9 @@ def test_self_referencing_list_is_refused(engine: Engine) -> None:
 
 
 def test_unconvertible_result_raises_type_error(engine: Engine) -> None:
-    with pytest.raises(TypeError, match="'Fn'"):
+    with pytest.raises(NotPlainDataError, match="'Fn'"):
         engine.eval("|| 1")
+    assert issubclass(NotPlainDataError, TypeError)
 
 
 def test_char_result_is_str(engine: Engine) -> None:

@@ -129,7 +129,7 @@ def blueprint_mermaid(bp: Any, direction: str = "LR", current: str | None = None
             label = _edge_label(edge)
             shape = "normal" if edge.is_normal else "dotted"
             links.append(Link(origin, target, shape=shape, message=escape_label(label) if label else ""))
-        if bp.is_terminal(name):
+        if _ends_run(bp, name):
             needs_done = True
             links.append(Link(origin, done))
     nodes.extend(external.values())
@@ -141,6 +141,17 @@ def blueprint_mermaid(bp: Any, direction: str = "LR", current: str | None = None
     lines.extend("\t" + line for line in CLASS_DEFS)
     lines.extend("\t" + line for line in _class_lines(bp, by_name, entry, current))
     return "\n".join(lines) + "\n"
+
+
+def _ends_run(bp: Any, name: str) -> bool:
+    """Whether the run can end at ``name``: terminal, and not a fan-out stage that moves on to
+    its merge stage, nor a worker stage (a worker's end is its own run's end, not this one's)."""
+    stage = bp.stages[name]
+    if stage.mode == "fan_out" and stage.merge_stage:
+        return False
+    if any(s.mode == "fan_out" and s.worker_stage == name for s in bp.stages.values()):
+        return False
+    return bool(bp.is_terminal(name))
 
 
 def _worker_node(
@@ -170,7 +181,7 @@ def _class_lines(
             groups["output"].append(node_id)
         if stage.mode == "fan_out":
             groups["fanout"].append(node_id)
-        if bp.is_terminal(name):
+        if _ends_run(bp, name):
             groups["terminal"].append(node_id)
         if name == current:
             groups["current"].append(node_id)

@@ -153,6 +153,20 @@ class OutputRejected(Event):
 
 
 @dataclass(frozen=True)
+class FanOutStarted(Event):
+    kind: ClassVar[str] = "fan_out_started"
+    workers: int
+
+
+@dataclass(frozen=True)
+class FanOutFinished(Event):
+    kind: ClassVar[str] = "fan_out_finished"
+    succeeded: int
+    failed: int
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Completed(Event):
     """The run reached a terminal status: complete, error or cancelled."""
 
@@ -167,7 +181,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         RunStarted, StageEntered, ModelCall, ToolCallStarted, ToolCallFinished, Transition,
         GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
-        OutputSubmitted, OutputRejected, Completed,
+        OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
     )
 }
 

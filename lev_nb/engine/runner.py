@@ -94,6 +94,8 @@ class Runner:
         retry: RetryPolicy | None = None,
         approver: Callable[[str, dict[str, Any]], bool] | None = None,
         validators: dict[str, Any] | None = None,
+        entry: str | None = None,
+        parent: Runner | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.engine.context_adapter import build_context
@@ -129,8 +131,16 @@ class Runner:
         self.rec = Recorder(self.store, self.meta, self.events)
         self.ctx = build_context(plan)
         self.tools = StageTools(self)
+        self.parent = parent
+        self.depth = parent.depth + 1 if parent is not None else 0
+        if parent is not None:
+            self.meta["parent_run_id"] = parent.run_id
+            self.meta["depth"] = self.depth
+        self.entry = entry or plan.entry
         self.visits: dict[str, int] = {}
-        self.stage: StagePlan = plan.stage(plan.entry)
+        self.stage: StagePlan = plan.stage(self.entry)
+        self._pending_merge: str | None = None
+        self._pending_failure: str | None = None
         self.progress = StageProgress()
         self.final_output: FinalOutput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -185,7 +195,7 @@ class Runner:
             )
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._seed_context()
-        self._enter_stage(self.plan.entry, None)
+        self._enter_stage(self.entry, None)
 
     def _seed_context(self) -> None:
         seeds = dict(self.inputs)
@@ -241,6 +251,18 @@ class Runner:
                     outcome = response
                 elif response.tool_calls:
                     await self.tools.run_batch(response)
+                    if self._pending_failure is not None:
+                        outcome, self._pending_failure = Outcome("error", self._pending_failure), None
+                    elif self._pending_merge is not None:
+                        target, self._pending_merge = self._pending_merge, None
+                        if target:
+                            self._move(target, "fan_out", "direct", "the workers finished")
+                            continue
+                        outcome = None  # no merge stage: resolve the fan-out stage's own edges
+                    else:
+                        continue
+                    if await self._resolve(outcome):
+                        return
                     continue
                 elif self._nudge_text_only(response):
                     continue
@@ -286,7 +308,7 @@ class Runner:
         return provider_for(provider_name, model_name), provider_name, model_name
 
     def _entry_model_label(self) -> str:
-        stage = self.plan.stage(self.plan.entry)
+        stage = self.plan.stage(self.entry if hasattr(self, "entry") else self.plan.entry)
         if self.provider is not None:
             name = getattr(self.provider, "name", "custom")
             return name if "/" in name or not stage.models else f"{name}"
@@ -672,10 +694,36 @@ class Runner:
 
     # ------------------------------------------------------------------ fan-out
     async def fan_out(self, call: ToolCall) -> str:
-        """Answer a fan_out call (filled in by the fan-out module)."""
+        """Answer a fan_out call by running its workers (see :mod:`lev_nb.engine.fanout`)."""
         from lev_nb.engine.fanout import run_fan_out
 
         return await run_fan_out(self, call)
+
+    def spawn_child(self, plan: RunPlan, entry: str, task: str) -> Runner:
+        """A worker run of ``plan`` entered at ``entry``, sharing this run's model and workdir."""
+        child = Runner(
+            plan,
+            task=task,
+            provider=self.provider,
+            workdir=self.workdir,
+            output_request=self.output_request,
+            home=self.store.run_dir.parent.parent,
+            retry=self.retry,
+            approver=self.approver,
+            validators=self.validators,
+            entry=entry,
+            parent=self,
+        )
+        self.meta["children"].append(child.run_id)
+        return child
+
+    def after_fan_out(self, merge_stage: str | None) -> None:
+        """After this batch, move to ``merge_stage`` (or resolve the stage's edges when None)."""
+        self._pending_merge = merge_stage or ""
+
+    def fail_after_batch(self, message: str) -> None:
+        """After this batch, fail the stage with ``message`` (its error edge may catch it)."""
+        self._pending_failure = message
 
 
 class _RunFailure(Exception):

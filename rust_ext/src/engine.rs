@@ -21,7 +21,7 @@ use rhai::module_resolvers::DummyModuleResolver;
 use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Position, Scope, AST, FLOAT, INT};
 
 use crate::convert::{dynamic_to_py, py_to_dynamic};
-use crate::errors::{error_to_py, TERMINATE_INTERRUPTED};
+use crate::errors::{error_to_py, NotPlainDataError, TERMINATE_INTERRUPTED};
 use crate::helpers::register_shared;
 
 /// Most parameters accepted by a function registered with a variadic Python callable.
@@ -356,7 +356,10 @@ impl PyEngine {
             )),
         };
         match outcome {
-            Ok(value) => Ok(dynamic_to_py(py, &value)?.unbind()),
+            Ok(value) => match dynamic_to_py(py, &value) {
+                Ok(converted) => Ok(converted.unbind()),
+                Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
+            },
             Err(err) => Err(error_to_py(py, *err)),
         }
     }

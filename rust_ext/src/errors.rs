@@ -25,6 +25,13 @@ create_exception!(
     "The script hit a sandbox limit (operations, time, data size, stack depth)."
 );
 
+create_exception!(
+    _rhai,
+    NotPlainDataError,
+    pyo3::exceptions::PyTypeError,
+    "A script produced a value that is not plain data (function pointer, timestamp...)."
+);
+
 /// Termination token used when a Python callback raised a non-Exception BaseException.
 pub const TERMINATE_INTERRUPTED: &str = "interrupted";
 
@@ -148,6 +155,7 @@ pub fn add_to_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RhaiSyntaxError", py.get_type::<RhaiSyntaxError>())?;
     m.add("RhaiRuntimeError", py.get_type::<RhaiRuntimeError>())?;
     m.add("RhaiLimitError", py.get_type::<RhaiLimitError>())?;
+    m.add("NotPlainDataError", py.get_type::<NotPlainDataError>())?;
     Ok(())
 }
 
