@@ -219,9 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rounds": rounds,
                 "cases": {case: {e: round(v, 3) for e, v in row.items()} for case, row in table.items()},
                 "rhai_over_lua": ratios,
-                "geomean_rhai_over_lua": round(
-                    statistics.geometric_mean([r for r in ratios.values() if r]), 2
-                )
+                "geomean_rhai_over_lua": round(statistics.geometric_mean([r for r in ratios.values() if r]), 2)
                 if any(ratios.values())
                 else None,
             },

@@ -88,9 +88,7 @@ def arities_of(func: Callable[..., Any]) -> list[int]:
         return list(range(0, MAX_VARIADIC_ARITY + 1))
     params = list(signature.parameters.values())
     blocking = [
-        p.name
-        for p in params
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+        p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
     ]
     if blocking:
         raise ValueError(

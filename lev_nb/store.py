@@ -141,15 +141,21 @@ def new_meta(
     }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old or the new content, never a mix."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old or the new content, never a mix.
+
+    The rename alone protects against a crashed process; ``durable`` adds an fsync, which also
+    protects against a crashed machine but costs about a millisecond, so frequent progress writes
+    skip it and the final write of a run keeps it. Callers serialise writes to the same path.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        os.fchmod(fd, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -198,12 +204,12 @@ class RunStore:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.dir
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        """Replace meta.json atomically."""
+    def write_meta(self, meta: dict[str, Any], durable: bool = True) -> None:
+        """Replace meta.json atomically (``durable=False`` skips the fsync; see _write_atomic)."""
         data = json.dumps(meta, indent=2, ensure_ascii=False, default=str).encode("utf-8")
         self.ensure()
         with self._lock:
-            _write_atomic(self.dir / META, data)
+            _write_atomic(self.dir / META, data, durable)
 
     def read_meta(self) -> dict[str, Any]:
         """The current meta.json (raises FileNotFoundError / ValueError if missing or unreadable)."""

@@ -15,7 +15,7 @@ available_tools = ["list_dir"]
 
 def test_tool_batch_then_text_ends_the_stage(engine):
     run, model = engine.run(ONE_STAGE, [call("list_dir", path="."), say("all done")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert run.stage_history == ["work"]
     assert purposes(model) == ["stage", "stage"]
     assert [e.tool for e in events_of(run, "tool_finished")] == ["list_dir"]
@@ -26,7 +26,7 @@ def test_tool_batch_then_text_ends_the_stage(engine):
 
 def test_text_only_turn_is_nudged_up_to_the_default_max(engine):
     run, model = engine.run(ONE_STAGE, [say("t1"), say("t2"), say("t3"), say("t4")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     nudges = events_of(run, "nudge")
     assert [n.reason for n in nudges] == ["text_only"] * 3
     assert all(n.text == DEFAULT_NUDGE_TEXT for n in nudges)
@@ -39,7 +39,7 @@ def test_text_only_turn_is_nudged_up_to_the_default_max(engine):
 
 def test_nudge_stops_once_the_stage_has_used_a_tool(engine):
     run, model = engine.run(ONE_STAGE, [say("thinking"), call("list_dir"), say("done")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert len(events_of(run, "nudge")) == 1
     assert len(model.requests) == 3
 
@@ -64,7 +64,7 @@ def test_nudge_max_and_text_with_stage_and_regions_substituted(engine):
     [stages.work.transitions]
     """
     run, model = engine.run(toml, [say("a"), say("b")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert [n.text for n in events_of(run, "nudge")] == ["Stage work must fill plan."]
     assert len(model.requests) == 2
 
@@ -80,7 +80,7 @@ def test_stage_nudge_overrides_agent_nudge_field_by_field(engine):
     [stages.work.transitions]
     """
     run, model = engine.run(toml, [say("a"), say("b"), say("c")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert [n.text for n in events_of(run, "nudge")] == ["agent-level text"] * 2
 
 
@@ -92,7 +92,7 @@ def test_nudge_disabled_accepts_the_first_text(engine):
     [stages.work.transitions]
     """
     run, model = engine.run(toml, [say("the plan is X")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert events_of(run, "nudge") == []
     assert len(model.requests) == 1
 
@@ -108,7 +108,7 @@ def test_accepted_final_text_is_not_appended_to_the_conversation(engine):
     [stages.b.transitions]
     """
     run, model = engine.run(toml, [call("list_dir"), say("FINAL-TEXT-OF-A"), call("list_dir"), say("end")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert run.stage_history == ["a", "b"]
     assert "FINAL-TEXT-OF-A" not in request_text(model.requests[2])
 
@@ -129,7 +129,7 @@ def test_max_iterations_cap_takes_the_max_iterations_edge(engine):
     [stages.done.transitions]
     """
     run, model = engine.run(toml, [call("list_dir"), call("list_dir"), call("list_dir"), say("ok")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert run.stage_history == ["work", "rescue"]
     assert run.flags["max_iterations_hit"] == 1
     assert [e.limit for e in events_of(run, "max_iterations")] == [2]
@@ -161,7 +161,7 @@ def test_max_iterations_note_goes_to_error_report_when_declared(engine):
     [stages.rescue.transitions]
     """
     run, model = engine.run(toml, [call("list_dir"), call("list_dir"), say("ok")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     rescue_request = model.requests[1]
     report = [block for block in rescue_request.system if "iteration cap (1)" in block]
     assert report and "error_report" in report[0]
@@ -180,7 +180,7 @@ def test_max_iterations_without_its_edge_falls_back_to_normal_resolution(engine)
     [stages.next.transitions]
     """
     run, model = engine.run(toml, [call("list_dir"), call("list_dir"), say("ok")])
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert run.stage_history == ["work", "next"]
     assert run.flags["max_iterations_hit"] == 1
     assert events_of(run, "transition")[0].condition == "always"
@@ -196,7 +196,7 @@ def test_max_iterations_on_a_terminal_stage_completes_the_run(engine):
     [stages.work.transitions]
     """
     run, model = engine.run(toml, [call("list_dir")] * 3)
-    assert run.status == "complete"
+    assert run.status == "complete", run.error
     assert run.flags["max_iterations_hit"] == 1
     assert len(model.requests) == 3
     assert kinds(run)[-1] == "completed"

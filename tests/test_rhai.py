@@ -11,8 +11,8 @@ from lev_nb import _rhai
 from lev_nb.rhai import (
     AST,
     DEFAULT_LIMITS,
-    Engine,
     MAX_VARIADIC_ARITY,
+    Engine,
     NotPlainDataError,
     RhaiError,
     RhaiLimitError,
@@ -253,7 +253,7 @@ def test_registered_function_receives_and_returns_data(engine: Engine) -> None:
         return {"echo": value, "n": 1}
 
     engine.register_fn("inspect_it", inspect_it)
-    out = engine.eval('inspect_it(#{a: [1, 2.5, (), true, "s", \'c\']}).echo.a[5]')
+    out = engine.eval("inspect_it(#{a: [1, 2.5, (), true, \"s\", 'c']}).echo.a[5]")
     assert out == "c"
     assert seen == [{"a": [1, 2.5, None, True, "s", "c"]}]
 
@@ -396,7 +396,7 @@ def test_case_10_to_json_is_valid_for_invisible_characters(engine: Engine) -> No
     assert json.loads(out) == {"s": "a\u202fb\u200bc"}
     assert engine.eval('to_json([1, "x", ()])') == '[1,"x",null]'
     with pytest.raises(RhaiRuntimeError, match="to_json"):
-        engine.eval("to_json(Fn(\"f\"))")
+        engine.eval('to_json(Fn("f"))')
 
 
 def test_case_13_print_and_debug_are_silent(engine: Engine, capfd: pytest.CaptureFixture[str]) -> None:
@@ -494,7 +494,6 @@ def test_same_ast_from_eight_threads() -> None:
 
 
 def test_long_script_does_not_block_other_python_threads() -> None:
-    engine = Engine(max_operations=0, timeout_ms=None)
     ticks = 0
     stop = threading.Event()
     ticks_during_script: list[int] = []
@@ -525,3 +524,29 @@ def test_deep_recursion_stops_and_is_uncatchable(engine: Engine) -> None:
         engine.eval("fn f(n) { f(n + 1) } f(0)")
     with pytest.raises(RhaiLimitError, match="Stack overflow"):
         engine.eval('fn f(n) { f(n + 1) } try { f(0) } catch (e) { "caught" }')
+
+
+def test_reference_cycle_through_a_callback_is_collected() -> None:
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    class Callback:
+        def __init__(self, *refs: object) -> None:
+            self.refs = refs
+
+        def __call__(self) -> int:
+            return 1
+
+    collected: list[int] = []
+    marker = Marker()
+    weakref.finalize(marker, collected.append, 1)
+    engine = Engine()
+    engine.register_fn("me", Callback(engine, marker))  # the engine now refers to itself
+    assert engine.eval("me()") == 1
+    del engine, marker
+    assert collected == []  # only the cycle collector can free it
+    gc.collect()
+    assert collected == [1]

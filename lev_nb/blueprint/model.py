@@ -33,13 +33,13 @@ SeedKind = Literal["caller", "glob", "files", "literal", "rhai", "command", "too
 class _Strict(BaseModel):
     """A table that rejects unknown keys (the loader reports them with a location)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class _Lenient(BaseModel):
     """A table that keeps unknown keys instead of rejecting them."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, defer_build=True)
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -577,7 +577,7 @@ class TransformSpec(_Lenient):
 class CallerInput(BaseModel):
     """A caller input: a global region filled from a named launch input."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     region: str
@@ -683,6 +683,8 @@ class Blueprint(_Lenient):
     def is_terminal(self, name: str) -> bool:
         """Whether the run can end at ``name`` on normal completion (§7)."""
         stage = self.stages[name]
+        if stage.mode == "fan_out" and stage.merge_stage is not None:
+            return False  # the run moves on to the merge stage once the workers finish
         if stage.transitions is None:
             return self.next_stage(name) is None
         if not stage.transitions:

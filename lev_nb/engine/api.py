@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any, Callable
 
 from lev_nb.engine.handle import Run
@@ -40,7 +41,7 @@ def start_run(
     request = None
     if output_format or output_instructions or output_schema:
         request = OutputSpec(format=output_format, instructions=output_instructions, schema=output_schema)
-    plan = plan_from_blueprint(blueprint)
+    plan = cached_plan(blueprint)
     validators = compile_validators(blueprint, plan, request)
     runner = Runner(
         plan,
@@ -59,6 +60,20 @@ def start_run(
     runner.handle = run  # before the run starts, so on_complete always receives it
     run._future = engine_loop().submit(runner.main())
     return run
+
+
+_PLANS: "weakref.WeakKeyDictionary[Any, Any] | dict[int, tuple[Any, Any]]" = {}
+
+
+def cached_plan(blueprint: Any) -> Any:
+    """The engine plan of ``blueprint``, computed once per blueprint object (blueprints are frozen)."""
+    key = id(blueprint)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0]() is blueprint:
+        return hit[1]
+    plan = plan_from_blueprint(blueprint)
+    _PLANS[key] = (weakref.ref(blueprint, lambda _ref, key=key: _PLANS.pop(key, None)), plan)
+    return plan
 
 
 def compile_validators(blueprint: Any, plan: Any, request: OutputSpec | None) -> dict[str, Any]:

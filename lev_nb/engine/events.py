@@ -24,8 +24,9 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
-        data = {"type": self.kind}
-        data.update(dataclasses.asdict(self))
+        data: dict[str, Any] = {"type": self.kind}
+        for f in dataclasses.fields(self):
+            data[f.name] = getattr(self, f.name)
         return data
 
 

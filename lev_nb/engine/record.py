@@ -5,8 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import json
+
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
+from lev_nb.engine.writer import EVENTS, TRANSCRIPT, record_writer
+
+
+# Progress writes closer together than this are coalesced; stage changes and the end of a run
+# are always written at once.
+SAVE_INTERVAL_S = 0.25
 
 
 class Recorder:
@@ -16,29 +24,46 @@ class Recorder:
         self.store = store
         self.meta = meta
         self.events = events
+        self.writer = record_writer()
+        self._last_save = float("-inf")
+        self._dirty = False
 
     def emit(self, event: Event) -> None:
-        """Record ``event`` on disk, then hand it to live readers."""
-        try:
-            self.store.append_event(event.to_dict())
-        except OSError:
-            pass  # a full disk must not kill the run; meta.json still says where it is
+        """Queue ``event`` for events.jsonl, then hand it to live readers."""
+        self.writer.append(self.store, EVENTS, _line(event.to_dict()))
         self.events.append(event)
 
-    def save(self, progressed: bool = True) -> None:
-        """Write meta.json atomically with a fresh ``updated_at``."""
+    def save(self, force: bool = False, final: bool = False) -> None:
+        """Write meta.json atomically with a fresh ``updated_at``.
+
+        Without ``force`` a write that comes within SAVE_INTERVAL_S of the previous one is
+        deferred to the next save; ``final`` also fsyncs, for the run's last word.
+        """
+        self._dirty = True
+        clock = time.monotonic()
+        if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
+            return
         now = _iso_now()
         self.meta["updated_at"] = now
-        if progressed:
-            self.meta["last_progress_at"] = now
-        self.store.write_meta(self.meta)
+        self.meta["last_progress_at"] = now
+        data = json.dumps(self.meta, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+        self.writer.write_meta(self.store, data, durable=final)
+        self._last_save = clock
+        self._dirty = False
 
     def transcript(self, entry: dict[str, Any]) -> None:
-        """Append one model exchange to transcript.jsonl."""
-        try:
-            self.store.append_transcript(entry)
-        except OSError:
-            pass
+        """Queue one model exchange for transcript.jsonl."""
+        self.writer.append(self.store, TRANSCRIPT, _line(entry))
+
+    async def flushed(self) -> None:
+        """Wait until everything recorded so far is on disk."""
+        import asyncio
+
+        await asyncio.wrap_future(self.writer.flush())
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
 def _iso_now() -> str:

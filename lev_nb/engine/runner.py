@@ -140,6 +140,7 @@ class Runner:
         self.visits: dict[str, int] = {}
         self.stage: StagePlan = plan.stage(self.entry)
         self._pending_merge: str | None = None
+        self._last_system_key: int | None = None
         self._pending_failure: str | None = None
         self.progress = StageProgress()
         self.final_output: FinalOutput | None = None
@@ -175,6 +176,7 @@ class Runner:
             self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
             self._finish("error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
+            await self.rec.flushed()
             self.events.close()
             self._notify_complete()
 
@@ -183,7 +185,7 @@ class Runner:
         self.meta["flags"]["no_output_tools"] = not any(
             set(s.tools) & modifying_tools(s) for s in self.plan.stages
         )
-        self.rec.save()
+        self.rec.save(force=True)
         self.rec.emit(
             ev.RunStarted(
                 self.run_id, None, agent=self.plan.agent_name, task=self.task, workdir=str(self.workdir)
@@ -216,7 +218,7 @@ class Runner:
             and not flags["no_output_tools"]
         )
         try:
-            self.rec.save()
+            self.rec.save(final=True)
         except OSError:
             pass
         self.rec.emit(
@@ -415,14 +417,22 @@ class Runner:
                 error=error,
             )
         )
+        # The transcript keeps what is new in each request (the system prompt when it changed,
+        # the messages after the model's last turn) so it grows with the run, not quadratically.
+        system_key = hash(tuple(request.system))
+        new_system = system_key != self._last_system_key
+        self._last_system_key = system_key
+        tail = _new_messages(request.messages)
         self.rec.transcript(
             {
                 "stage": self.stage.name,
                 "purpose": request.purpose,
                 "provider": request.provider,
                 "model": request.model,
-                "system": request.system,
-                "messages": [_message_json(m) for m in request.messages],
+                "iteration": self.meta["iteration"],
+                "system": request.system if new_system else None,
+                "messages": [_message_json(m) for m in tail],
+                "message_count": len(request.messages),
                 "tools": [t.name for t in request.tools],
                 "response": None
                 if response is None
@@ -433,6 +443,7 @@ class Runner:
                         for c in response.tool_calls
                     ],
                     "finish_reason": response.finish_reason,
+                    "usage": dict(response.usage.__dict__),
                 },
                 "error": error,
             }
@@ -689,7 +700,7 @@ class Runner:
         self.meta["stage_index"] = stage.index
         self.meta["stage_history"].append(name)
         self.rec.emit(ev.StageEntered(self.run_id, name, visit=self.visits[name], from_stage=from_stage))
-        self.rec.save()
+        self.rec.save(force=True)
 
 
     # ------------------------------------------------------------------ fan-out
@@ -728,6 +739,14 @@ class Runner:
 
 class _RunFailure(Exception):
     """A user-caused failure that ends the run in error with this message."""
+
+
+def _new_messages(messages: list[Any]) -> list[Any]:
+    """The messages after the last assistant message (everything when there is none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant":
+            return messages[index + 1 :]
+    return list(messages)
 
 
 def _message_json(message: Any) -> dict[str, Any]:

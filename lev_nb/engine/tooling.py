@@ -17,6 +17,7 @@ from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies
+from lev_nb.store import FINAL_OUTPUT
 from lev_nb.tools.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -170,10 +171,11 @@ class StageTools:
             return outcome.text
         output = outcome.output
         runner.final_output = output
-        runner.store.write_final_output(output.content.encode("utf-8"))
+        runner.rec.writer.write_file(runner.store, FINAL_OUTPUT, output.content.encode("utf-8"))
         runner.meta["final_output"] = output.descriptor()
         runner.meta["flags"]["produced_output"] = True
         runner.ctx.mirror_final_output(output.content)
+        runner.rec.save(force=True)
         runner.rec.emit(
             ev.OutputSubmitted(
                 runner.run_id,

@@ -519,6 +519,15 @@ def builtin_tools() -> list[ToolDef]:
     ]
 
 
+_BUILTINS: ToolRegistry | None = None
+
+
 def default_registry() -> ToolRegistry:
-    """A new registry holding every built-in tool (with the ``bash`` alias for ``shell``)."""
-    return ToolRegistry(builtin_tools())
+    """A new registry holding every built-in tool (with the ``bash`` alias for ``shell``).
+
+    The definitions are built once per process; each caller gets its own copy to extend.
+    """
+    global _BUILTINS
+    if _BUILTINS is None:
+        _BUILTINS = ToolRegistry(builtin_tools())
+    return _BUILTINS.copy()

@@ -213,7 +213,10 @@ mod tests {
     fn json_numbers_follow_the_pins() {
         assert_eq!(json_to_dynamic(&json!(42)).unwrap().as_int().unwrap(), 42);
         assert_eq!(json_to_dynamic(&json!(-7)).unwrap().as_int().unwrap(), -7);
-        assert_eq!(json_to_dynamic(&json!(1.5)).unwrap().as_float().unwrap(), 1.5);
+        assert_eq!(
+            json_to_dynamic(&json!(1.5)).unwrap().as_float().unwrap(),
+            1.5
+        );
         // A u64 above i64::MAX cannot be an INT: it becomes a FLOAT.
         let big = json_to_dynamic(&json!(u64::MAX)).unwrap();
         assert!(big.as_int().is_err());
@@ -222,7 +225,8 @@ mod tests {
 
     #[test]
     fn json_containers_round_trip() {
-        let doc = json!({"a": [1, 2.5, "x", true, null], "b": {"c": {}}, "s": "a\u{202f}b\u{200b}c"});
+        let doc =
+            json!({"a": [1, 2.5, "x", true, null], "b": {"c": {}}, "s": "a\u{202f}b\u{200b}c"});
         let d = json_to_dynamic(&doc).unwrap();
         assert!(d.is_map());
         assert_eq!(dynamic_to_json(&d).unwrap(), doc);
@@ -238,7 +242,10 @@ mod tests {
 
     #[test]
     fn char_serialises_as_string() {
-        assert_eq!(dynamic_to_json(&Dynamic::from_char('x')).unwrap(), json!("x"));
+        assert_eq!(
+            dynamic_to_json(&Dynamic::from_char('x')).unwrap(),
+            json!("x")
+        );
     }
 
     #[test]

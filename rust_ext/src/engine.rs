@@ -2,7 +2,7 @@
 //! `Engine` / `AST` classes.
 //!
 //! Threading model: an `Engine` keeps one fully configured `rhai::Engine` behind an `Arc` (it is
-//! `Send + Sync` under Rhai's `sync` feature) and rebuilds it only when a function is registered.
+//! `Send + Sync` under Rhai's `sync` feature), built on first use and again after a registration.
 //! Every evaluation clones the `Arc`, releases the GIL and runs with a fresh `Scope`, so calls from
 //! many Python threads at once never share state. Python callbacks re-attach to the interpreter
 //! only while they run.
@@ -123,8 +123,12 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.on_print(|_| {});
     engine.on_debug(|_, _, _| {});
     // `sleep` would block the thread without spending operations.
-    engine.register_fn("sleep", |_: INT| -> Result<(), Box<EvalAltResult>> { Err(disabled("sleep")) });
-    engine.register_fn("sleep", |_: FLOAT| -> Result<(), Box<EvalAltResult>> { Err(disabled("sleep")) });
+    engine.register_fn("sleep", |_: INT| -> Result<(), Box<EvalAltResult>> {
+        Err(disabled("sleep"))
+    });
+    engine.register_fn("sleep", |_: FLOAT| -> Result<(), Box<EvalAltResult>> {
+        Err(disabled("sleep"))
+    });
     // The wall-clock deadline, checked every 1024 operations.
     let timeout_ms = limits.timeout_ms.unwrap_or(0);
     engine.on_progress(move |ops| {
@@ -203,7 +207,10 @@ fn invoke_python(
             match call {
                 Ok(value) => py_to_dynamic(&value).map_err(|e| {
                     runtime_error(
-                        format!("{name} returned an unusable value: {}", exception_text(py, &e)),
+                        format!(
+                            "{name} returned an unusable value: {}",
+                            exception_text(py, &e)
+                        ),
                         pos,
                     )
                 }),
@@ -302,7 +309,10 @@ impl PyAst {
     }
 
     fn __repr__(&self) -> String {
-        format!("<rhai AST with {} function(s)>", self.ast.iter_functions().count())
+        format!(
+            "<rhai AST with {} function(s)>",
+            self.ast.iter_functions().count()
+        )
     }
 }
 
@@ -311,25 +321,43 @@ impl PyAst {
 pub struct PyEngine {
     limits: Limits,
     registry: Mutex<Registry>,
-    engine: RwLock<Arc<Engine>>,
+    engine: RwLock<Option<Arc<Engine>>>,
 }
 
 type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
 
 impl PyEngine {
+    /// The configured engine, built on first use after a registration (so registering several
+    /// functions costs one build, not one per function).
     fn current(&self) -> Arc<Engine> {
-        self.engine
+        if let Some(engine) = self
+            .engine
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+            .as_ref()
+        {
+            return engine.clone();
+        }
+        // Lock order everywhere: registry, then engine.
+        let registry = self.lock_registry();
+        let mut slot = self
+            .engine
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(engine) = slot.as_ref() {
+            return engine.clone();
+        }
+        let fresh = Arc::new(build_engine(&self.limits, &registry));
+        *slot = Some(fresh.clone());
+        fresh
     }
 
-    fn rebuild(&self, registry: &Registry) {
-        let fresh = Arc::new(build_engine(&self.limits, registry));
+    /// Forget the built engine; the next evaluation rebuilds it from the registry.
+    fn invalidate(&self) {
         *self
             .engine
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = fresh;
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
     }
 
     fn lock_registry(&self) -> std::sync::MutexGuard<'_, Registry> {
@@ -346,12 +374,17 @@ impl PyEngine {
         let engine = self.current();
         let timeout = self.limits.timeout_ms;
         let outcome = py.detach(move || {
-            catch_unwind(AssertUnwindSafe(|| with_deadline(timeout, || work(&engine))))
+            catch_unwind(AssertUnwindSafe(|| {
+                with_deadline(timeout, || work(&engine))
+            }))
         });
         let outcome = match outcome {
             Ok(result) => result,
             Err(payload) => Err(runtime_error(
-                format!("the Rhai engine panicked: {}", panic_message(payload.as_ref())),
+                format!(
+                    "the Rhai engine panicked: {}",
+                    panic_message(payload.as_ref())
+                ),
                 Position::NONE,
             )),
         };
@@ -424,11 +457,10 @@ impl PyEngine {
             on_debug: on_debug.map(Arc::new),
             functions: Vec::new(),
         };
-        let engine = Arc::new(build_engine(&limits, &registry));
         PyEngine {
             limits,
             registry: Mutex::new(registry),
-            engine: RwLock::new(engine),
+            engine: RwLock::new(None),
         }
     }
 
@@ -512,12 +544,7 @@ impl PyEngine {
     }
 
     /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.
-    fn register_fn(
-        &self,
-        name: &str,
-        func: Py<PyAny>,
-        arities: Vec<usize>,
-    ) -> PyResult<()> {
+    fn register_fn(&self, name: &str, func: Py<PyAny>, arities: Vec<usize>) -> PyResult<()> {
         if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "cannot register {name:?}: a Rhai function name is letters, digits and '_'"
@@ -541,7 +568,7 @@ impl PyEngine {
             func: Arc::new(func),
             arities,
         });
-        self.rebuild(&registry);
+        self.invalidate();
         Ok(())
     }
 
@@ -571,7 +598,7 @@ impl PyEngine {
     fn __clear__(&self) {
         let mut registry = self.lock_registry();
         *registry = Registry::default();
-        self.rebuild(&registry);
+        self.invalidate();
     }
 
     fn __repr__(&self) -> String {
@@ -637,7 +664,10 @@ mod tests {
     fn operation_budget_stops_loops_and_is_uncatchable() {
         let engine = hardened_engine(&Limits::default());
         let err = engine.run("try { loop {} } catch (e) { }").unwrap_err();
-        assert!(matches!(*err, EvalAltResult::ErrorTooManyOperations(..)), "{err}");
+        assert!(
+            matches!(*err, EvalAltResult::ErrorTooManyOperations(..)),
+            "{err}"
+        );
     }
 
     #[test]
@@ -656,13 +686,19 @@ mod tests {
     fn recursion_is_bounded() {
         let engine = hardened_engine(&Limits::default());
         let err = engine.run("fn f(n) { f(n + 1) } f(0)").unwrap_err();
-        assert!(matches!(err.unwrap_inner(), EvalAltResult::ErrorStackOverflow(..)), "{err}");
+        assert!(
+            matches!(err.unwrap_inner(), EvalAltResult::ErrorStackOverflow(..)),
+            "{err}"
+        );
     }
 
     #[test]
     fn no_file_access_exists() {
         let engine = hardened_engine(&Limits::default());
         let err = engine.run(r#"open_file("/etc/passwd")"#).unwrap_err();
-        assert!(matches!(*err, EvalAltResult::ErrorFunctionNotFound(..)), "{err}");
+        assert!(
+            matches!(*err, EvalAltResult::ErrorFunctionNotFound(..)),
+            "{err}"
+        );
     }
 }

@@ -15,9 +15,24 @@ use rhai::{EvalAltResult, Position};
 use crate::convert::dynamic_to_py;
 use crate::engine::PENDING_INTERRUPT;
 
-create_exception!(_rhai, RhaiError, PyException, "Any error raised by a Rhai script.");
-create_exception!(_rhai, RhaiSyntaxError, RhaiError, "The script does not compile.");
-create_exception!(_rhai, RhaiRuntimeError, RhaiError, "The script failed while running.");
+create_exception!(
+    _rhai,
+    RhaiError,
+    PyException,
+    "Any error raised by a Rhai script."
+);
+create_exception!(
+    _rhai,
+    RhaiSyntaxError,
+    RhaiError,
+    "The script does not compile."
+);
+create_exception!(
+    _rhai,
+    RhaiRuntimeError,
+    RhaiError,
+    "The script failed while running."
+);
 create_exception!(
     _rhai,
     RhaiLimitError,
@@ -89,7 +104,9 @@ pub fn own_message(err: &EvalAltResult) -> String {
                 text
             } else {
                 let suffix = format!(" ({pos})");
-                text.strip_suffix(&suffix).map(str::to_string).unwrap_or(text)
+                text.strip_suffix(&suffix)
+                    .map(str::to_string)
+                    .unwrap_or(text)
             }
         }
     }
@@ -109,7 +126,11 @@ pub fn best_position(err: &EvalAltResult) -> Position {
 pub fn describe(err: &EvalAltResult) -> String {
     match err.unwrap_inner() {
         EvalAltResult::ErrorTerminated(..) => {
-            format!("{}{}", own_message(err), position_suffix(best_position(err)))
+            format!(
+                "{}{}",
+                own_message(err),
+                position_suffix(best_position(err))
+            )
         }
         _ => err.to_string(),
     }

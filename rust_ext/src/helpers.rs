@@ -91,7 +91,9 @@ pub fn register_shared(engine: &mut Engine) {
             .join(sep)
     });
     engine.register_fn("split", |text: &str, sep: &str| -> Array {
-        text.split(sep).map(|p| Dynamic::from(p.to_string())).collect()
+        text.split(sep)
+            .map(|p| Dynamic::from(p.to_string()))
+            .collect()
     });
     engine.register_fn("count_tokens", count_tokens);
     engine.register_fn("is_json", |text: &str| {
@@ -106,10 +108,16 @@ pub fn register_shared(engine: &mut Engine) {
     engine.register_fn("region_temporary", || "temporary".to_string());
     engine.register_fn("region_clearable", || "clearable".to_string());
     engine.register_fn("region_sliding_window", |n: INT| {
-        map_of(vec![("kind", "sliding_window".into()), ("max_items", n.into())])
+        map_of(vec![
+            ("kind", "sliding_window".into()),
+            ("max_items", n.into()),
+        ])
     });
     engine.register_fn("region_compacting", |t: INT| {
-        map_of(vec![("kind", "compacting".into()), ("threshold_tokens", t.into())])
+        map_of(vec![
+            ("kind", "compacting".into()),
+            ("threshold_tokens", t.into()),
+        ])
     });
     engine.register_fn("region_custom", |script: &str, persistent: bool| {
         map_of(vec![
@@ -119,10 +127,15 @@ pub fn register_shared(engine: &mut Engine) {
         ])
     });
     engine.register_fn("region_entry", |content: &str, tokens: INT| {
-        map_of(vec![("content", content.to_string().into()), ("tokens", tokens.into())])
+        map_of(vec![
+            ("content", content.to_string().into()),
+            ("tokens", tokens.into()),
+        ])
     });
     engine.register_fn("content_format", |f: &str| content_format(f).to_string());
-    engine.register_fn("tokens_remaining", |max: INT, cur: INT| max.saturating_sub(cur));
+    engine.register_fn("tokens_remaining", |max: INT, cur: INT| {
+        max.saturating_sub(cur)
+    });
     engine.register_fn("usage_ratio", usage_ratio);
     engine.register_fn("needs_eviction", needs_eviction);
 }
@@ -146,7 +159,10 @@ mod tests {
         assert!(e.eval::<bool>(r#"is_mermaid("flowchart LR")"#).unwrap());
         assert!(e.eval::<bool>(r#"is_markdown("just plain text")"#).unwrap());
         assert!(e.eval::<bool>(r#"is_empty("   ")"#).unwrap());
-        assert_eq!(e.eval::<String>(r#"join(["a","b","c"], ",")"#).unwrap(), "a,b,c");
+        assert_eq!(
+            e.eval::<String>(r#"join(["a","b","c"], ",")"#).unwrap(),
+            "a,b,c"
+        );
         assert_eq!(e.eval::<Array>(r#"split("abc", ",")"#).unwrap().len(), 1);
         assert!(e.eval::<bool>(r#""  hello  ".trim() == "hello""#).unwrap());
     }
@@ -156,12 +172,18 @@ mod tests {
         let e = engine();
         assert_eq!(e.eval::<INT>("tokens_remaining(100, 30)").unwrap(), 70);
         let min = e
-            .eval::<INT>(&format!("tokens_remaining({}, 1)", "-9223372036854775807 - 1"))
+            .eval::<INT>(&format!(
+                "tokens_remaining({}, 1)",
+                "-9223372036854775807 - 1"
+            ))
             .unwrap();
         assert_eq!(min, INT::MIN);
         assert_eq!(e.eval::<FLOAT>("usage_ratio(0, 50)").unwrap(), 1.0);
         assert!(e.eval::<bool>("needs_eviction(100, 80, 0.8)").unwrap());
-        assert_eq!(e.eval::<String>(r#"content_format("bogus")"#).unwrap(), "text");
+        assert_eq!(
+            e.eval::<String>(r#"content_format("bogus")"#).unwrap(),
+            "text"
+        );
         let m = e.eval::<Map>("region_sliding_window(10)").unwrap();
         assert_eq!(m["kind"].to_string(), "sliding_window");
         assert_eq!(m["max_items"].as_int().unwrap(), 10);
@@ -171,10 +193,14 @@ mod tests {
     fn json_helpers_are_serde_backed() {
         let e = engine();
         assert_eq!(
-            e.eval::<String>(r#"let d = parse_json("{\"a\": 1}"); to_json(d)"#).unwrap(),
+            e.eval::<String>(r#"let d = parse_json("{\"a\": 1}"); to_json(d)"#)
+                .unwrap(),
             r#"{"a":1}"#
         );
-        assert!(e.eval::<Dynamic>(r#"parse_json("[1,2]")"#).unwrap().is_array());
+        assert!(e
+            .eval::<Dynamic>(r#"parse_json("[1,2]")"#)
+            .unwrap()
+            .is_array());
         let err = e.eval::<Dynamic>(r#"parse_json("not json")"#).unwrap_err();
         assert!(err.to_string().contains("parse_json:"));
         let out = e

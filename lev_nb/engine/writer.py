@@ -1,0 +1,127 @@
+"""The run-record writer: one background thread does every disk write of every run.
+
+The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; writes queued
+for the same run are batched (one open per file per batch) and only the newest meta.json of a
+run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
+end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from typing import Any
+
+from lev_nb.store import EVENTS, META, TRANSCRIPT, RunStore, _write_atomic
+
+__all__ = ["RecordWriter", "record_writer", "EVENTS", "TRANSCRIPT"]
+
+
+class RecordWriter:
+    """A queue of pending writes per run, drained by a daemon thread."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._meta: dict[str, tuple[RunStore, bytes, bool]] = {}
+        self._lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]] = {}
+        self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
+        self._waiters: list[concurrent.futures.Future[None]] = []
+        self._ready: set[str] = set()
+        self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
+        self._thread.start()
+
+    def write_meta(self, store: RunStore, data: bytes, durable: bool = False) -> None:
+        """Queue meta.json; a newer one replaces a queued older one."""
+        with self._cond:
+            previous = self._meta.get(store.run_id)
+            durable = durable or (previous is not None and previous[2])
+            self._meta[store.run_id] = (store, data, durable)
+            self._cond.notify()
+
+    def write_file(self, store: RunStore, name: str, data: bytes) -> None:
+        """Queue a whole-file replacement (e.g. the final_output sidecar), written before meta."""
+        with self._cond:
+            self._files[(store.run_id, name)] = (store, data)
+            self._cond.notify()
+
+    def append(self, store: RunStore, name: str, line: bytes) -> None:
+        """Queue one line for ``name`` (events.jsonl or transcript.jsonl)."""
+        with self._cond:
+            entry = self._lines.get((store.run_id, name))
+            if entry is None:
+                self._lines[(store.run_id, name)] = (store, [line])
+            else:
+                entry[1].append(line)
+            self._cond.notify()
+
+    def flush(self) -> concurrent.futures.Future[None]:
+        """A future that resolves once everything queued so far is on disk."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with self._cond:
+            if not self._meta and not self._lines and not self._files:
+                future.set_result(None)
+                return future
+            self._waiters.append(future)
+            self._cond.notify()
+        return future
+
+    def _main(self) -> None:
+        while True:
+            with self._cond:
+                while not self._meta and not self._lines and not self._files:
+                    self._cond.wait()
+                files, self._files = self._files, {}
+                metas, self._meta = self._meta, {}
+                lines, self._lines = self._lines, {}
+                waiters, self._waiters = self._waiters, []
+            for (run_id, name), (store, chunk) in lines.items():
+                self._safely(self._append, store, name, chunk)
+            for (run_id, name), (store, data) in files.items():
+                self._safely(self._file_write, store, name, data)
+            for store, data, durable in metas.values():
+                self._safely(self._meta_write, store, data, durable)
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    def _ensure(self, store: RunStore) -> None:
+        if store.run_id not in self._ready:
+            store.ensure()
+            self._ready.add(store.run_id)
+
+    def _append(self, store: RunStore, name: str, chunk: list[bytes]) -> None:
+        self._ensure(store)
+        fd = os.open(store.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"".join(chunk))
+        finally:
+            os.close(fd)
+
+    def _file_write(self, store: RunStore, name: str, data: bytes) -> None:
+        self._ensure(store)
+        _write_atomic(store.dir / name, data, durable=False)
+
+    def _meta_write(self, store: RunStore, data: bytes, durable: bool) -> None:
+        self._ensure(store)
+        _write_atomic(store.dir / META, data, durable)
+
+    @staticmethod
+    def _safely(fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except OSError:
+            pass  # a full or vanished disk must not kill the writer; the run goes on in memory
+
+
+_lock = threading.Lock()
+_writer: RecordWriter | None = None
+
+
+def record_writer() -> RecordWriter:
+    """The process-wide record writer, started on first use."""
+    global _writer
+    with _lock:
+        if _writer is None:
+            _writer = RecordWriter()
+        return _writer
