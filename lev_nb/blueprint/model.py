@@ -63,7 +63,7 @@ class ModelRef(_Lenient):
 
 
 def _default_models() -> list[ModelRef]:
-    return [ModelRef()]
+    return [ModelRef.model_construct()]
 
 
 class ModelSpec(_Lenient):
@@ -374,8 +374,9 @@ class Region(_Lenient):
 def default_layout() -> dict[str, Region]:
     """The layout used when a blueprint declares no regions: system + conversation (18000)."""
     return {
-        "system": Region(name="system", kind="pinned", max_tokens=8000),
-        "conversation": Region(name="conversation", kind="sliding_window", max_items=10, max_tokens=10000),
+        "system": Region.model_construct(name="system", kind="pinned", max_tokens=8000),
+        "conversation": Region.model_construct(name="conversation", kind="sliding_window", max_items=10,
+                                               max_tokens=10000),
     }
 
 
@@ -421,7 +422,7 @@ class Stage(_Strict):
     mode: Mode = "autonomous"
     description: str | None = None
     system_prompt: str | None = None
-    model: ModelSpec = Field(default_factory=ModelSpec)
+    model: ModelSpec = Field(default_factory=lambda: ModelSpec.model_construct())
     available_tools: list[str] = Field(default_factory=list)
     available_connectors: list[str] = Field(default_factory=list)
     required_tools: list[str] = Field(default_factory=list)
@@ -603,9 +604,9 @@ class Blueprint(_Lenient):
     loaded back from its :meth:`to_toml`.
     """
 
-    agent: AgentInfo = Field(default_factory=AgentInfo)
+    agent: AgentInfo = Field(default_factory=lambda: AgentInfo.model_construct())
     stages: dict[str, Stage] = Field(default_factory=dict)
-    context: ContextConfig = Field(default_factory=ContextConfig)
+    context: ContextConfig = Field(default_factory=lambda: ContextConfig.model_construct())
     tool_permissions: dict[str, Policy] = Field(default_factory=dict)
     security: Security | None = None
     sandbox: Sandbox | None = None
@@ -730,7 +731,7 @@ class Blueprint(_Lenient):
     def inputs(self) -> list[CallerInput]:
         """Caller inputs: the caller-seeded global regions, in declaration order."""
         return [
-            CallerInput(key=r.caller_key, region=name, required=r.required)
+            CallerInput.model_construct(key=r.caller_key, region=name, required=r.required)
             for name, r in self.context.regions.items()
             if r.caller_key is not None
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from pathlib import Path
 from typing import Any, Callable
 
 from lev_nb.engine.handle import Run
@@ -27,6 +28,8 @@ def start_run(
     home: str | os.PathLike[str] | None = None,
     retry: RetryPolicy | None = None,
     approver: Callable[..., Any] | None = None,
+    output_validator: Any = None,
+    webhook: str | None = None,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -34,15 +37,25 @@ def start_run(
     ``model`` is ``None`` (each stage uses its own model block), ``"mock"``, ``"scripted:FILE"``,
     ``"provider/model"`` (overrides every stage) or a Provider object such as ``ScriptedModel``.
     Extra keyword arguments fill caller-seeded context regions by their input name.
+
+    The final output can be shaped at launch with ``output_format``, ``output_instructions``,
+    ``output_schema`` (a JSON Schema dict) and ``output_validator`` (Rhai source defining
+    ``fn validate(content)``, or a compiled ``lev_nb.scripting.Validator``). ``on_complete`` is
+    called with the Run when it ends; ``webhook`` is a URL that receives the result as a JSON POST.
     """
     from lev_nb.providers.resolve import resolve_model
 
     provider = resolve_model(model)
     request = None
-    if output_format or output_instructions or output_schema:
-        request = OutputSpec(format=output_format, instructions=output_instructions, schema=output_schema)
+    if output_format or output_instructions or output_schema or output_validator is not None:
+        request = OutputSpec(
+            format=output_format,
+            instructions=output_instructions,
+            schema=output_schema,
+            validator=LAUNCH_VALIDATOR if output_validator is not None else None,
+        )
     plan = cached_plan(blueprint)
-    validators = compile_validators(blueprint, plan, request)
+    validators = compile_validators(blueprint, plan, request, output_validator)
     runner = Runner(
         plan,
         task=task,
@@ -55,6 +68,7 @@ def start_run(
         retry=retry,
         approver=approver,
         validators=validators,
+        webhook=webhook,
     )
     run = Run(runner, None)
     runner.handle = run  # before the run starts, so on_complete always receives it
@@ -76,6 +90,43 @@ def cached_plan(blueprint: Any) -> Any:
     return plan
 
 
-def compile_validators(blueprint: Any, plan: Any, request: OutputSpec | None) -> dict[str, Any]:
-    """Compile every output validator the run may use, so a broken one fails before any model call."""
-    return {}
+LAUNCH_VALIDATOR = "<launch request>"
+
+
+def compile_validators(
+    blueprint: Any, plan: Any, request: OutputSpec | None, launch_validator: Any = None
+) -> dict[str, Any]:
+    """Compile every output validator the run may use, so a broken one fails before any model call.
+
+    Keys are the ``validator`` values of the output specs (paths relative to the agent folder);
+    a validator given at launch (source text or a compiled Validator) is keyed LAUNCH_VALIDATOR.
+    Raises ScriptError naming the file and line of the first one that does not compile, or a
+    path that leaves the agent folder.
+    """
+    from lev_nb.scripting import ScriptError, Validator, compile_validator
+
+    compiled: dict[str, Any] = {}
+    specs = [plan.agent_output] + [s.output for s in plan.stages]
+    for spec in specs:
+        path = spec.validator if spec is not None else None
+        if not path or path in compiled:
+            continue
+        base = Path(plan.base_dir) if plan.base_dir else None
+        if base is None:
+            raise ScriptError(
+                f"the output validator '{path}' is a path, but this blueprint was loaded from text; "
+                "load it from its folder, or pass the script as output_validator=...",
+                path=path,
+            )
+        target = (base / path).resolve()
+        if base.resolve() not in target.parents:
+            raise ScriptError(f"the output validator '{path}' is outside the agent folder", path=path)
+        compiled[path] = compile_validator(target, label=path)
+    if launch_validator is not None:
+        if isinstance(launch_validator, Validator):
+            compiled[LAUNCH_VALIDATOR] = launch_validator
+        else:
+            compiled[LAUNCH_VALIDATOR] = compile_validator(
+                source=str(launch_validator), label="output_validator"
+            )
+    return compiled

@@ -33,6 +33,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     run.add_argument("--output-format", default=None, help="ask for the final answer in this format")
     run.add_argument("--output-instructions", default=None, help="instructions for the final answer")
     run.add_argument("--output-schema", default=None, help="JSON Schema for the answer: JSON text or @FILE")
+    run.add_argument("--webhook", default=None, help="POST the result as JSON to this URL when the run ends")
     run.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     run.set_defaults(func=cmd_run, accepts_extra=True)
@@ -92,6 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``lev run``: run to the end, print the run id (or meta JSON); exit 0 only when complete."""
     from lev_nb.blueprint import BlueprintError, load
     from lev_nb.engine.api import start_run
+    from lev_nb.scripting import ScriptError
 
     try:
         inputs = parse_inputs(getattr(args, "extra", []))
@@ -112,9 +114,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             output_format=args.output_format,
             output_instructions=args.output_instructions,
             output_schema=schema,
+            webhook=args.webhook,
             **inputs,
         )
-    except (UsageError, BlueprintError, ValueError) as exc:
+    except (UsageError, BlueprintError, ValueError, ScriptError) as exc:
         print(f"lev run: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
     progress = None if args.quiet else ProgressLine(sys.stderr)

@@ -14,6 +14,7 @@ from lev_nb.engine.events import Event
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
+ARTIFACT_WINDOW = 1024 * 1024
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
 
@@ -84,6 +85,17 @@ class Run:
     def result(self) -> Any:
         """The final output (an ``Output``), or None when none was submitted."""
         return self._runner.final_output
+
+    def read_artifact(self, path: str, offset: int = 0, window: int = ARTIFACT_WINDOW) -> dict[str, Any]:
+        """Read a file of the run's workdir a window at a time.
+
+        Returns ``{path, size, offset, next_offset, content}``; ``next_offset`` is None at the end.
+        Windows never split a UTF-8 character, so concatenating every window's content gives the
+        file exactly. Paths outside the workdir are refused (ValueError).
+        """
+        from lev_nb.engine.artifacts import read_window
+
+        return read_window(self._runner.workdir, path, offset, window)
 
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
         """Call ``callback(event)`` for each event (on the engine thread; keep it quick)."""

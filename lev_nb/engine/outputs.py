@@ -124,6 +124,16 @@ class FinalOutput:
             data["artifacts"] = list(self.artifacts)
         return data
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from lev_nb.notebook.display import output_bundle
+
+        fmt = f" ({self.format})" if self.format else ""
+        note = " [truncated]" if self.truncated else ""
+        return output_bundle(self.content, self.format, f"Final output{fmt} from stage '{self.stage}'{note}")
+
+    def __str__(self) -> str:
+        return self.content
+
     def descriptor(self) -> dict[str, Any]:
         """The meta.json ``final_output`` descriptor (no content)."""
         data: dict[str, Any] = {}

@@ -139,7 +139,8 @@ class RunPlan:
     base_dir: str | None = None
     source_path: str | None = None
     caller_regions: tuple[str, ...] = ("task",)
-    script_tools: dict[str, Any] = field(default_factory=dict)
+    script_tools: dict[str, Any] = field(default_factory=dict)  # name -> ToolDef
+    skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
@@ -156,3 +157,29 @@ class RunPlan:
     def any_requires_output(self) -> bool:
         """True when some stage owes a final output (the run then must end with one)."""
         return any(s.require_output for s in self.stages)
+
+    def reachable_from(self, entry: str) -> list[StagePlan]:
+        """Stages a run entered at ``entry`` can get to: along edges, fall-through and merges.
+
+        A fan-out's worker stage is not reached this way: it runs in child runs of its own.
+        """
+        seen: dict[str, StagePlan] = {}
+        pending = [entry]
+        while pending:
+            name = pending.pop()
+            if name in seen or not self.has_stage(name):
+                continue
+            stage = seen[name] = self.stage(name)
+            if stage.transitions is None:
+                if stage.index + 1 < len(self.stages):
+                    pending.append(self.stages[stage.index + 1].name)
+            else:
+                pending.extend(edge.target for edge in stage.transitions)
+            if stage.fan_out is not None and stage.fan_out.merge_stage:
+                pending.append(stage.fan_out.merge_stage)
+        return list(seen.values())
+
+    def owes_output_from(self, entry: str) -> bool:
+        """True when a stage reachable from ``entry`` requires a final output, so a run entered
+        there must end with one (a worker run owes only what its own part of the graph owes)."""
+        return any(s.require_output for s in self.reachable_from(entry))

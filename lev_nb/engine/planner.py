@@ -39,6 +39,10 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
     )
     layout = tuple(_region_config(r, window) for r in bp.global_layout.values())
     caller = tuple(i.region for i in bp.inputs) or ("task",)
+    from lev_nb.tools.builtin import default_registry
+    from lev_nb.tools.scripts import script_tool_defs
+
+    script_defs, skipped = script_tool_defs(bp.base_dir, set(default_registry().names()))
     return RunPlan(
         agent_name=bp.name,
         stages=stages,
@@ -49,6 +53,8 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         base_dir=str(bp.base_dir) if bp.base_dir else None,
         source_path=str(bp.source_path) if bp.source_path else None,
         caller_regions=caller,
+        script_tools={d.name: d for d in script_defs},
+        skipped_scripts=tuple(skipped),
     )
 
 

@@ -96,6 +96,7 @@ class Runner:
         validators: dict[str, Any] | None = None,
         entry: str | None = None,
         parent: Runner | None = None,
+        webhook: str | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.engine.context_adapter import build_context
@@ -110,6 +111,7 @@ class Runner:
         self.retry = retry or RetryPolicy()
         self.approver = approver
         self.validators = dict(validators or {})
+        self.webhook = webhook
         self.run_id = store.new_run_id(plan.agent_name)
         self.store = store.RunStore(self.run_id, home=home)
         self.workdir = Path(workdir) if workdir is not None else self.store.dir / "workdir"
@@ -176,9 +178,20 @@ class Runner:
             self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
             self._finish("error", f"internal error: {type(exc).__name__}: {exc}")
         finally:
+            if self.webhook:
+                await self._post_webhook()
             await self.rec.flushed()
             self.events.close()
             self._notify_complete()
+
+    async def _post_webhook(self) -> None:
+        from lev_nb.engine.webhook import completion_payload, post_json
+
+        payload = completion_payload(self.meta, self.final_output)
+        try:
+            await asyncio.to_thread(post_json, self.webhook, payload)
+        except OSError as exc:
+            self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=f"the completion webhook failed: {exc}"))
 
     def _start(self) -> None:
         self.meta["status"] = "running"
@@ -565,7 +578,7 @@ class Runner:
         return await self._route(resolution.choices)
 
     def _complete_run(self) -> bool:
-        if self.plan.any_requires_output and self.final_output is None:
+        if self.plan.owes_output_from(self.entry) and self.final_output is None:
             self._finish("error", OWED_AT_END)
         else:
             self._finish("complete")

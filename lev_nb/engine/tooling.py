@@ -16,7 +16,7 @@ from lev_nb.providers.base import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
-from lev_nb.tools.policy import Policies
+from lev_nb.tools.policy import Policies, resolve_policy
 from lev_nb.store import FINAL_OUTPUT
 from lev_nb.tools.workspace import Workspace
 
@@ -82,6 +82,8 @@ class StageTools:
         policies = Policies(
             stage=stage.tool_permissions, agent=runner.plan.tool_permissions, approver=runner.approver
         )
+        # Script tools may use the shell only where the built-in shell tool would run unasked.
+        self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
         results = await execute_calls(
             calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start
         )

@@ -1,0 +1,1 @@
+"""Notebook views: rich displays, the live run widget and the %lev magics."""

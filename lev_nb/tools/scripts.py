@@ -1,0 +1,118 @@
+"""An agent's own Rhai tools (``tools/*.rhai``) as run tools.
+
+Discovery and execution are :mod:`lev_nb.scripting`'s; this module adapts a discovered script to a
+:class:`ToolDef` and gives it a host whose I/O is held to the run's rules: files stay inside the
+workdir, the shell follows the stage's policy for the built-in ``shell`` tool, environment
+variables that look like credentials are refused, and network calls are not offered yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from lev_nb.tools.context import ToolContext
+from lev_nb.tools.registry import ToolDef
+from lev_nb.tools.workspace import Workspace
+
+SHELL_TIMEOUT_S = 60
+HOST_OUTPUT_CAP = 900_000
+_CREDENTIAL_WORDS = (
+    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
+    "ACCESS_KEY", "PRIVATE_KEY", "KEY", "_PAT", "SESSION", "COOKIE", "AUTH", "BEARER", "SIGNATURE",
+    "SIGNING", "DSN", "NETRC", "KUBECONFIG",
+)
+_CREDENTIAL_NAMES = frozenset(
+    {"DATABASE_URL", "DATABASE_DSN", "REDIS_URL", "MONGO_URL", "MONGODB_URI", "AMQP_URL", "SSH_AUTH_SOCK"}
+)
+_CREDENTIAL_PREFIXES = ("LEVIATH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "LEV_")
+
+
+def looks_like_credential(name: str) -> bool:
+    """Whether an environment variable name is shaped like a secret (spec/rhai.md §3.3)."""
+    upper = name.upper()
+    return (
+        upper in _CREDENTIAL_NAMES
+        or upper.startswith(_CREDENTIAL_PREFIXES)
+        or any(word in upper for word in _CREDENTIAL_WORDS)
+    )
+
+
+class RunToolHost:
+    """The I/O a script tool may do inside one run."""
+
+    def __init__(self, workspace: Workspace, shell_allowed: bool) -> None:
+        self.workspace = workspace
+        self.shell_allowed = shell_allowed
+
+    def read_file(self, path: str) -> str:
+        target = self.workspace.resolve(path)
+        return target.read_text(encoding="utf-8", errors="replace")[:HOST_OUTPUT_CAP]
+
+    def write_file(self, path: str, content: str) -> str:
+        target = self.workspace.resolve(path, for_write=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
+
+    def shell(self, command: str) -> str:
+        if not self.shell_allowed:
+            raise PermissionError(
+                "[denied] script host function 'shell' is denied: the stage's policy for the shell "
+                "tool is not 'allow'"
+            )
+        done = subprocess.run(
+            command, shell=True, cwd=self.workspace.root, capture_output=True, text=True,
+            timeout=SHELL_TIMEOUT_S,
+        )
+        out = done.stdout + (f"\n{done.stderr}" if done.stderr.strip() else "")
+        return out[:HOST_OUTPUT_CAP]
+
+    def http_get(self, url: str, headers: dict[str, str]) -> str:
+        raise PermissionError("[denied] script host function 'http_get' is not available in lev_nb yet")
+
+    def http_post(self, url: str, body: str, headers: dict[str, str]) -> str:
+        raise PermissionError("[denied] script host function 'http_post' is not available in lev_nb yet")
+
+    def env_var(self, name: str) -> str:
+        import os
+
+        if looks_like_credential(name):
+            raise PermissionError(
+                f"[denied] '{name}' looks like a credential, so script tools may not read it"
+            )
+        value = os.environ.get(name)
+        if value is None:
+            raise LookupError(f"environment variable '{name}' is not set")
+        return value
+
+
+def script_tool_defs(agent_dir: str | Path | None, reserved: set[str]) -> tuple[list[ToolDef], list[Any]]:
+    """ToolDefs for the agent's ``tools/*.rhai`` and the files that were skipped (with reasons)."""
+    if agent_dir is None:
+        return [], []
+    from lev_nb.scripting import discover_tools
+
+    found, skipped = discover_tools([Path(agent_dir) / "tools"], reserved=tuple(sorted(reserved)))
+    return [_tool_def(tool) for tool in found.values()], skipped
+
+
+def _tool_def(tool: Any) -> ToolDef:
+    from lev_nb.scripting import run_tool
+
+    async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
+        host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")))
+        # run_tool validates the arguments itself; the executor already did, so skip it here.
+        return await asyncio.to_thread(run_tool, tool, args, host, validate_arguments=False)
+
+    # A script that asks for no capability can only compute, so it runs without asking;
+    # one that wants the shell, files or network is asked for like any other such tool.
+    policy = "allow" if not tool.requires else "ask"
+    description = tool.description or f"Rhai tool '{tool.name}'"
+    return ToolDef(
+        tool.name, description, tool.parameters_schema, handler=handler, default_policy=policy,
+        readonly=not tool.requires,
+    )
+
