@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import call, events_of, fail, purposes, request_text, say
 
 from lev_nb.engine.runner import RetryPolicy
-from lev_nb.providers.base import ModelRequest, ModelResponse
+from lev_nb.providers.base import ModelRequest, ModelResponse, ToolCall
 
 WITH_ERROR_EDGE = """
 [stages.work]
@@ -123,9 +123,28 @@ class CrashingModel:
 def test_crashing_provider_ends_in_error_with_a_readable_record(engine):
     run, _ = engine.run(NO_ERROR_EDGE, CrashingModel())
     assert run.status == "error"
-    assert "provider bug" in run.error
+    assert "RuntimeError: provider bug" in run.error
+    assert "internal error" not in run.error
+    assert len(events_of(run, "model_call")) == 1
     meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
     assert meta["status"] == "error"
     assert "provider bug" in meta["error"]
     assert meta["stage_history"] == ["work"]
     assert run.events.closed
+
+
+def test_crashing_provider_is_caught_by_an_error_edge(engine):
+    class CrashOnce(CrashingModel):
+        calls = 0
+
+        async def complete(self, request):
+            self.calls += 1
+            if self.calls == 1:
+                raise ValueError("bad state")
+            return ModelResponse(text="recovered") if self.calls > 2 else ModelResponse(
+                tool_calls=[ToolCall("c1", "list_dir", {})]
+            )
+
+    run, _ = engine.run(WITH_ERROR_EDGE, CrashOnce())
+    assert run.status == "complete", run.error
+    assert run.stage_history == ["work", "recover"]

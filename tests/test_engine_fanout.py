@@ -234,3 +234,29 @@ def test_mock_model_walks_a_fan_out_blueprint(engine, home: Path):
     for child_id in run.meta["children"]:
         child = json.loads((home / "runs" / child_id / "meta.json").read_text())
         assert child["status"] == "complete"
+
+
+def test_cancelling_the_parent_cancels_its_workers(engine, home: Path):
+    import asyncio
+    import threading
+
+    started = threading.Event()
+
+    class Hanging(StageModel):
+        async def complete(self, request):
+            if request.stage == "worker":
+                started.set()
+                await asyncio.sleep(3600)
+            return await super().complete(request)
+
+    model = Hanging(lambda request: call("fan_out", items=[{"id": "a", "context": {}}, {"id": "b", "context": {}}]))
+    run, _ = engine.start(fan_out_bp(), model)
+    assert started.wait(30)
+    run.cancel()
+    run.wait(60)
+    assert run.status == "cancelled"
+    children = run.meta["children"]
+    assert len(children) == 2
+    for child_id in children:
+        child = json.loads((home / "runs" / child_id / "meta.json").read_text())
+        assert child["status"] == "cancelled"

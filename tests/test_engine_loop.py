@@ -200,3 +200,114 @@ def test_max_iterations_on_a_terminal_stage_completes_the_run(engine):
     assert run.flags["max_iterations_hit"] == 1
     assert len(model.requests) == 3
     assert kinds(run)[-1] == "completed"
+
+
+def test_entry_stage_from_the_agent_table(engine):
+    toml = """
+    [agent]
+    name = "entry"
+    entry_stage = "second"
+    [stages.first]
+    [stages.first.transitions]
+    [stages.second]
+    available_tools = ["list_dir"]
+    [stages.second.transitions]
+    """
+    run, model = engine.run(toml, [call("list_dir"), say("ok")])
+    assert run.status == "complete", run.error
+    assert run.stage_history == ["second"]
+
+
+def test_stage_instructions_are_shown_and_replaced_on_the_next_stage(engine):
+    toml = """
+    [stages.a]
+    system_prompt = "INSTRUCTIONS-A"
+    available_tools = ["list_dir"]
+    [stages.b]
+    system_prompt = "INSTRUCTIONS-B"
+    available_tools = ["list_dir"]
+    """
+    run, model = engine.run(toml, [call("list_dir"), say("a"), call("list_dir"), say("b")])
+    first, later = "\n".join(model.requests[0].system), "\n".join(model.requests[2].system)
+    assert "[Stage instructions: INSTRUCTIONS-A]" in first
+    assert "INSTRUCTIONS-B" in later and "INSTRUCTIONS-A" not in later
+    assert "Task: do the task" in first
+
+
+def test_output_stage_prompt_says_an_answer_is_owed(engine):
+    toml = """
+    [stages.answer]
+    mode = "output"
+    available_tools = ["submit_output"]
+    output = { format = "csv" }
+    [stages.answer.transitions]
+    """
+    run, model = engine.run(toml, [call("submit_output", content="a,b\n1,2\n"), say("ok")])
+    assert run.status == "complete", run.error
+    system = "\n".join(model.requests[0].system)
+    assert "you must call `submit_output`" in system
+    assert "Return it in this format: csv." in system
+    assert model.requests[0].output_format == "csv"
+
+
+def test_lost_workspace_is_noticed_every_fifth_turn(engine, workdir):
+    import shutil
+
+    from lev_nb.providers.scripted import ScriptedModel
+
+    class Deleting(ScriptedModel):
+        async def complete(self, request):
+            if len(self.requests) == 2:
+                shutil.rmtree(workdir)
+            return await super().complete(request)
+
+    toml = """
+    [stages.work]
+    available_tools = ["list_dir"]
+    [stages.work.transitions]
+    """
+    model = Deleting([call("list_dir")] * 8)
+    run, _ = engine.run(toml, model)
+    assert run.status == "error"
+    assert "no longer accessible" in run.error
+    assert run.flags["workspace_lost"] is True
+    assert len(model.requests) == 5
+
+
+def test_condition_edges_are_looked_up_in_declaration_order(engine):
+    toml = """
+    [stages.work]
+    available_tools = ["list_dir"]
+    [stages.work.transitions.zeta]
+    condition = "error"
+    [stages.work.transitions.alpha]
+    condition = "error"
+    [stages.zeta]
+    nudge = { enabled = false }
+    [stages.zeta.transitions]
+    [stages.alpha]
+    nudge = { enabled = false }
+    [stages.alpha.transitions]
+    """
+    run, _ = engine.run(toml, [{"error": {"kind": "auth", "message": "x"}}, say("ok")])
+    assert run.stage_history == ["work", "zeta"]
+
+
+def test_request_timeout_is_a_failed_model_call(engine):
+    import asyncio
+
+    class Sleepy:
+        name = "sleepy"
+
+        async def complete(self, request):
+            await asyncio.sleep(3600)
+
+    toml = """
+    [stages.work]
+    model = { models = [{ provider = "anthropic", model = "claude-sonnet-4-6" }], request_timeout_secs = 1 }
+    available_tools = ["list_dir"]
+    [stages.work.transitions]
+    """
+    run, _ = engine.run(toml, Sleepy())
+    assert run.status == "error"
+    assert "did not answer within 1 s" in run.error

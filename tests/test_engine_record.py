@@ -157,3 +157,14 @@ def test_on_complete_callback_receives_the_run(engine):
     run.wait(30)
     assert done.wait(30)
     assert seen == [(run.run_id, "complete")]
+
+
+def test_cancel_right_after_start_still_writes_a_record(engine):
+    model = BlockingModel()
+    run, _ = engine.start(TWO_STAGES, model)
+    run.cancel()
+    run.wait(30)
+    assert run.status == "cancelled"
+    meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
+    assert meta["status"] == "cancelled"
+    assert kinds(run)[-1] == "completed"

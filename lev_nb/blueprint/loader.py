@@ -677,10 +677,10 @@ class _Loader:
             _put(out, key, _bool(t.get(key)))
         for key in ("required_message", "description", "source_region"):
             _put(out, key, _str(t.get(key)))
-        if "seed" in t:
-            _put(out, "seed", parse_seed(name, t["seed"]))
-        elif name == "task":
-            out["seed"] = Seed.model_construct(kind="caller", key="task")
+        seed = parse_seed(name, t["seed"]) if "seed" in t else None
+        if seed is None and name == "task":
+            seed = Seed.model_construct(kind="caller", key="task")  # the implicit task seed
+        _put(out, "seed", seed)
         out.update(_extras(t, set(Region.model_fields) - {"name"}))
         return Region.model_construct(**out)
 

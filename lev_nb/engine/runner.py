@@ -341,9 +341,13 @@ class Runner:
                     return await asyncio.wait_for(provider.complete(request), request.timeout_s)
                 return await provider.complete(request)
             except asyncio.TimeoutError:
-                error = ProviderError("transport", f"the model did not answer within {request.timeout_s:g} s")
+                waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"
+                error = ProviderError("transport", f"the model did not answer{waited}")
             except ProviderError as exc:
                 error = exc
+            except Exception as exc:  # a broken provider is a failed model call, not a crash of lev_nb
+                name = getattr(provider, "name", type(provider).__name__)
+                error = ProviderError("api", f"the '{name}' provider failed: {type(exc).__name__}: {exc}")
             if not error.transient or attempt >= self.retry.max_attempts:
                 raise error
             delay = min(self.retry.base_delay_s * 2 ** (attempt - 1), self.retry.max_delay_s)

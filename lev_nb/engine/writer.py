@@ -8,6 +8,7 @@ end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the rec
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -59,9 +60,8 @@ class RecordWriter:
         """A future that resolves once everything queued so far is on disk."""
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
         with self._cond:
-            if not self._meta and not self._lines and not self._files:
-                future.set_result(None)
-                return future
+            # Resolved by the writer after the batch it takes next, which comes after any batch
+            # it is writing now, so everything queued before this call is on disk by then.
             self._waiters.append(future)
             self._cond.notify()
         return future
@@ -69,7 +69,7 @@ class RecordWriter:
     def _main(self) -> None:
         while True:
             with self._cond:
-                while not self._meta and not self._lines and not self._files:
+                while not (self._meta or self._lines or self._files or self._waiters):
                     self._cond.wait()
                 files, self._files = self._files, {}
                 metas, self._meta = self._meta, {}
@@ -124,4 +124,13 @@ def record_writer() -> RecordWriter:
     with _lock:
         if _writer is None:
             _writer = RecordWriter()
+            atexit.register(_drain_at_exit, _writer)
         return _writer
+
+
+def _drain_at_exit(writer: RecordWriter) -> None:
+    """Give queued writes a moment to land when the interpreter exits (the thread is a daemon)."""
+    try:
+        writer.flush().result(timeout=5)
+    except Exception:
+        pass
