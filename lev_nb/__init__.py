@@ -8,7 +8,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "Blueprint", "BlueprintError", "Report", "load", "validate"]
+__all__ = [
+    "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
+    "ScriptedModel", "MockModel",
+]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
 _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
@@ -17,6 +20,10 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "Blueprint": ("lev_nb.blueprint", "Blueprint"),
     "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),
     "Report": ("lev_nb.blueprint", "Report"),
+    "Run": ("lev_nb.engine.handle", "Run"),
+    "run": ("lev_nb.engine.api", "run"),
+    "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
+    "MockModel": ("lev_nb.providers", "MockModel"),
 }
 
 

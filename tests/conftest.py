@@ -83,7 +83,7 @@ def request_text(request: Any) -> str:
 
 
 @dataclass
-class Runner:
+class RunHarness:
     """Starts runs of TOML blueprints in this test's home and workdir."""
 
     home: Path
@@ -112,9 +112,9 @@ class Runner:
 
 
 @pytest.fixture
-def engine(home: Path, workdir: Path) -> Runner:
+def engine(home: Path, workdir: Path) -> RunHarness:
     """Run blueprints from TOML text: ``run, model = engine.run(toml, [turns...])``."""
-    return Runner(home=home, workdir=workdir)
+    return RunHarness(home=home, workdir=workdir)
 
 
 @pytest.fixture

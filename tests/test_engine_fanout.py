@@ -260,3 +260,88 @@ def test_cancelling_the_parent_cancels_its_workers(engine, home: Path):
     for child_id in children:
         child = json.loads((home / "runs" / child_id / "meta.json").read_text())
         assert child["status"] == "cancelled"
+
+
+def test_max_items_keeps_the_first_items(engine):
+    model = scripted(good_worker, ["a", "b", "c"])
+    run, _ = engine.run(fan_out_bp("max_items = 2"), model)
+    assert run.status == "complete", run.error
+    assert len(run.meta["children"]) == 2
+    workers = sorted(item_id(r) for r in model.requests if r.stage == "worker" and not has_tool_result(r))
+    assert workers == ["a", "b"]
+
+
+HELPER_AGENT = """
+[agent]
+name = "helper"
+[stages.help]
+available_tools = ["submit_output"]
+require_output = true
+nudge = { enabled = false }
+[stages.help.transitions]
+"""
+
+
+def test_fan_out_tool_outside_a_fan_out_stage_returns_the_report_as_its_result(engine, home: Path):
+    (home / "agents" / "helper").mkdir(parents=True)
+    (home / "agents" / "helper" / "agent.leviath").write_text(HELPER_AGENT)
+    toml = """
+    [stages.work]
+    available_tools = ["fan_out"]
+    [stages.work.transitions]
+    """
+
+    def answer(request):
+        if request.stage == "help":
+            if has_tool_result(request):
+                return say("ok")
+            return call("submit_output", content=f"helped with {item_id(request)}")
+        results = [b for m in request.messages for b in m.blocks() if isinstance(b, ToolResultBlock)]
+        if not results:
+            return call("fan_out", agent="helper", items=[{"id": "x", "context": {}}])
+        return say("merged it myself")
+
+    model = StageModel(answer)
+    run, _ = engine.run(toml, model)
+    assert run.status == "complete", run.error
+    assert run.stage_history == ["work"]
+    work_requests = [r for r in model.requests if r.stage == "work"]
+    result = [b for m in work_requests[-1].messages for b in m.blocks() if isinstance(b, ToolResultBlock)][0]
+    assert result.content.startswith("[fan_out results: 1 succeeded, 0 failed]")
+    assert "## worker x\nhelped with x" in result.content
+    child = json.loads((home / "runs" / run.meta["children"][0] / "meta.json").read_text())
+    assert child["agent_name"] == "helper" and child["parent_run_id"] == run.run_id
+
+
+def test_fan_out_naming_no_worker_is_an_error_result(engine):
+    toml = """
+    [stages.work]
+    available_tools = ["fan_out"]
+    [stages.work.transitions]
+    """
+    turns = [call("fan_out", items=[{"id": "x", "context": {}}]), say("ok")]
+    run, model = engine.run(toml, turns)
+    assert run.status == "complete", run.error
+    result = [b for m in model.requests[1].messages for b in m.blocks() if isinstance(b, ToolResultBlock)][0]
+    assert result.content.startswith("[error] fan_out")
+    assert run.meta["children"] == []
+
+
+def test_broken_worker_agent_is_an_error_result_and_the_stage_is_nudged_again(engine, home: Path):
+    (home / "agents" / "broken").mkdir(parents=True)
+    (home / "agents" / "broken" / "agent.leviath").write_text("[agent\nname = ")
+    model = StageModel(
+        lambda request: call("fan_out", items=[{"id": "x", "context": {}}])
+        if request.stage == "split" and not has_tool_result(request)
+        else say("giving up")
+    )
+    run, _ = engine.run(fan_out_bp("max_attempts = 1\nnudge = { enabled = false }").replace(
+        'worker_stage = "worker"', 'worker_agent = "broken"'), model)
+    assert run.status == "complete", run.error
+    split_requests = [r for r in model.requests if r.stage == "split"]
+    result = [b for m in split_requests[1].messages for b in m.blocks() if isinstance(b, ToolResultBlock)][0]
+    assert result.content.startswith("[error] fan_out")
+    assert "broken" in result.content
+    # The call failed, so the stage did not fan out: it is nudged, then recorded as degraded.
+    assert [n.reason for n in events_of(run, "nudge")] == ["fan_out"]
+    assert run.flags["splits_degraded"] == 1

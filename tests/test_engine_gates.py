@@ -144,7 +144,7 @@ def test_gate_shares_max_attempts_then_is_forced(engine):
     assert len(forced) == 1 and forced[0].target == "review"
     assert run.flags["gates_forced"] == 1
     assert run.flags["required_regions_abandoned"] == ["notes"]
-    assert [w for w in events_of(run, "transition")][0].target == "review"
+    assert events_of(run, "transition")[0].target == "review"
 
 
 def test_blocked_gate_does_not_re_enter_the_stage(engine):

@@ -137,6 +137,7 @@ def test_max_iterations_cap_takes_the_max_iterations_edge(engine):
     assert (transition.target, transition.condition) == ("rescue", "max_iterations")
     # The stage got exactly two inferences; the rescue stage is told the work was cut off.
     assert [r.stage for r in model.requests] == ["work", "work", "rescue", "rescue"]
+    assert len([e for e in events_of(run, "tool_finished") if e.stage == "work"]) == 2
     assert "iteration cap (2)" in request_text(model.requests[2])
 
 

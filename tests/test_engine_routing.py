@@ -83,6 +83,7 @@ def test_several_edges_ask_the_model_with_targets_and_hints(engine):
     assert routing.choices == ["left", "right"]
     assert routing.tools == []
     assert routing.temperature == 0.0
+    assert routing.max_tokens == 256
     prompt = routing.messages[-1].text()
     assert "- left: go left\n- right: go right" in prompt
     assert "DONE" not in prompt

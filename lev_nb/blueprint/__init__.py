@@ -11,9 +11,14 @@ Loading
 Validation
     ``validate(path_or_blueprint, *, deny_warnings=False, env=None) -> Report``
     ``check(bp)``                            raises BlueprintError(kind="validation") (§9.2)
-    ``Report``  .valid .findings .errors .warnings .notes .error .blueprint .to_json() .to_dict()
+    ``Report``  .valid .findings .errors .warnings .notes .error ("parse error: ..." /
+                "validation failed: ...") .exception (the BlueprintError) .blueprint .codes
+                .by_code(code) .to_json() .to_dict() (the --json object) .failure_line()
     ``Finding`` .code .severity ("error"|"warning"|"note") .stage .message .fix
-    ``LintEnv`` known_tools, known_models, model_windows, available_providers (None = unknown)
+    ``LintEnv`` known_tools, known_models, model_windows, available_providers (None = unknown),
+                read_path_granted, read_paths_grant_error, safe_commands_honoured;
+                ``LintEnv.for_blueprint(bp)`` is lev_nb's default environment (see lints.py);
+                ``lints.ALL_CODES`` lists the 33 codes
     ``extra_checks``: list of ``Callable[[Blueprint], list[Finding]]`` run by validate after
         the lints (hook point for script compilation); ``script_tool_names(agent_dir)``.
 
@@ -69,10 +74,36 @@ from typing import Any
 from .errors import BlueprintError
 from .loader import load, load_text, resolve_manifest
 from .model import (
-    AgentInfo, Blueprint, CallerInput, Compaction, ContextConfig, Edge, FileTracking, Gate,
-    Hooks, InteractionPoint, ModelRef, ModelSpec, Nudge, OutputSpec, ReadPaths, Region,
-    RegionMapping, RepetitionDetection, RoutingOverride, SafeCommands, Sandbox, Security, Seed,
-    SeedTool, Stage, StageContext, ToolRouting, TransformConfig, TransformSpec, default_layout,
+    AgentInfo,
+    Blueprint,
+    CallerInput,
+    Compaction,
+    ContextConfig,
+    Edge,
+    FileTracking,
+    Gate,
+    Hooks,
+    InteractionPoint,
+    ModelRef,
+    ModelSpec,
+    Nudge,
+    OutputSpec,
+    ReadPaths,
+    Region,
+    RegionMapping,
+    RepetitionDetection,
+    RoutingOverride,
+    SafeCommands,
+    Sandbox,
+    Security,
+    Seed,
+    SeedTool,
+    Stage,
+    StageContext,
+    ToolRouting,
+    TransformConfig,
+    TransformSpec,
+    default_layout,
 )
 
 __all__ = [

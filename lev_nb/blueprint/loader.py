@@ -19,10 +19,36 @@ from pydantic import ValidationError
 from . import constants as C
 from .errors import BlueprintError, did_you_mean, locate_key
 from .model import (
-    AgentInfo, Blueprint, Compaction, ContextConfig, Edge, FileTracking, Gate, Hooks,
-    InteractionPoint, ModelRef, ModelSpec, Nudge, OutputSpec, ReadPaths, Region, RegionMapping,
-    RepetitionDetection, RoutingOverride, SafeCommands, Sandbox, Security, Seed, SeedTool, Stage,
-    StageContext, ToolRouting, TransformConfig, TransformSpec, parse_percent,
+    AgentInfo,
+    Blueprint,
+    Compaction,
+    ContextConfig,
+    Edge,
+    FileTracking,
+    Gate,
+    Hooks,
+    InteractionPoint,
+    ModelRef,
+    ModelSpec,
+    Nudge,
+    OutputSpec,
+    ReadPaths,
+    Region,
+    RegionMapping,
+    RepetitionDetection,
+    RoutingOverride,
+    SafeCommands,
+    Sandbox,
+    Security,
+    Seed,
+    SeedTool,
+    Stage,
+    StageContext,
+    ToolRouting,
+    TransformConfig,
+    TransformSpec,
+    construct,
+    parse_percent,
 )
 
 MANIFEST_NAME = "agent.leviath"
@@ -95,8 +121,9 @@ def load(source: str | os.PathLike[str]) -> Blueprint:
         return load_text(source)
     manifest = resolve_manifest(source)
     if not manifest.is_file():
+        shown = manifest if Path(source).name == MANIFEST_NAME else Path(source)
         raise BlueprintError(
-            f"No agent.leviath found at {manifest}", path=manifest, kind="read",
+            f"No agent.leviath found at {shown}", path=manifest, kind="read",
             hint="pass an agent folder or its agent.leviath file",
         )
     try:
@@ -161,7 +188,8 @@ class _Loader:
     def build(self, raw: dict[str, Any]) -> Blueprint:
         agent_raw = _table(raw.get("agent"))
         if agent_raw is None:
-            raise self.fail("Missing [agent] section", ["agent"], hint="add an [agent] table with at least name = \"...\"")
+            raise self.fail("Missing [agent] section", ["agent"],
+                            hint="add an [agent] table with at least name = \"...\"")
         agent = self.agent(agent_raw)
 
         stages: dict[str, Stage] = {}
@@ -172,7 +200,7 @@ class _Loader:
                     raise self.fail(f"stage '{name}' must be a table", ["stages", name])
                 stages[name] = self.stage(name, table)
         else:
-            stages[C.IMPLICIT_STAGE_NAME] = Stage.model_construct(name=C.IMPLICIT_STAGE_NAME)
+            stages[C.IMPLICIT_STAGE_NAME] = construct(Stage, name=C.IMPLICIT_STAGE_NAME)
 
         kwargs: dict[str, Any] = {"agent": agent, "stages": stages}
         ctx_raw = _table(raw.get("context"))
@@ -196,7 +224,7 @@ class _Loader:
             kwargs["transforms"] = [self.transform_spec(t) for t in raw["transforms"] if isinstance(t, dict)]
         known = set(Blueprint.model_fields)
         kwargs.update(_extras(raw, known))
-        return Blueprint.model_construct(**kwargs)
+        return construct(Blueprint, **kwargs)
 
     def agent(self, t: dict[str, Any]) -> AgentInfo:
         out: dict[str, Any] = {}
@@ -211,7 +239,7 @@ class _Loader:
         if _table(t.get("output")) is not None:
             out["output"] = self.output(t["output"])
         out.update(_extras(t, AgentInfo.model_fields))
-        return AgentInfo.model_construct(**out)
+        return construct(AgentInfo, **out)
 
     def nudge(self, t: dict[str, Any]) -> Nudge:
         out: dict[str, Any] = {}
@@ -220,7 +248,7 @@ class _Loader:
         _put(out, "max", n if n is not None and n >= 0 else None)
         _put(out, "text", _trimmed(t.get("text")))
         out.update(_extras(t, Nudge.model_fields))
-        return Nudge.model_construct(**out)
+        return construct(Nudge, **out)
 
     def output(self, t: dict[str, Any]) -> OutputSpec:
         out: dict[str, Any] = {}
@@ -228,7 +256,7 @@ class _Loader:
             _put(out, key, _trimmed(t.get(key)))
         _put(out, "schema", _table(t.get("schema")))
         out.update(_extras(t, ("format", "instructions", "example", "validator", "schema")))
-        return OutputSpec.model_construct(**out)
+        return construct(OutputSpec, **out)
 
     # -- stages --------------------------------------------------------------------------------
     def stage(self, name: str, t: dict[str, Any]) -> Stage:
@@ -269,7 +297,7 @@ class _Loader:
                     "allow_blocking_tools", "require_output", "batch_tool_hint", "shell_hint"):
             _put(out, key, _bool(t.get(key)))
         if "model" in t:
-            out["model"] = self.model_spec(t["model"]) if isinstance(t["model"], dict) else ModelSpec.model_construct()
+            out["model"] = self.model_spec(t["model"]) if isinstance(t["model"], dict) else construct(ModelSpec)
         if _table(t.get("output")) is not None:
             out["output"] = self.output(t["output"])
         if _table(t.get("nudge")) is not None:
@@ -302,7 +330,7 @@ class _Loader:
             out["require_output"] = True
             if "allow_complete" not in out:
                 out["allow_complete"] = True
-        return Stage.model_construct(**out)
+        return construct(Stage, **out)
 
     def interaction_point(self, stage: str, index: int, p: dict[str, Any]) -> InteractionPoint:
         out: dict[str, Any] = {}
@@ -342,7 +370,7 @@ class _Loader:
         _put(out, "edit_options", _str_list(p.get("edit_options")))
         _put(out, "document_region", _str(p.get("document_region")))
         out.update(_extras(p, set(InteractionPoint.model_fields) | {"choices", "followups"}))
-        return InteractionPoint.model_construct(**out)
+        return construct(InteractionPoint, **out)
 
     def fan_out_keys(self, stage: str, t: dict[str, Any], out: dict[str, Any]) -> None:
         kp = ["stages", stage]
@@ -367,7 +395,8 @@ class _Loader:
             if value is None:
                 raise self.fail(f"stage '{stage}': {key} must be a whole number ({meaning[key]})", kp + [key])
             if value < 0:
-                raise self.fail(f"stage '{stage}': {key} must not be negative (got {value}; {meaning[key]})", kp + [key])
+                raise self.fail(f"stage '{stage}': {key} must not be negative (got {value}; {meaning[key]})",
+                                kp + [key])
             out[key] = value
 
     def model_spec(self, t: dict[str, Any]) -> ModelSpec:
@@ -378,7 +407,7 @@ class _Loader:
             _put(r, "provider", _str(entry.get("provider")))
             _put(r, "model", _str(entry.get("model")))
             r.update(_extras(entry, ("provider", "model")))
-            return ModelRef.model_construct(**r)
+            return construct(ModelRef, **r)
 
         models = [ref(e) for e in t["models"] if isinstance(e, dict)] if isinstance(t.get("models"), list) else []
         provider, model = _str(t.get("provider")), _str(t.get("model"))
@@ -389,15 +418,16 @@ class _Loader:
         _put(out, "fallbacks", fallbacks)
         if not models:
             if provider is not None or model is not None:
-                models.append(ModelRef.model_construct(**{k: v for k, v in (("provider", provider), ("model", model)) if v is not None}))
+                legacy = {k: v for k, v in (("provider", provider), ("model", model)) if v is not None}
+                models.append(construct(ModelRef, **legacy))
             models.extend(fallbacks or [])
-        out["models"] = models or [ModelRef.model_construct()]
+        out["models"] = models or [construct(ModelRef)]
         _put(out, "allow_user_default", _bool(t.get("allow_user_default")))
         timeout = _int(t.get("request_timeout_secs"))
         _put(out, "request_timeout_secs", timeout if timeout is not None and timeout >= 0 else None)
         _put(out, "parameters", _table(t.get("parameters")))
         out.update(_extras(t, ModelSpec.model_fields))
-        return ModelSpec.model_construct(**out)
+        return construct(ModelSpec, **out)
 
     def tool_routing(self, stage: str, t: dict[str, Any]) -> ToolRouting:
         kp = ["stages", stage, "tool_routing"]
@@ -417,7 +447,7 @@ class _Loader:
             for tool, value in overrides_raw.items():
                 okp = kp + ["overrides", tool]
                 if isinstance(value, str):
-                    overrides[tool] = RoutingOverride.model_construct(region=value)
+                    overrides[tool] = construct(RoutingOverride, region=value)
                     continue
                 if not isinstance(value, dict):
                     raise self.fail(
@@ -437,7 +467,8 @@ class _Loader:
                         )
                     if key == "region":
                         if not isinstance(v, str):
-                            raise self.fail(f"stage '{stage}': tool_routing.overrides.{tool}.region must be a string", okp + [key])
+                            raise self.fail(
+                                f"stage '{stage}': tool_routing.overrides.{tool}.region must be a string", okp + [key])
                         ov["region"] = v
                     else:
                         n = _int(v)
@@ -446,7 +477,7 @@ class _Loader:
                                 f"stage '{stage}': tool_routing.overrides.{tool}.max_result_tokens must be a "
                                 "non-negative whole number", okp + [key])
                         ov["max_result_tokens"] = n
-                overrides[tool] = RoutingOverride.model_construct(**ov)
+                overrides[tool] = construct(RoutingOverride, **ov)
             out["overrides"] = overrides
         caps_raw = _table(t.get("max_result_tokens_per_tool"))
         if caps_raw is not None:
@@ -459,7 +490,7 @@ class _Loader:
                         "non-negative whole number", kp + ["max_result_tokens_per_tool", tool])
                 caps[tool] = n
             out["max_result_tokens_per_tool"] = caps
-        return ToolRouting.model_construct(**out)
+        return construct(ToolRouting, **out)
 
     def sandbox(self, t: dict[str, Any], kp: list[str], label: str) -> Sandbox:
         out: dict[str, Any] = {}
@@ -482,13 +513,13 @@ class _Loader:
         _put(out, "mount", _str_list(t.get("mount")))
         _put(out, "persist", _bool(t.get("persist")))
         out.update(_extras(t, Sandbox.model_fields))
-        return Sandbox.model_construct(**out)
+        return construct(Sandbox, **out)
 
     def security(self, t: dict[str, Any]) -> Security:
         out: dict[str, Any] = {}
         _put(out, "taint_tracking", _bool(t.get("taint_tracking")))
         out.update(_extras(t, Security.model_fields))
-        return Security.model_construct(**out)
+        return construct(Security, **out)
 
     def hooks(self, stage: str, t: dict[str, Any]) -> Hooks:
         out: dict[str, Any] = {}
@@ -501,7 +532,7 @@ class _Loader:
             if not isinstance(value, str):
                 raise self.fail(f"stage '{stage}': hooks.{key} must be a path to a .rhai script", kp)
             out[key] = value
-        return Hooks.model_construct(**out)
+        return construct(Hooks, **out)
 
     def stage_permissions(self, stage: str, t: dict[str, Any]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -525,8 +556,8 @@ class _Loader:
                     ["stages", stage, "context", key], hint=did_you_mean(key, C.STAGE_CONTEXT_KEYS))
         regions_raw = _table(t.get("regions"))
         if regions_raw is None:
-            return StageContext.model_construct()
-        return StageContext.model_construct(regions=self.regions(regions_raw, ["stages", stage, "context", "regions"]))
+            return construct(StageContext)
+        return construct(StageContext, regions=self.regions(regions_raw, ["stages", stage, "context", "regions"]))
 
     # -- transitions ---------------------------------------------------------------------------
     def transitions(self, stage: str, value: Any) -> dict[str, Edge]:
@@ -537,7 +568,7 @@ class _Loader:
 
     def edge(self, stage: str, target: str, t: Any) -> Edge:
         if not isinstance(t, dict):
-            return Edge.model_construct(target=target)
+            return construct(Edge, target=target)
         kp = ["stages", stage, "transitions", target]
         for key in t:
             if key not in C.EDGE_KEYS:
@@ -591,7 +622,7 @@ class _Loader:
                 _put(c, key, _str_list(cfg.get(key)))
             _put(c, "compact_prompt", _str(cfg.get("compact_prompt")))
             c.update(_extras(cfg, TransformConfig.model_fields))
-            out["transform_config"] = TransformConfig.model_construct(**c)
+            out["transform_config"] = construct(TransformConfig, **c)
         if gate_raw is not None:
             g: dict[str, Any] = {}
             _put(g, "require_modifications", _bool(gate_raw.get("require_modifications")))
@@ -602,8 +633,8 @@ class _Loader:
             _put(g, "tools", _str_list(gate_raw.get("tools")))
             n = _int(gate_raw.get("max_attempts"))
             _put(g, "max_attempts", n if n is not None and n >= 0 else None)
-            out["gate"] = Gate.model_construct(**g)
-        return Edge.model_construct(**out)
+            out["gate"] = construct(Gate, **g)
+        return construct(Edge, **out)
 
     # -- regions -------------------------------------------------------------------------------
     def context(self, t: dict[str, Any]) -> ContextConfig:
@@ -619,9 +650,9 @@ class _Loader:
             _put(f, "track_writes", _bool(ft.get("track_writes")))
             _put(f, "max_file_tokens", _uint(ft.get("max_file_tokens")))
             f.update(_extras(ft, FileTracking.model_fields))
-            out["file_tracking"] = FileTracking.model_construct(**f)
+            out["file_tracking"] = construct(FileTracking, **f)
         out.update(_extras(t, ContextConfig.model_fields))
-        return ContextConfig.model_construct(**out)
+        return construct(ContextConfig, **out)
 
     def regions(self, table: dict[str, Any], kp: list[str]) -> dict[str, Region]:
         return {name: self.region(name, value, kp + [name])
@@ -679,25 +710,23 @@ class _Loader:
             _put(out, key, _str(t.get(key)))
         seed = parse_seed(name, t["seed"]) if "seed" in t else None
         if seed is None and name == "task":
-            seed = Seed.model_construct(kind="caller", key="task")  # the implicit task seed
+            seed = construct(Seed, kind="caller", key="task")  # the implicit task seed
         _put(out, "seed", seed)
         out.update(_extras(t, set(Region.model_fields) - {"name"}))
-        return Region.model_construct(**out)
+        return construct(Region, **out)
 
     # -- top-level policy tables ---------------------------------------------------------------
     def read_paths(self, t: dict[str, Any]) -> ReadPaths:
         out: dict[str, Any] = {}
-        if "allow" in t:
-            entries = t["allow"] if isinstance(t["allow"], list) else None
-            if entries is None:
-                raise self.fail("[read_paths]: allow must be a list of paths or patterns", ["read_paths", "allow"])
+        if isinstance(t.get("allow"), list):  # another type reads as no entries
+            entries = t["allow"]
             for entry in entries:
                 problem = read_path_problem(entry)
                 if problem:
                     raise self.fail(f"[read_paths]: {problem}", ["read_paths", "allow"])
             out["allow"] = list(entries)
         out.update(_extras(t, ReadPaths.model_fields))
-        return ReadPaths.model_construct(**out)
+        return construct(ReadPaths, **out)
 
     def safe_commands(self, t: dict[str, Any]) -> SafeCommands:
         out: dict[str, Any] = {}
@@ -705,11 +734,13 @@ class _Loader:
             if key not in t:
                 continue
             values = t[key]
-            if not isinstance(values, list) or any(not isinstance(v, str) for v in values):
-                raise self.fail(f"[safe_commands]: {key} must be a list of strings", ["safe_commands", key])
+            if not isinstance(values, list):
+                continue  # another type reads as no entries
+            if any(not isinstance(v, str) for v in values):
+                raise self.fail(f"[safe_commands]: {key} entries must be strings", ["safe_commands", key])
             out[key] = list(values)
         out.update(_extras(t, SafeCommands.model_fields))
-        return SafeCommands.model_construct(**out)
+        return construct(SafeCommands, **out)
 
     def top_permissions(self, t: dict[str, Any]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -720,7 +751,8 @@ class _Loader:
             policy = value.lower()
             if policy not in C.POLICIES:
                 raise self.fail(
-                    f"[tool_permissions]: tool_permissions.{tool} = \"{value}\" is not a policy (valid: allow, ask, deny)",
+                    f"[tool_permissions]: tool_permissions.{tool} = \"{value}\" is not a policy "
+                    "(valid: allow, ask, deny)",
                     kp, hint=did_you_mean(policy, C.POLICIES))
             out[tool] = policy
         return out
@@ -734,7 +766,7 @@ class _Loader:
         if isinstance(temp, (int, float)) and not isinstance(temp, bool):
             out["temperature"] = float(temp)
         out.update(_extras(t, Compaction.model_fields))
-        return Compaction.model_construct(**out)
+        return construct(Compaction, **out)
 
     def repetition(self, t: dict[str, Any]) -> RepetitionDetection:
         out: dict[str, Any] = {}
@@ -742,7 +774,7 @@ class _Loader:
         _put(out, "max_repeat_calls", _uint(t.get("max_repeat_calls")))
         _put(out, "max_readonly_streak", _uint(t.get("max_readonly_streak")))
         out.update(_extras(t, RepetitionDetection.model_fields))
-        return RepetitionDetection.model_construct(**out)
+        return construct(RepetitionDetection, **out)
 
     def transform_spec(self, t: dict[str, Any]) -> TransformSpec:
         out: dict[str, Any] = {}
@@ -761,10 +793,10 @@ class _Loader:
                     mo["transform"] = transform
                 _put(mo, "fields", _str_list(m.get("fields")))
                 mo.update(_extras(m, RegionMapping.model_fields))
-                maps.append(RegionMapping.model_construct(**mo))
+                maps.append(construct(RegionMapping, **mo))
             out["mappings"] = maps
         out.update(_extras(t, TransformSpec.model_fields))
-        return TransformSpec.model_construct(**out)
+        return construct(TransformSpec, **out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -774,10 +806,10 @@ def parse_seed(region: str, value: Any) -> Seed | None:
     """Read a region's ``seed`` (§6.4); None when the form is not recognized (it is then dropped)."""
     if isinstance(value, str):
         if value == "task_input":
-            return Seed.model_construct(kind="caller", key="task")
+            return construct(Seed, kind="caller", key="task")
         if value == "input":
-            return Seed.model_construct(kind="caller", key=region)
-        return Seed.model_construct(kind="caller", key=value)
+            return construct(Seed, kind="caller", key=region)
+        return construct(Seed, kind="caller", key=value)
     if not isinstance(value, dict):
         return None
     for key in C.SEED_TABLE_KEYS:
@@ -785,12 +817,12 @@ def parse_seed(region: str, value: Any) -> Seed | None:
             continue
         v = value[key]
         if key in ("glob", "literal", "rhai", "command"):
-            return Seed.model_construct(kind=key, value=v) if isinstance(v, str) else None
+            return construct(Seed, kind=key, value=v) if isinstance(v, str) else None
         if key == "files":
             files = _str_list(v)
-            return Seed.model_construct(kind="files", files=files) if files is not None else None
+            return construct(Seed, kind="files", files=files) if files is not None else None
         if key == "caller":
-            return Seed.model_construct(kind="caller", key=v) if isinstance(v, str) else None
+            return construct(Seed, kind="caller", key=v) if isinstance(v, str) else None
         refresh = _str(value.get("refresh"))
         each = refresh is not None and refresh.lower() in C.SEED_REFRESH_EACH_STAGE
         mode = "each_stage" if each else "once"
@@ -798,9 +830,9 @@ def parse_seed(region: str, value: Any) -> Seed | None:
             if not isinstance(v, str):
                 return None
             args = _table(value.get("args")) or {}
-            return Seed.model_construct(kind="tools", tools=[SeedTool.model_construct(name=v, args=args)], refresh=mode)
+            return construct(Seed, kind="tools", tools=[construct(SeedTool, name=v, args=args)], refresh=mode)
         calls = _seed_tools(v)
-        return Seed.model_construct(kind="tools", tools=calls, refresh=mode) if calls else None
+        return construct(Seed, kind="tools", tools=calls, refresh=mode) if calls else None
     return None
 
 
@@ -810,9 +842,9 @@ def _seed_tools(v: Any) -> list[SeedTool] | None:
     calls: list[SeedTool] = []
     for item in v:
         if isinstance(item, str):
-            calls.append(SeedTool.model_construct(name=item))
+            calls.append(construct(SeedTool, name=item))
         elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            calls.append(SeedTool.model_construct(name=item["name"], args=_table(item.get("args")) or {}))
+            calls.append(construct(SeedTool, name=item["name"], args=_table(item.get("args")) or {}))
         else:
             return None
     return calls

@@ -11,7 +11,6 @@ defaults, sugar and checks (spec/blueprint.md §2-§7).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -51,14 +50,25 @@ def construct(cls: type[_M], **values: Any) -> _M:
         if alias in values:
             values[name] = values.pop(alias)
     data: dict[str, Any] = {}
+    fields_set: set[str] = set()
     for name, default, factory in fields:
         if name in values:
             data[name] = values.pop(name)
+            fields_set.add(name)
         else:
             data[name] = factory() if factory is not None else default
     instance = cls.__new__(cls)
     object.__setattr__(instance, "__dict__", data)
-    object.__setattr__(instance, "__pydantic_fields_set__", set(data) - {n for n, _, _ in fields if n not in data} if False else None)
+    allow_extra = cls.model_config.get("extra") == "allow"
+    if allow_extra:
+        fields_set.update(values)
+    object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(instance, "__pydantic_extra__", dict(values) if allow_extra else None)
+    private = {
+        k: (v.default_factory() if v.default_factory is not None else v.default)
+        for k, v in cls.__private_attributes__.items()
+    } or None
+    object.__setattr__(instance, "__pydantic_private__", private)
     return instance
 
 
@@ -95,7 +105,7 @@ class ModelRef(_Lenient):
 
 
 def _default_models() -> list[ModelRef]:
-    return [ModelRef.model_construct()]
+    return [construct(ModelRef)]
 
 
 class ModelSpec(_Lenient):
@@ -306,9 +316,6 @@ class Seed(_Strict):
         return {self.kind: self.value}
 
 
-_PCT_NUMBER = re.compile(r"^[0-9]*\.?[0-9]+$|^[0-9]+\.$")
-
-
 def parse_percent(text: str) -> float | str:
     """Parse an ``"N%"`` budget into a fraction in (0, 1], or return an error text."""
     s = text.strip()
@@ -316,12 +323,12 @@ def parse_percent(text: str) -> float | str:
         return "must end with '%' (for example \"25%\")"
     number = s[:-1].strip()
     try:
+        if "_" in number or not number:  # Python-only spellings the upstream parser refuses
+            raise ValueError(number)
         value = float(number)
     except ValueError:
         return f"'{number}' is not a valid number"
-    if not _PCT_NUMBER.match(number) or value != value:
-        return f"'{number}' is not a valid number"
-    if not (0 < value <= 100):
+    if not (0 < value <= 100):  # also refuses nan and inf
         return "must be greater than 0% and at most 100%"
     return value / 100.0
 
@@ -406,8 +413,8 @@ class Region(_Lenient):
 def default_layout() -> dict[str, Region]:
     """The layout used when a blueprint declares no regions: system + conversation (18000)."""
     return {
-        "system": Region.model_construct(name="system", kind="pinned", max_tokens=8000),
-        "conversation": Region.model_construct(name="conversation", kind="sliding_window", max_items=10,
+        "system": construct(Region, name="system", kind="pinned", max_tokens=8000),
+        "conversation": construct(Region, name="conversation", kind="sliding_window", max_items=10,
                                                max_tokens=10000),
     }
 
@@ -454,7 +461,7 @@ class Stage(_Strict):
     mode: Mode = "autonomous"
     description: str | None = None
     system_prompt: str | None = None
-    model: ModelSpec = Field(default_factory=lambda: ModelSpec.model_construct())
+    model: ModelSpec = Field(default_factory=lambda: construct(ModelSpec))
     available_tools: list[str] = Field(default_factory=list)
     available_connectors: list[str] = Field(default_factory=list)
     required_tools: list[str] = Field(default_factory=list)
@@ -636,9 +643,9 @@ class Blueprint(_Lenient):
     loaded back from its :meth:`to_toml`.
     """
 
-    agent: AgentInfo = Field(default_factory=lambda: AgentInfo.model_construct())
+    agent: AgentInfo = Field(default_factory=lambda: construct(AgentInfo))
     stages: dict[str, Stage] = Field(default_factory=dict)
-    context: ContextConfig = Field(default_factory=lambda: ContextConfig.model_construct())
+    context: ContextConfig = Field(default_factory=lambda: construct(ContextConfig))
     tool_permissions: dict[str, Policy] = Field(default_factory=dict)
     security: Security | None = None
     sandbox: Sandbox | None = None
@@ -763,7 +770,7 @@ class Blueprint(_Lenient):
     def inputs(self) -> list[CallerInput]:
         """Caller inputs: the caller-seeded global regions, in declaration order."""
         return [
-            CallerInput.model_construct(key=r.caller_key, region=name, required=r.required)
+            construct(CallerInput, key=r.caller_key, region=name, required=r.required)
             for name, r in self.context.regions.items()
             if r.caller_key is not None
         ]
@@ -785,3 +792,29 @@ class Blueprint(_Lenient):
         from .validation import validate_blueprint
 
         return validate_blueprint(self, **kwargs)
+
+    # -- the graph -----------------------------------------------------------------------------
+    def mermaid(self, direction: str = "LR", current: str | None = None) -> str:
+        """The stage graph as Mermaid flowchart text (``current`` highlights one stage)."""
+        from .graph import blueprint_mermaid
+
+        return blueprint_mermaid(self, direction=direction, current=current)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # Exactly these two: JupyterLab draws text/vnd.mermaid itself, with no network, but only
+        # when no richer type (HTML, markdown) is in the bundle; text/plain is the fallback.
+        text = self.mermaid()
+        return {"text/vnd.mermaid": text, "text/plain": text}
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, task: str = "", model: Any = None, workdir: Any = None, **kwargs: Any) -> Any:
+        """Start a run on lev_nb's engine thread and return its :class:`~lev_nb.engine.handle.Run`.
+
+        ``model`` is None (each stage's own model), ``"mock"``, ``"scripted:FILE"``,
+        ``"provider/model"`` or a Provider object; keyword arguments are those of
+        :func:`lev_nb.engine.api.start_run` (output_format, output_schema, on_complete, ...) and
+        the blueprint's caller inputs.
+        """
+        from lev_nb.engine.api import start_run
+
+        return start_run(self, task=task, model=model, workdir=workdir, **kwargs)

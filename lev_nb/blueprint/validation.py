@@ -17,9 +17,10 @@ from .lints import LintEnv, lint
 from .loader import load
 from .model import Blueprint
 from .report import Finding, Report, sort_findings
+from .script_checks import script_findings
 
 ExtraCheck = Callable[[Blueprint], list[Finding]]
-extra_checks: list[ExtraCheck] = []
+extra_checks: list[ExtraCheck] = [script_findings]
 
 
 def _refused(exc: BlueprintError, deny_warnings: bool) -> Report:

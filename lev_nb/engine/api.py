@@ -130,3 +130,12 @@ def compile_validators(
                 source=str(launch_validator), label="output_validator"
             )
     return compiled
+
+
+def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:
+    """``lev_nb.run(path_or_blueprint, task=..., ...)``: load the blueprint if needed, then start it."""
+    if not hasattr(blueprint, "stages"):
+        from lev_nb.blueprint import load
+
+        blueprint = load(blueprint)
+    return start_run(blueprint, task=task, model=model, **kwargs)

@@ -98,12 +98,12 @@ async def run_fan_out(runner: Runner, call: ToolCall) -> str:
         max_workers = config.max_workers
     if config.max_items and len(items) > config.max_items:
         items = items[: config.max_items]
-    runner.progress.fanned_out = True
     agent = call.arguments.get("agent")
     try:
         plan, entry = _worker_plan(runner, config, agent if isinstance(agent, str) else None)
-    except LookupError as exc:
+    except (LookupError, ValueError) as exc:  # ValueError: a worker blueprint that does not load
         return f"[error] fan_out: {exc}"
+    runner.progress.fanned_out = True  # only once workers can really start
     runner.rec.emit(ev.FanOutStarted(runner.run_id, stage.name, workers=len(items)))
     results = await _run_workers(runner, plan, entry, items, max_workers)
     failures = [r for r in results if not r.ok]

@@ -1,0 +1,139 @@
+"""``lev validate`` beyond the upstream: compile every Rhai script a blueprint names or discovers.
+
+Tool scripts (``tools/*.rhai``), output validators, stage hooks and custom-region scripts are
+compiled with the same hardened engine that runs them, so a syntax error, a missing entry point
+or a wrong arity shows up when the blueprint is checked, not half-way through a paid run.
+Each problem is an ``error`` finding with code ``script-error`` naming the file and line; a tool
+file that loads but cannot be used (name clash, unknown capability) is a ``script-tool-skipped``
+warning, since the run goes on without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .constants import BUILTIN_TOOLS
+from .model import Blueprint
+from .report import Finding
+
+SCRIPT_ERROR = "script-error"
+TOOL_SKIPPED = "script-tool-skipped"
+
+
+def script_findings(bp: Blueprint) -> list[Finding]:
+    """Compile every script of ``bp``; one finding per problem, in blueprint order."""
+    base = bp.base_dir
+    if base is None:
+        return []  # a blueprint from text has no folder to find scripts in
+    findings: list[Finding] = []
+    findings += _tool_findings(base)
+    findings += _validator_findings(bp, base)
+    findings += _hook_findings(bp, base)
+    findings += _region_findings(bp, base)
+    return findings
+
+
+def _locate(base: Path, relative: str) -> tuple[Path | None, str | None]:
+    """The script's path inside ``base``, or why it cannot be used."""
+    root = base.resolve()
+    target = (base / relative).resolve()
+    if not target.is_relative_to(root):
+        return None, f"'{relative}' resolves outside the agent folder; keep scripts inside it"
+    if not target.is_file():
+        return None, f"'{relative}' does not exist (paths are relative to the agent folder)"
+    return target, None
+
+
+def _error(message: str, stage: str | None, fix: str) -> Finding:
+    return Finding(SCRIPT_ERROR, "error", message, stage, fix)
+
+
+def _tool_findings(base: Path) -> list[Finding]:
+    from lev_nb.scripting import discover_tools
+
+    _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS))
+    findings = []
+    for item in skipped:
+        rel = Path(item.path).relative_to(base) if Path(item.path).is_relative_to(base) else item.path
+        reason = item.reason
+        if reason.startswith("Script"):
+            findings.append(_error(
+                f"tool script {rel} does not load: {reason}", None,
+                "fix the script (or its // @tool / @param annotations) so it compiles",
+            ))
+        else:
+            findings.append(Finding(
+                TOOL_SKIPPED, "warning", f"tool script {rel} is skipped: {reason}", None,
+                "rename the tool, or fix its @requires line",
+            ))
+    return findings
+
+
+def _validator_findings(bp: Blueprint, base: Path) -> list[Finding]:
+    from lev_nb.scripting import ScriptError, compile_validator
+
+    specs = [(None, bp.agent.output)] + [(name, st.output) for name, st in bp.stages.items()]
+    seen: set[str] = set()
+    findings = []
+    for stage, spec in specs:
+        path = spec.validator if spec is not None else None
+        if not path or path in seen:
+            continue
+        seen.add(path)
+        target, problem = _locate(base, path)
+        if problem:
+            findings.append(_error(f"output validator {problem}", stage, "point validator at a .rhai file in the agent folder"))
+            continue
+        try:
+            compile_validator(target, label=path)
+        except ScriptError as exc:
+            findings.append(_error(str(exc), stage, "the validator must define fn validate(content) and compile"))
+    return findings
+
+
+def _hook_findings(bp: Blueprint, base: Path) -> list[Finding]:
+    from lev_nb.scripting import ScriptError, compile_hooks
+
+    findings = []
+    for name, stage in bp.stages.items():
+        if stage.hooks is None:
+            continue
+        by_file: dict[str, list[str]] = {}
+        for hook, path in stage.hooks.model_dump().items():
+            if path:
+                by_file.setdefault(path, []).append(hook)
+        for path, hooks in by_file.items():
+            target, problem = _locate(base, path)
+            if problem:
+                findings.append(_error(f"hook script {problem}", name, "point the hook at a .rhai file in the agent folder"))
+                continue
+            try:
+                compile_hooks(target, hooks, label=path)
+            except ScriptError as exc:
+                findings.append(_error(str(exc), name, f"define fn {hooks[0]}(ctx) (one parameter) in {path}"))
+    return findings
+
+
+def _region_findings(bp: Blueprint, base: Path) -> list[Finding]:
+    from lev_nb.scripting import ScriptError, compile_region_script
+
+    layouts = [(None, bp.global_layout)] + [
+        (name, st.own_layout) for name, st in bp.stages.items() if st.own_layout
+    ]
+    seen: set[str] = set()
+    findings = []
+    for stage, layout in layouts:
+        for region in layout.values():
+            if region.kind != "custom" or not region.script or region.script in seen:
+                continue
+            seen.add(region.script)
+            target, problem = _locate(base, region.script)
+            if problem:
+                continue  # the hard checks already refuse unreadable or escaping region scripts
+            try:
+                compile_region_script(target, label=region.script)
+            except ScriptError as exc:
+                findings.append(_error(
+                    f"region '{region.name}': {exc}", stage, "the script must define fn render(ctx) and compile",
+                ))
+    return findings
