@@ -361,3 +361,51 @@ def test_the_record_carries_format_stage_and_time(tmp_path):
         "submitted_at": out.submitted_at,
         "truncated": False,
     }
+
+
+# ------------------------------------------------------------------------- hostile answers
+# Regressions: each of these used to raise out of the check and end the run as an internal error.
+@pytest.mark.parametrize(
+    "fmt,content",
+    [("json", "[" * 50_000), ("toml", "a = " + "[" * 50_000), ("yaml", "[" * 50_000)],
+)
+def test_absurdly_deep_nesting_is_refused_not_a_crash(tmp_path, fmt, content):
+    outcome = submit(tmp_path, content, spec=OutputSpec(format=fmt))
+    assert outcome.text == f"[error] the final output is not valid {fmt}: it is nested too deeply to parse"
+
+
+def test_absurdly_deep_json_against_a_schema_is_refused(tmp_path):
+    outcome = submit(tmp_path, "[" * 50_000, spec=OutputSpec(schema={"type": "array"}))
+    assert outcome.text.startswith("[error] the final output does not match the declared schema: it is not valid")
+
+
+def test_a_csv_field_larger_than_the_csv_module_limit_is_well_formed(tmp_path):
+    import csv
+
+    before = csv.field_size_limit()
+    content = "name,blob\nx," + "y" * 200_000 + "\n"
+    outcome = submit(tmp_path, content, spec=OutputSpec(format="csv"))
+    assert outcome.accepted, outcome.text
+    assert csv.field_size_limit() == before  # the global limit is put back
+
+
+@pytest.mark.parametrize("content", ["NaN", '{"a": Infinity}', "[-Infinity]"])
+def test_json_extensions_are_not_json(tmp_path, content):
+    outcome = submit(tmp_path, content, spec=OutputSpec(format="json"))
+    assert outcome.text.startswith("[error] the final output is not valid json: ")
+    assert "is not a JSON value" in outcome.text
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["---\na: 1\n---\nb: 2\n", "a: !custom tagged\nbase: &b {x: 1}\nuse: *b\n", "!!python/object:os.system x\n"],
+)
+def test_well_formed_yaml_is_accepted_whatever_its_tags_or_documents(tmp_path, content):
+    outcome = submit(tmp_path, content, spec=OutputSpec(format="yaml"))
+    assert outcome.accepted, outcome.text
+
+
+def test_an_artifact_with_a_nul_byte_refuses_the_submission(tmp_path):
+    outcome = submit(tmp_path, "done", artifacts=["ok.txt", "bad\0name"])
+    assert not outcome.accepted
+    assert outcome.text.startswith("[error] these artifact paths do not resolve inside the working directory: ")

@@ -233,7 +233,7 @@ def test_run_output_format_refuses_an_answer_in_another_format_then_takes_the_ri
     proc, run_id = cli.run(PLAIN_AGENT, turns, "--output-format", "xml")
     assert proc.returncode == 0, err(proc)
     events = [json.loads(line) for line in (cli.home / "runs" / run_id / "events.jsonl").read_text().splitlines()]
-    rejected = [e for e in events if e["kind"] == "output_rejected"]
+    rejected = [e for e in events if e["type"] == "output_rejected"]
     assert len(rejected) == 1 and "not valid xml" in rejected[0]["reason"]
     assert cli.lev("result", run_id, "--raw").stdout == b"<ok/>\n"
 

@@ -144,8 +144,9 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
 
     System blocks are stable-sorted by declared volatility (stable, grows, rewritten), then by
     how long their kind stays unchanged, so the prefix a provider caches changes least. The
-    messages lose orphaned tool blocks and empty messages, get ``Begin.`` when no user message
-    exists, and ``Continue.`` when the assistant spoke last.
+    messages lose orphaned tool blocks and empty messages, start with a ``Begin.`` user message when they would
+    otherwise start with the assistant (or be empty), and end with ``Continue.`` when the
+    assistant spoke last.
     """
     ranked: list[tuple[int, int, str]] = []
     messages: list[Message] = []
@@ -160,8 +161,10 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
     ranked.sort(key=lambda item: (item[0], item[1]))
     system = [block for _, _, block in ranked]
     messages = [m for m in _strip_orphans(messages) if not _is_empty(m)]
-    if not any(m.role == "user" for m in messages):
-        messages.append(Message(role="user", content="Begin."))
+    # The Messages API wants a user turn first; once the window has slid past the opening
+    # user message (or there never was one), the conversation would start with the assistant.
+    if not messages or messages[0].role == "assistant":
+        messages.insert(0, Message(role="user", content="Begin."))
     if messages[-1].role == "assistant":
         messages.append(Message(role="user", content="Continue."))
     return system, messages

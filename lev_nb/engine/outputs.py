@@ -162,12 +162,24 @@ def _norm(label: str | None) -> str:
     return (label or "").strip().lower()
 
 
+TOO_DEEP = "it is nested too deeply to parse"
+
+
+def _strict_json(content: str) -> Any:
+    """Parse standard JSON: NaN and Infinity are Python extensions, not JSON."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    return json.loads(content, parse_constant=refuse)
+
+
 def check_well_formed(fmt: str | None, content: str) -> str | None:
     """Parse ``content`` as ``fmt`` when lev_nb knows the format; return the reason it fails."""
     label = _norm(fmt)
     try:
         if label == "json":
-            json.loads(content)
+            _strict_json(content)
         elif label == "xml":
             return _check_xml(content)
         elif label in ("yaml", "yml"):
@@ -178,6 +190,8 @@ def check_well_formed(fmt: str | None, content: str) -> str | None:
             tomllib.loads(content)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         return str(exc)
+    except RecursionError:  # a hostile or runaway answer must be refused, not crash the run
+        return TOO_DEEP
     return None
 
 
@@ -197,14 +211,25 @@ def _check_yaml(content: str) -> str | None:
     import yaml
 
     try:
-        yaml.safe_load(content)
+        # Compose only: checks the syntax of every document without building Python objects, so
+        # custom tags and several documents are fine and aliases are never expanded.
+        for _ in yaml.compose_all(content, Loader=yaml.SafeLoader):
+            pass
     except yaml.YAMLError as exc:
         return str(exc).replace("\n", " ")
     return None
 
 
 def _check_csv(content: str) -> str | None:
-    rows = [row for row in csv.reader(io.StringIO(content)) if row]
+    # The csv module refuses fields over a global limit (128 Ki chars); an answer may hold one.
+    previous = csv.field_size_limit()
+    csv.field_size_limit(max(previous, len(content) + 1))
+    try:
+        rows = [row for row in csv.reader(io.StringIO(content)) if row]
+    except csv.Error as exc:
+        return str(exc)
+    finally:
+        csv.field_size_limit(previous)
     if not rows:
         return "no rows found"
     width = len(rows[0])
@@ -229,10 +254,15 @@ def check_schema(schema: dict[str, Any], content: str) -> tuple[str | None, str 
     except jsonschema.SchemaError as exc:
         return None, f"the declared output schema is not a valid JSON Schema, so it was not checked: {exc.message}"
     try:
-        document = json.loads(content)
+        document = _strict_json(content)
     except ValueError as exc:
         return f"it is not valid JSON ({exc})", None
-    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return f"it is not valid JSON ({TOO_DEEP})", None
+    try:
+        errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return f"it could not be checked ({TOO_DEEP})", None
     if not errors:
         return None, None
     shown = [f"{_json_path(e.absolute_path)}: {e.message}" for e in errors[:MAX_SCHEMA_VIOLATIONS]]
@@ -253,7 +283,11 @@ def artifacts_outside(workdir: Path, artifacts: list[str]) -> list[str]:
     root = Path(os.path.realpath(workdir))
     bad = []
     for item in artifacts:
-        resolved = Path(os.path.realpath(root / item))
+        try:
+            resolved = Path(os.path.realpath(root / item))
+        except (ValueError, OSError):  # e.g. an embedded NUL: no file can have that name
+            bad.append(item)
+            continue
         if resolved != root and root not in resolved.parents:
             bad.append(item)
     return bad

@@ -125,7 +125,6 @@ class Runner:
             workdir=str(self.workdir),
             num_stages=len(plan.stages),
         )
-        self.meta["model"] = self._entry_model_label()
         if output_request is not None and not output_request.is_empty():
             self.meta["output_request"] = {
                 k: v for k, v in output_request.__dict__.items() if v is not None
@@ -139,6 +138,7 @@ class Runner:
             self.meta["parent_run_id"] = parent.run_id
             self.meta["depth"] = self.depth
         self.entry = entry or plan.entry
+        self.meta["model"] = self._entry_model_label()
         self.visits: dict[str, int] = {}
         self.stage: StagePlan = plan.stage(self.entry)
         self._pending_merge: str | None = None
@@ -323,7 +323,7 @@ class Runner:
         return provider_for(provider_name, model_name), provider_name, model_name
 
     def _entry_model_label(self) -> str:
-        stage = self.plan.stage(self.entry if hasattr(self, "entry") else self.plan.entry)
+        stage = self.plan.stage(self.entry)
         if self.provider is not None:
             name = getattr(self.provider, "name", "custom")
             return name if "/" in name or not stage.models else f"{name}"
@@ -497,7 +497,7 @@ class Runner:
                 r for r in self.ctx.required_regions() if r not in self._caller_seeded() and self.ctx.is_empty(r)
             ]
             if unmet:
-                cap = stage.max_revisits or REQUIRED_REENTRY_CAP
+                cap = stage.max_revisits if stage.max_revisits is not None else REQUIRED_REENTRY_CAP
                 if progress.required_reentries < cap:
                     progress.required_reentries += 1
                     for region in unmet:
