@@ -27,7 +27,10 @@ def test_there_are_fixtures_to_walk():
 
 @pytest.mark.parametrize("manifest", AGENTS, ids=lambda p: str(p.parent.relative_to(ROOT)))
 def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, workdir: Path):
-    run = start_run(load(manifest.parent), task="dry run", model="mock", workdir=workdir, home=home)
+    bp = load(manifest.parent)
+    # Give every required caller input a value, as a user launching the agent has to.
+    inputs = {i.key: f"sample {i.key}" for i in bp.inputs if i.required and i.key != "task"}
+    run = start_run(bp, task="dry run", model="mock", workdir=workdir, home=home, **inputs)
     run.wait(RUN_TIMEOUT_S)
     assert run.status in TERMINAL
     # A clean dry run finishes; an error must at least say why.

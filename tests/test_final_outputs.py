@@ -569,3 +569,35 @@ def test_blueprint_text_loaded_by_the_public_loader_runs(tmp_path):
     assert run.status == "complete", run.error
     assert run.result.format == "yaml"
     assert str(run.result) == "- a\n- b\n"
+
+
+def test_a_hostile_submission_is_refused_and_the_run_goes_on(engine):
+    turns = [call("submit_output", content="[" * 50_000), call("submit_output", content="NaN"),
+             call("submit_output", content="[1]"), say("sent")]
+    run, model = engine.run(OUTPUT_STAGE, turns, output_format="json")
+    assert run.status == "complete", run.error
+    assert run.result.content == "[1]"
+    reasons = [e.reason for e in events_of(run, "output_rejected")]
+    assert reasons[0] == "[error] the final output is not valid json: it is nested too deeply to parse"
+    assert reasons[1] == "[error] the final output is not valid json: NaN is not a JSON value"
+
+
+def test_the_owed_output_bound_is_three_whatever_max_revisits_says(engine):
+    # spec/runtime.md §16.2: the code's fixed cap of 3, not max_revisits, bounds these re-runs.
+    toml = OUTPUT_STAGE.replace('mode = "output"', 'mode = "output"\nmax_revisits = 1')
+    run, model = engine.run(toml, [say("a"), say("b"), say("c"), say("d")])
+    assert len(events_of(run, "nudge")) == 3
+    assert len(model.requests) == 4
+    assert run.flags["output_forced"] == 1
+
+
+def test_a_validator_path_in_a_text_blueprint_fails_at_start(engine):
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.scripting import ScriptError
+
+    toml = OUTPUT_STAGE.replace("[stages.answer.transitions]",
+                                '[stages.answer.output]\nvalidator = "check.rhai"\n[stages.answer.transitions]')
+    model = ScriptedModel([say("x")])
+    with pytest.raises(ScriptError, match="check.rhai"):
+        engine.start(toml, model)
+    assert model.requests == []

@@ -409,3 +409,9 @@ def test_an_artifact_with_a_nul_byte_refuses_the_submission(tmp_path):
     outcome = submit(tmp_path, "done", artifacts=["ok.txt", "bad\0name"])
     assert not outcome.accepted
     assert outcome.text.startswith("[error] these artifact paths do not resolve inside the working directory: ")
+
+
+def test_a_lone_surrogate_is_refused_not_a_crash(tmp_path):
+    outcome = submit(tmp_path, "broken \ud800 text", validator=validator("()"))
+    assert not outcome.accepted
+    assert outcome.text.startswith("[error] the final output contains an invalid character")

@@ -111,3 +111,14 @@ def test_ipython_picks_the_bundle_up(tmp_path):
     assert data["application/json"] == {"a": 1}
     assert data["text/plain"].endswith('{"a": 1}')
     assert formatters is not None
+
+
+def test_absurdly_nested_json_falls_back_to_text():
+    content = "[" * 50_000
+    assert output_bundle(content, "json") == {"text/plain": content}
+
+
+def test_a_csv_with_a_huge_field_still_displays():
+    content = "a,b\n1," + "x" * 200_000 + "\n"
+    bundle = output_bundle(content, "csv")
+    assert bundle["text/plain"] == content

@@ -332,3 +332,22 @@ def test_ps_shows_an_errored_run_without_output(cli):
     row = ps_rows(cli)[run_id]
     assert row["status_text"].startswith("error: the run finished without the final output")
     assert row["status_text"].endswith(" (no output)")
+
+
+@pytest.mark.parametrize("setup,run_id,needle", [
+    ("broken", "broken-1", "cannot be read"),
+    ("missing", "missing-1", "cannot be read"),
+    (None, "..", "is not a run id"),
+])
+def test_result_of_an_unreadable_record_is_a_clear_error(cli, setup, run_id, needle):
+    folder = cli.home / "runs" / run_id
+    if setup:
+        folder.mkdir(parents=True)
+        if setup == "broken":
+            (folder / "meta.json").write_text("{not json")
+    else:
+        (cli.home / "runs").mkdir(parents=True)
+    shown = cli.lev("result", run_id)
+    assert shown.returncode == 1
+    assert needle in err(shown)
+    assert "Traceback" not in err(shown)

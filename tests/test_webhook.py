@@ -189,3 +189,43 @@ def test_lev_run_webhook_posts_the_result(tmp_path, receiver):
     assert payload["status"] == "complete"
     assert payload["final_output"]["content"] == "<ok/>"
     assert payload["final_output"]["format"] == "xml"
+
+
+# Regressions: these used to raise out of the run's clean-up, so run.wait() raised and
+# on_complete was never called.
+@pytest.mark.parametrize("url", ["http://[::1/", "http://bad host/"])
+def test_a_malformed_webhook_url_is_a_warning_and_the_run_ends_normally(engine, url):
+    seen: list[str] = []
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                        webhook=url, on_complete=lambda r: seen.append(r.status))
+    assert run.status == "complete", run.error
+    assert seen == ["complete"]
+    assert any("could not be delivered" in e.message for e in events_of(run, "warning"))
+
+
+def test_a_receiver_that_does_not_speak_http_is_a_warning(engine):
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    got: list[bytes] = []
+
+    def answer_garbage() -> None:
+        conn, _ = server.accept()
+        with conn:
+            got.append(conn.recv(65536))
+            conn.sendall(b"this is not an HTTP response\r\n\r\n")
+
+    thread = threading.Thread(target=answer_garbage, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                            webhook=f"http://127.0.0.1:{port}/")
+    finally:
+        thread.join(30)
+        server.close()
+    assert run.status == "complete", run.error
+    assert got and got[0].startswith(b"POST / HTTP/1.1")
+    assert any("could not be delivered" in e.message for e in events_of(run, "warning"))

@@ -261,10 +261,18 @@ def cmd_result(args: argparse.Namespace) -> int:
 
     try:
         store = find_run(args.run_id)
-    except RunNotFound as exc:
+    except (RunNotFound, ValueError) as exc:  # ValueError: not a run id at all (e.g. "..")
         print(f"lev result: {exc}", file=sys.stderr)
         return 1
-    meta = store.read_meta()
+    try:
+        meta = store.read_meta()
+    except (OSError, ValueError) as exc:
+        print(
+            f"lev result: the record of run '{store.run_id}' cannot be read ({exc}); it may still be "
+            "starting, or its meta.json is damaged",
+            file=sys.stderr,
+        )
+        return 1
     descriptor = meta.get("final_output")
     raw = store.read_final_output()
     if not descriptor or raw is None:

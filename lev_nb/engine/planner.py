@@ -21,6 +21,7 @@ from lev_nb.engine.plan import (
     StagePlan,
 )
 from lev_nb.engine.regions import RegionConfig
+from lev_nb.engine.seeds import seed_plans
 
 DEFAULT_WINDOW = 200_000
 
@@ -55,6 +56,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         caller_regions=caller,
         script_tools={d.name: d for d in script_defs},
         skipped_scripts=tuple(skipped),
+        seeds=seed_plans(bp),
     )
 
 

@@ -168,7 +168,7 @@ class Runner:
         try:
             if self._cancel_requested:
                 raise asyncio.CancelledError
-            self._start()
+            await self._start()
             await self._loop()
         except asyncio.CancelledError:
             self._finish("cancelled")
@@ -193,7 +193,7 @@ class Runner:
         except OSError as exc:
             self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=f"the completion webhook failed: {exc}"))
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
         self.meta["status"] = "running"
         self.meta["flags"]["no_output_tools"] = not any(
             set(s.tools) & modifying_tools(s) for s in self.plan.stages
@@ -209,15 +209,36 @@ class Runner:
                 f"the working directory '{self.workdir}' does not exist; create it or pass another --workdir"
             )
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._seed_context()
+        await self._seed_context()
         self._enter_stage(self.entry, None)
 
-    def _seed_context(self) -> None:
-        seeds = dict(self.inputs)
-        seeds.setdefault("task", self.task)
-        for region, text in seeds.items():
-            if text:
-                self.ctx.seed_input(region, text)
+    async def _seed_context(self) -> None:
+        """Fill regions from their seeds; the task goes where no caller seed takes it."""
+        from lev_nb.engine.seeds import SeedFailure, seed_text
+
+        inputs = dict(self.inputs)
+        inputs.setdefault("task", self.task)
+        used: set[str] = set()
+        for seed in self.plan.seeds:
+            if seed.kind == "caller":
+                used.add(seed.key or seed.region)
+            try:
+                text = await seed_text(self, seed, inputs)
+            except SeedFailure as exc:
+                raise _RunFailure(str(exc)) from None
+            if text and self.ctx.has_region(seed.region):
+                self.ctx.seed(seed.region, text)
+            elif seed.required and seed.kind == "caller":
+                raise _RunFailure(
+                    f"the input '{seed.key}' is required (it fills region '{seed.region}'); pass it "
+                    f"as --{seed.key} on the command line or {seed.key}=... in Python"
+                )
+        if "task" not in used and self.task:
+            self.ctx.seed_input("task", self.task)
+        for name in sorted(set(self.inputs) - used):
+            self.rec.emit(
+                ev.Warning_(self.run_id, None, message=f"input '{name}' fills no region of this blueprint, so it was ignored")
+            )
 
     def _finish(self, status: str, error: str | None = None) -> None:
         flags = self.meta["flags"]

@@ -59,6 +59,13 @@ def evaluate_submission(
         return SubmissionResult(
             "[error] the final output is empty - submit the answer itself, not a placeholder"
         )
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no file or reader takes it
+        return SubmissionResult(
+            "[error] the final output contains an invalid character (an unpaired UTF-16 surrogate); "
+            "submit it again as plain UTF-8 text"
+        )
     lowered = content.strip().lower()
     for name in stage_names:
         if lowered == name.lower():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -28,13 +29,17 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
     """POST ``payload`` as JSON to ``url``; returns the HTTP status (raises OSError on failure)."""
     if not url.startswith(("http://", "https://")):
         raise OSError(f"webhook URL must start with http:// or https://, got '{url}'")
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    request = urllib.request.Request(
-        url, data=body, method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "lev_nb"},
-    )
     try:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        request = urllib.request.Request(
+            url, data=body, method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": "lev_nb"},
+        )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         raise OSError(f"the webhook answered HTTP {exc.code}") from None
+    except (ValueError, http.client.HTTPException) as exc:
+        # A malformed URL or a reply that is not HTTP: still only a failed delivery, so the run
+        # (which posts from its clean-up) ends normally and reports it as a warning.
+        raise OSError(f"the webhook could not be delivered to '{url}': {exc}") from None

@@ -24,7 +24,7 @@ def output_bundle(content: str, fmt: str | None, heading: str = "") -> dict[str,
     if label == "json":
         try:
             bundle["application/json"] = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON after all: the text/plain view remains
             pass
     elif label in ("markdown", "md"):
         bundle["text/markdown"] = (f"**{html.escape(heading)}**\n\n" if heading else "") + content

@@ -1,0 +1,153 @@
+"""Filling regions when a run starts, from their ``seed`` (spec/blueprint.md §6.4).
+
+Caller seeds take a launch input; ``literal`` is text in the blueprint; ``files`` and ``glob`` read
+files of the workdir; ``command`` runs a shell command in the workdir; ``tools`` calls built-in or
+script tools; ``rhai`` runs a workdir script with ``input = #{task, workdir}`` in scope. A seed that
+fails leaves a bracketed note in its region instead of stopping the run, except a ``rhai`` seed,
+which fails the run as upstream does (its script is part of the blueprint's contract).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob as globlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lev_nb.engine.runner import Runner
+
+COMMAND_TIMEOUT_S = 60
+MAX_SEED_FILES = 200
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """One region's seed, as the engine runs it."""
+
+    region: str
+    kind: str
+    key: str | None = None
+    value: str | None = None
+    files: tuple[str, ...] = ()
+    tools: tuple[tuple[str, str], ...] = ()  # (tool name, JSON arguments)
+    refresh: str = "once"
+    required: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SeedFailure(Exception):
+    """A seed that must not fail did (its message ends the run)."""
+
+
+async def seed_text(runner: Runner, seed: SeedPlan, inputs: dict[str, str]) -> str:
+    """The text a seed puts into its region ("" when there is nothing)."""
+    workdir = runner.workdir
+    if seed.kind == "caller":
+        return inputs.get(seed.key or seed.region, "")
+    if seed.kind == "literal":
+        return seed.value or ""
+    if seed.kind == "files":
+        return _read_files(workdir, list(seed.files))
+    if seed.kind == "glob":
+        matches = sorted(globlib.glob(seed.value or "", root_dir=workdir, recursive=True))
+        return _read_files(workdir, matches[:MAX_SEED_FILES])
+    if seed.kind == "command":
+        return await _command(workdir, seed.value or "")
+    if seed.kind == "tools":
+        return await _tools(runner, seed)
+    if seed.kind == "rhai":
+        return await asyncio.to_thread(_rhai, workdir, seed.value or "", runner.task)
+    return ""
+
+
+def _read_files(workdir: Path, paths: list[str]) -> str:
+    root = workdir.resolve()
+    parts = []
+    for rel in paths:
+        target = (workdir / rel).resolve()
+        if not target.is_relative_to(root):
+            parts.append(f"### [{rel}]\n[not read: outside the working directory]")
+            continue
+        if not target.is_file():
+            continue
+        try:
+            parts.append(f"### [{rel}]\n{target.read_text(encoding='utf-8', errors='replace')}")
+        except OSError as exc:
+            parts.append(f"### [{rel}]\n[not read: {exc.strerror or exc}]")
+    return "\n\n".join(parts)
+
+
+async def _command(workdir: Path, command: str) -> str:
+    proc = await asyncio.create_subprocess_shell(
+        command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        proc.kill()
+        return f"[seed command timed out after {COMMAND_TIMEOUT_S} s: {command}]"
+    text = out.decode("utf-8", errors="replace")
+    if proc.returncode:
+        text += f"\n[seed command exited with {proc.returncode}: {err.decode('utf-8', errors='replace').strip()}]"
+    return text.strip()
+
+
+async def _tools(runner: Runner, seed: SeedPlan) -> str:
+    from lev_nb.tools.validation import validate_arguments
+
+    registry = runner.tools.registry
+    parts = []
+    for name, raw_args in seed.tools:
+        args = json.loads(raw_args)
+        tool = registry.get(name)
+        if tool is None or tool.handler is None:
+            parts.append(f"[{name}]: [unavailable] no tool named '{name}' can seed a region")
+            continue
+        problem = validate_arguments(name, tool.parameters, args)
+        if problem:
+            parts.append(f"[{name}]: {problem}")
+            continue
+        try:
+            result = await tool.handler(runner.tools.tool_context, args)
+        except Exception as exc:  # a seed never stops the run
+            result = f"[error] {name}: {exc}"
+        parts.append(f"[{name}]:\n{result}")
+    return "\n\n".join(parts)
+
+
+def _rhai(workdir: Path, script: str, task: str) -> str:
+    from lev_nb.rhai import Engine, RhaiError
+
+    root = workdir.resolve()
+    target = (workdir / script).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise SeedFailure(f"rhai seed '{script}' is not a file inside the working directory")
+    try:
+        value = Engine(max_operations=100_000).eval(
+            target.read_text(encoding="utf-8"), input={"task": task, "workdir": str(workdir)}
+        )
+    except RhaiError as exc:
+        raise SeedFailure(f"rhai seed '{script}' failed: {exc}") from None
+    if not isinstance(value, str):
+        raise SeedFailure(f"rhai seed '{script}' must return a string, got {type(value).__name__}")
+    return value
+
+
+def seed_plans(bp: Any) -> tuple[SeedPlan, ...]:
+    """The seeds of the blueprint's global layout, in declaration order."""
+    plans = []
+    for name, region in bp.global_layout.items():
+        seed = region.seed
+        if seed is None:
+            continue
+        tools = tuple((t.name, json.dumps(t.args)) for t in seed.tools)
+        plans.append(
+            SeedPlan(
+                region=name, kind=seed.kind, key=seed.key, value=seed.value, files=tuple(seed.files),
+                tools=tools, refresh=seed.refresh, required=region.required,
+            )
+        )
+    return tuple(plans)
