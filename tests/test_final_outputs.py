@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import RUN_TIMEOUT_S, call, events_of, request_text, say
 
-from conftest import RUN_TIMEOUT_S, blueprint, call, events_of, request_text, say
 from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine.runner import OWED_AT_END, OWED_OUTPUT_NUDGE
 
@@ -50,7 +50,7 @@ def test_an_output_stage_records_the_answer_and_ends_the_run(engine):
     assert result.stage == "answer"
     assert result.truncated is False
     assert result.artifacts == []
-    assert datetime.fromisoformat(result.submitted_at.replace("Z", "+00:00")).year >= 2024
+    assert datetime.fromisoformat(result.submitted_at).year >= 2024
     kinds = [e.kind for e in run.events.snapshot()]
     assert kinds.index("output_submitted") < kinds.index("completed")
     completed = events_of(run, "completed")[0]
@@ -60,12 +60,12 @@ def test_an_output_stage_records_the_answer_and_ends_the_run(engine):
 def test_the_answer_is_written_beside_the_run_record(engine):
     run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="ünïcode ✓\n"), say("sent")])
     folder = Path(run.run_dir)
-    assert (folder / "final_output").read_bytes() == "ünïcode ✓\n".encode("utf-8")
+    assert (folder / "final_output").read_bytes() == "ünïcode ✓\n".encode()
     descriptor = run.meta["final_output"]
     assert descriptor == {
         "stage": "answer",
         "submitted_at": run.result.submitted_at,
-        "bytes": len("ünïcode ✓\n".encode("utf-8")),
+        "bytes": len("ünïcode ✓\n".encode()),
         "truncated": False,
     }
     import json
@@ -175,6 +175,9 @@ def test_require_output_on_an_ordinary_stage_nudges_then_is_satisfied(engine):
     assert run.result.stage == "work"
     assert run.stage_history == ["work", "wrap"]
     assert "Before this stage ends you must call `submit_output`" in "\n".join(model.requests[0].system)
+    # The pinned mirror follows the run into the next stage.
+    assert model.requests[-1].stage == "wrap"
+    assert "## final_output\n3 files" in "\n".join(model.requests[-1].system)
 
 
 def test_a_forced_stage_carries_on_and_the_run_still_ends_in_error(engine):
@@ -190,7 +193,7 @@ def test_a_forced_stage_carries_on_and_the_run_still_ends_in_error(engine):
     [stages.wrap.transitions]
     """
     turns = [call("list_dir"), say("a"), say("b"), say("c"), say("d"), say("wrap done")]
-    run, model = engine.run(toml, turns)
+    run, _model = engine.run(toml, turns)
     assert run.stage_history == ["work", "wrap"]  # a missing output never strands the run
     assert len(events_of(run, "nudge")) == 3
     assert run.flags["output_forced"] == 1
@@ -339,7 +342,7 @@ def test_a_validator_without_validate_fails_at_start(engine):
 def test_a_notebook_string_validator_judges_answers(engine):
     validator = 'fn validate(c) { if c.len() > 10 { return "keep it under 10 characters"; } "" }'
     turns = [call("submit_output", content="far too long an answer"), call("submit_output", content="short"), say("ok")]
-    run, model = engine.run(OUTPUT_STAGE, turns, output_validator=validator)
+    run, _model = engine.run(OUTPUT_STAGE, turns, output_validator=validator)
     assert run.status == "complete", run.error
     assert run.result.content == "short"
     assert events_of(run, "output_rejected")[0].reason == (
@@ -420,7 +423,7 @@ def test_an_odd_byte_cap_lands_on_a_character_boundary(engine):
 def test_the_answer_is_mirrored_into_the_pinned_final_output_region(engine):
     turns = [call("submit_output", content="first version"), call("submit_output", content="second version"),
              say("sent")]
-    run, model = engine.run(OUTPUT_STAGE, turns)
+    _run, model = engine.run(OUTPUT_STAGE, turns)
     assert "## final_output" not in "\n".join(model.requests[0].system)
     after_first = "\n".join(model.requests[1].system)
     assert "## final_output\nfirst version" in after_first
@@ -525,7 +528,7 @@ def test_on_complete_receives_the_run_with_its_result(engine):
         seen.append((run.status, run.result.content if run.result else None, run.flags["produced_output"]))
         done.set()
 
-    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")], on_complete=finished)
+    _run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")], on_complete=finished)
     assert done.wait(RUN_TIMEOUT_S)
     assert seen == [("complete", "42", True)]
 
@@ -535,7 +538,7 @@ def test_on_complete_is_called_for_a_run_that_ends_owing_an_answer(engine):
 
     seen = []
     done = threading.Event()
-    run, _ = engine.run(
+    _run, _ = engine.run(
         OUTPUT_STAGE,
         [say("a"), say("b"), say("c"), say("d")],
         on_complete=lambda r: (seen.append((r.status, r.result, r.error)), done.set()),
@@ -574,7 +577,7 @@ def test_blueprint_text_loaded_by_the_public_loader_runs(tmp_path):
 def test_a_hostile_submission_is_refused_and_the_run_goes_on(engine):
     turns = [call("submit_output", content="[" * 50_000), call("submit_output", content="NaN"),
              call("submit_output", content="[1]"), say("sent")]
-    run, model = engine.run(OUTPUT_STAGE, turns, output_format="json")
+    run, _model = engine.run(OUTPUT_STAGE, turns, output_format="json")
     assert run.status == "complete", run.error
     assert run.result.content == "[1]"
     reasons = [e.reason for e in events_of(run, "output_rejected")]

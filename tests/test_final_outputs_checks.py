@@ -299,11 +299,12 @@ def test_blank_and_non_string_artifacts_are_dropped(tmp_path):
 def test_any_escaping_artifact_refuses_the_whole_submission(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
-    outcome = submit(work, "done", artifacts=["ok.txt", "../secret", "/etc/passwd", "a/../../b"])
+    absolute = str(tmp_path / "elsewhere.txt")
+    outcome = submit(work, "done", artifacts=["ok.txt", "../secret", absolute, "a/../../b"])
     assert not outcome.accepted
     assert outcome.text == (
         "[error] these artifact paths do not resolve inside the working directory: "
-        "../secret, /etc/passwd, a/../../b"
+        f"../secret, {absolute}, a/../../b"
     )
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import call, say
+
 from lev_nb.engine.outputs import (
     PRESENTATION_CLAUSE,
     SUBMIT_OUTPUT_BASE,
@@ -199,7 +199,7 @@ def test_a_launch_format_drops_the_declared_schema_end_to_end(engine):
 
 def test_the_launch_format_is_checked_for_well_formedness(engine):
     turns = [call("submit_output", content='{"n": 1}'), call("submit_output", content="<n>1</n>"), say("done")]
-    run, model = engine.run(DECLARED, turns, output_format="xml")
+    run, _model = engine.run(DECLARED, turns, output_format="xml")
     assert run.status == "complete", run.error
     rejected = [e for e in run.events.snapshot() if e.kind == "output_rejected"]
     assert len(rejected) == 1 and "not valid xml" in rejected[0].reason

@@ -173,3 +173,18 @@ def test_lev_graph_reports_a_bad_blueprint_on_one_line(tmp_path: Path) -> None:
     out = subprocess.run([str(lev), "graph", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "agent.leviath" in out.stderr
+
+
+def test_lev_validate_graph_appends_the_flowchart() -> None:
+    lev = Path(sys.executable).with_name("lev")
+    out = subprocess.run([str(lev), "validate", str(ROOT / "blueprints" / "triage"), "--graph"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0
+    assert out.stdout.endswith(blueprint_mermaid(load(ROOT / "blueprints" / "triage")))
+
+
+def test_blueprint_displays_as_mermaid_and_plain_text_only() -> None:
+    bp = load(ROOT / "blueprints" / "triage")
+    bundle = bp._repr_mimebundle_()
+    assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
+    assert bundle["text/vnd.mermaid"] == bp.mermaid() == bundle["text/plain"]

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import call, say
+
 from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
 
 LEV = Path(sys.executable).with_name("lev")
@@ -76,7 +76,7 @@ class Cli:
         return path
 
     def lev(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([str(LEV), *args], env=self.env, capture_output=True, timeout=120, cwd=self.tmp)
+        return subprocess.run([str(LEV), *args], env=self.env, capture_output=True, timeout=120, cwd=self.tmp, check=False)
 
     def run(self, toml: str, turns: list[dict[str, Any]], *flags: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
         """``lev run`` to the end; returns the process and the printed run id."""
@@ -119,7 +119,7 @@ def test_result_raw_is_the_exact_bytes_for_a_pipeline(cli):
 
 
 def test_result_raw_adds_only_a_final_newline_when_missing(cli):
-    proc, run_id = cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 2}'), say("done")])
+    _proc, run_id = cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 2}'), say("done")])
     assert cli.lev("result", run_id, "--raw").stdout == b'{"n": 2}\n'
 
 
@@ -145,7 +145,7 @@ def test_result_json_is_the_answer_with_its_shape(cli):
 
 def test_result_default_lists_the_files_produced(cli):
     turns = [call("submit_output", content='{"n": 4}', artifacts=["a.csv", "out/b.md"]), say("done")]
-    proc, run_id = cli.run(OUTPUT_AGENT, turns)
+    _proc, run_id = cli.run(OUTPUT_AGENT, turns)
     text = cli.lev("result", run_id).stdout.decode()
     assert text.endswith('{"n": 4}\n\nFiles produced (2):\n  a.csv\n  out/b.md\n')
 
@@ -166,7 +166,7 @@ def test_result_marks_a_truncated_answer(cli):
 
 
 def test_result_accepts_a_unique_prefix(cli):
-    proc, run_id = cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 5}'), say("done")])
+    _proc, run_id = cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 5}'), say("done")])
     prefix = run_id[: len("answerer-") + 6]
     assert cli.lev("result", prefix, "--raw").stdout == b'{"n": 5}\n'
 
@@ -307,9 +307,13 @@ def ps_rows(cli: Cli) -> dict[str, dict[str, Any]]:
 
 
 def test_ps_shows_complete_no_output_for_a_run_that_left_nothing(cli):
-    proc, empty_id = cli.run(WRITER_AGENT, [say("nothing")])
-    proc, answered_id = cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 1}'), say("done")])
-    proc, wrote_id = cli.run(WRITER_AGENT, [call("write_file", path="f.txt", content="x"), say("done")])
+    runs = [
+        cli.run(WRITER_AGENT, [say("nothing")]),
+        cli.run(OUTPUT_AGENT, [call("submit_output", content='{"n": 1}'), say("done")]),
+        cli.run(WRITER_AGENT, [call("write_file", path="f.txt", content="x"), say("done")]),
+    ]
+    assert [proc.returncode for proc, _ in runs] == [0, 0, 0]
+    empty_id, answered_id, wrote_id = (run_id for _, run_id in runs)
     rows = ps_rows(cli)
     assert rows[empty_id]["status_text"] == "complete (no output)"
     assert rows[empty_id]["empty_output"] is True
@@ -328,7 +332,7 @@ def test_ps_shows_complete_no_output_for_a_run_that_left_nothing(cli):
 def test_ps_shows_an_errored_run_without_output(cli):
     toml = PLAIN_AGENT.replace("[agent]", '[tool_permissions]\nwrite_file = "allow"\n\n[agent]', 1)
     toml = toml.replace('available_tools = ["submit_output"]', 'available_tools = ["submit_output", "write_file"]')
-    proc, run_id = cli.run(toml, [say("a"), say("b"), say("c"), say("d")])
+    _proc, run_id = cli.run(toml, [say("a"), say("b"), say("c"), say("d")])
     row = ps_rows(cli)[run_id]
     assert row["status_text"].startswith("error: the run finished without the final output")
     assert row["status_text"].endswith(" (no output)")

@@ -16,6 +16,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--deny-warnings", action="store_true", help="fail when there are warnings too")
+    p.add_argument("--graph", action="store_true", help="also print the stage graph as Mermaid text (not with --json)")
     p.set_defaults(func=run_validate)
     s = subparsers.add_parser("schema", help="print the JSON Schema of the blueprint format")
     s.set_defaults(func=run_schema)
@@ -52,6 +53,9 @@ def run_validate(args: argparse.Namespace) -> int:
         print(_summary(report.blueprint, scan_tools(report.blueprint.base_dir)))
         if report.findings:
             print(report.findings_text())
+        if getattr(args, "graph", False):
+            print()
+            print(report.blueprint.mermaid(), end="")
     failure = report.failure_line()
     if failure:
         print(failure, file=sys.stderr)
