@@ -56,6 +56,7 @@ def start_run(
         )
     plan = cached_plan(blueprint)
     validators = compile_validators(blueprint, plan, request, output_validator)
+    hook_scripts, region_scripts = compile_run_scripts(plan)
     runner = Runner(
         plan,
         task=task,
@@ -69,6 +70,8 @@ def start_run(
         approver=approver,
         validators=validators,
         webhook=webhook,
+        hook_scripts=hook_scripts,
+        region_scripts=region_scripts,
     )
     run = Run(runner, None)
     runner.handle = run  # before the run starts, so on_complete always receives it
@@ -130,6 +133,16 @@ def compile_validators(
                 source=str(launch_validator), label="output_validator"
             )
     return compiled
+
+
+def compile_run_scripts(plan: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compile the stage hooks and custom-region scripts of ``plan`` (each file once), so a
+    broken one fails before any model call. Returns (hook scripts, region scripts) keyed by the
+    paths the blueprint writes; raises ScriptError naming the stage or region and the file."""
+    from lev_nb.engine.custom_regions import compile_region_scripts
+    from lev_nb.engine.hooks import compile_stage_hooks
+
+    return compile_stage_hooks(plan), compile_region_scripts(plan)
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

@@ -154,6 +154,14 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
         if region.kind == "sliding_window":
             messages.extend(entries_to_messages(region.entries))
             continue
+        # A custom region with a script renders itself (see engine/custom_regions.py).
+        scripted = getattr(region, "render_parts", None)
+        parts = scripted() if scripted is not None else None
+        if parts is not None:
+            rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
+            ranked.extend((rank, _cache_tier(region), block) for block in parts[0])
+            messages.extend(parts[1])
+            continue
         block = render_system_block(region)
         if block is not None:
             rank = _VOLATILITY_RANK.get(region.config.volatility, 2)

@@ -144,7 +144,11 @@ class ContextWindow:
         """Make sure every region in ``configs`` exists (existing ones keep their content)."""
         for config in configs:
             if config.name not in self._regions:
-                self._regions[config.name] = Region(config)
+                self._regions[config.name] = self._new_region(config)
+
+    def _new_region(self, config: RegionConfig) -> Region:
+        """The holder of a newly declared region (a run context may supply scripted ones)."""
+        return Region(config)
 
     def apply_stage_layout(self, stage_layout: list[RegionConfig] | None) -> None:
         """Show the stage's own regions (or the global layout for None), hiding the rest.

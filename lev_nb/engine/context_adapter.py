@@ -5,11 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from lev_nb.engine.context import ContextWindow, StageInstructionsError
+from lev_nb.engine.custom_regions import RegionHost, ScriptedRegion, custom_region_names
 from lev_nb.engine.plan import RunPlan, StagePlan
 
 
 class RunContext(ContextWindow):
-    """A ContextWindow that knows the run's stage layouts."""
+    """A ContextWindow that knows the run's stage layouts (and its scripted custom regions)."""
+
+    def __init__(self, layout: list[Any], region_host: RegionHost | None = None) -> None:
+        self.region_host = region_host  # before the base class declares the regions
+        super().__init__(layout)
+
+    def _new_region(self, config: Any) -> Any:
+        host = self.region_host
+        if host is not None and config.name in host.names:
+            return ScriptedRegion(config, host)
+        return super()._new_region(config)
 
     def enter_stage(self, stage: StagePlan) -> None:
         """Show the stage's own regions (or the global layout)."""
@@ -44,9 +55,15 @@ class RunContext(ContextWindow):
         return list(self.apply_transform(kind, config).to_summarise)
 
 
-def build_context(plan: RunPlan) -> RunContext:
-    """A fresh context window holding every region the blueprint declares anywhere."""
-    ctx = RunContext(list(plan.layout))
+def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -> RunContext:
+    """A fresh context window holding every region the blueprint declares anywhere.
+
+    ``region_scripts`` (compiled custom-region scripts by path) makes the scripted custom regions
+    render, admit and evict through their scripts.
+    """
+    names = custom_region_names(plan)
+    host = RegionHost(region_scripts or {}, names) if names else None
+    ctx = RunContext(list(plan.layout), host)
     for stage in plan.stages:
         if stage.layout is not None:
             ctx.declare(stage.layout)

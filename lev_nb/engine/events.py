@@ -168,6 +168,17 @@ class FanOutFinished(Event):
 
 
 @dataclass(frozen=True)
+class HookModified(Event):
+    """A stage hook changed something: ``target`` is ``region:<name>``, ``response``,
+    ``tool_calls``, ``final_output`` or ``error``; ``summary`` starts the new value."""
+
+    kind: ClassVar[str] = "hook_modified"
+    hook: str
+    target: str
+    summary: str = ""
+
+
+@dataclass(frozen=True)
 class Completed(Event):
     """The run reached a terminal status: complete, error or cancelled."""
 
@@ -175,6 +186,7 @@ class Completed(Event):
     status: str
     error: str | None = None
     produced_output: bool = False
+    final_output: dict[str, Any] | None = None  # the meta.json descriptor, when there is one
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -183,6 +195,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunStarted, StageEntered, ModelCall, ToolCallStarted, ToolCallFinished, Transition,
         GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
+        HookModified,
     )
 }
 

@@ -46,7 +46,7 @@ class Recorder:
         now = _iso_now()
         self.meta["updated_at"] = now
         self.meta["last_progress_at"] = now
-        data = json.dumps(self.meta, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+        data = json.dumps(self.meta, indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
         self.writer.write_meta(self.store, data, durable=final)
         self._last_save = clock
         self._dirty = False
@@ -63,7 +63,8 @@ class Recorder:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    # A lone surrogate from a model's text cannot be UTF-8; written as \udXXX it stays valid JSON.
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
 
 
 def _iso_now() -> str:

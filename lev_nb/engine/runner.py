@@ -262,6 +262,7 @@ class Runner:
                 status=status,
                 error=error,
                 produced_output=flags["produced_output"],
+                final_output=self.final_output.descriptor() if self.final_output else None,
             )
         )
 
