@@ -22,6 +22,22 @@ class Event:
     stage: str | None
     ts: float = field(default_factory=time.time, kw_only=True)
 
+    def describe(self) -> str:
+        """One readable line: the kind, the stage, and the fields that say what happened."""
+        skip = {"run_id", "stage", "ts"}
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in skip or value in (None, "", [], {}):
+                continue
+            text = " ".join(str(value).split())
+            parts.append(f"{f.name}={text[:80] + ('…' if len(text) > 80 else '')}")
+        where = f"[{self.stage}] " if self.stage else ""
+        return f"{where}{self.kind}" + (": " + ", ".join(parts) if parts else "")
+
+    def __str__(self) -> str:
+        return self.describe()
+
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
         data: dict[str, Any] = {"type": self.kind}

@@ -121,3 +121,8 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run {self.run_id} {self.status} stage={self.stage!r}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from lev_nb.notebook.display import run_bundle
+
+        return run_bundle(self.meta, len(self.events))

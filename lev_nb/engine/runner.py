@@ -20,6 +20,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context_adapter import StageInstructionsError
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.gates import gate_block_message, modifying_tools
+from lev_nb.engine.hooks import HookFailure, RunHooks
 from lev_nb.engine.outputs import OWED_OUTPUT_PROMPT, FinalOutput, OutputSpec, describe_spec
 from lev_nb.engine.plan import EdgePlan, RunPlan, StagePlan
 from lev_nb.engine.progress import StageProgress
@@ -97,6 +98,8 @@ class Runner:
         entry: str | None = None,
         parent: Runner | None = None,
         webhook: str | None = None,
+        hook_scripts: dict[str, Any] | None = None,
+        region_scripts: dict[str, Any] | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.engine.context_adapter import build_context
@@ -130,7 +133,19 @@ class Runner:
                 k: v for k, v in output_request.__dict__.items() if v is not None
             }
         self.rec = Recorder(self.store, self.meta, self.events)
-        self.ctx = build_context(plan)
+        # Stage hooks and custom-region scripts: start_run compiles them before the run exists
+        # (so a broken one raises there); a worker run of another blueprint compiles its own and
+        # fails at its start when one is broken.
+        self._script_error: str | None = None
+        if hook_scripts is None or region_scripts is None:
+            hook_scripts, region_scripts = self._compile_scripts(hook_scripts, region_scripts)
+        self.hook_scripts, self.region_scripts = hook_scripts, region_scripts
+        self.ctx = build_context(plan, region_scripts)
+        if self.ctx.region_host is not None:
+            self.ctx.region_host.bind(self)
+        self.hooks = RunHooks(self, hook_scripts)
+        self._enter_hook_pending = False
+        self._ending: tuple[str, str | None] | None = None
         self.tools = StageTools(self)
         self.parent = parent
         self.depth = parent.depth + 1 if parent is not None else 0
@@ -166,17 +181,19 @@ class Runner:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
         try:
-            if self._cancel_requested:
-                raise asyncio.CancelledError
-            await self._start()
-            await self._loop()
-        except asyncio.CancelledError:
-            self._finish("cancelled")
-        except _RunFailure as exc:
-            self._finish("error", str(exc))
-        except Exception as exc:  # a bug in lev_nb must still leave a readable record
-            self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
-            self._finish("error", f"internal error: {type(exc).__name__}: {exc}")
+            try:
+                if self._cancel_requested:
+                    raise asyncio.CancelledError
+                await self._start()
+                await self._loop()
+            except asyncio.CancelledError:
+                self._finish("cancelled")
+            except (_RunFailure, HookFailure) as exc:
+                self._finish("error", str(exc))
+            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+                self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
+                self._finish("error", f"internal error: {type(exc).__name__}: {exc}")
+            await self._end()
         finally:
             if self.webhook:
                 await self._post_webhook()
@@ -208,6 +225,8 @@ class Runner:
             raise _RunFailure(
                 f"the working directory '{self.workdir}' does not exist; create it or pass another --workdir"
             )
+        if self._script_error is not None:
+            raise _RunFailure(self._script_error)
         self.workdir.mkdir(parents=True, exist_ok=True)
         await self._seed_context()
         self._enter_stage(self.entry, None)
@@ -240,7 +259,33 @@ class Runner:
                 ev.Warning_(self.run_id, None, message=f"input '{name}' fills no region of this blueprint, so it was ignored")
             )
 
+    def _compile_scripts(
+        self, hook_scripts: dict[str, Any] | None, region_scripts: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        from lev_nb.engine.api import compile_run_scripts
+        from lev_nb.scripting import ScriptError
+
+        try:
+            hooks, regions = compile_run_scripts(self.plan)
+        except ScriptError as exc:
+            self._script_error = exc.message
+            return hook_scripts or {}, region_scripts or {}
+        return (hooks if hook_scripts is None else hook_scripts), (regions if region_scripts is None else region_scripts)
+
     def _finish(self, status: str, error: str | None = None) -> None:
+        """Note how the run ends; :meth:`_end` fires the terminal hook, then records it."""
+        self._ending = (status, error)
+
+    async def _end(self) -> None:
+        status, error = self._ending or ("error", "internal error: the run stopped without a status")
+        if status != "cancelled":
+            try:
+                status, error = await self.hooks.terminal(status, error)
+            except asyncio.CancelledError:
+                status, error = "cancelled", None
+        self._record_end(status, error)
+
+    def _record_end(self, status: str, error: str | None = None) -> None:
         flags = self.meta["flags"]
         self.meta["status"] = status
         if error is not None:
@@ -281,6 +326,9 @@ class Runner:
     # ------------------------------------------------------------------ the loop
     async def _loop(self) -> None:
         while True:
+            if self._enter_hook_pending:
+                self._enter_hook_pending = False
+                await self.hooks.stage_enter()
             outcome = self._watchdogs()
             if outcome is None:
                 response = await self._infer_stage()
@@ -293,11 +341,13 @@ class Runner:
                     elif self._pending_merge is not None:
                         target, self._pending_merge = self._pending_merge, None
                         if target:
+                            await self.hooks.stage_exit()
                             self._move(target, "fan_out", "direct", "the workers finished")
                             continue
                         outcome = None  # no merge stage: resolve the fan-out stage's own edges
                     else:
                         continue
+                    await self.hooks.stage_exit()
                     if await self._resolve(outcome):
                         return
                     continue
@@ -305,6 +355,7 @@ class Runner:
                     continue
             if self._exit_hold(outcome):
                 continue
+            await self.hooks.stage_exit()
             if await self._resolve(outcome):
                 return
 
@@ -414,6 +465,8 @@ class Runner:
     async def _infer_stage(self) -> ModelResponse | Outcome:
         try:
             request, provider = self._request("stage")
+            if await self.hooks.before_inference():  # it rewrote regions: assemble again
+                request, provider = self._request("stage")
         except ProviderError as exc:
             return self._inference_failed(exc.message)
         try:
@@ -424,6 +477,8 @@ class Runner:
         self.meta["iteration"] += 1
         self.progress.iterations += 1
         self._record_call(request, response)
+        await self.hooks.after_inference(response)
+        await self.hooks.tool_calls(response)
         return response
 
     def _inference_failed(self, message: str) -> Outcome:
@@ -740,6 +795,7 @@ class Runner:
         self.meta["stage_history"].append(name)
         self.rec.emit(ev.StageEntered(self.run_id, name, visit=self.visits[name], from_stage=from_stage))
         self.rec.save(force=True)
+        self._enter_hook_pending = True  # on_stage_enter fires before the stage's first inference
 
 
     # ------------------------------------------------------------------ fan-out
@@ -763,6 +819,8 @@ class Runner:
             validators=self.validators,
             entry=entry,
             parent=self,
+            hook_scripts=self.hook_scripts if plan is self.plan else None,
+            region_scripts=self.region_scripts if plan is self.plan else None,
         )
         self.meta["children"].append(child.run_id)
         return child
