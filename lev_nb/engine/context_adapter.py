@@ -12,9 +12,11 @@ from lev_nb.engine.plan import RunPlan, StagePlan
 class RunContext(ContextWindow):
     """A ContextWindow that knows the run's stage layouts (and its scripted custom regions)."""
 
-    def __init__(self, layout: list[Any], region_host: RegionHost | None = None) -> None:
+    def __init__(
+        self, layout: list[Any], window_tokens: int = 200_000, *, region_host: RegionHost | None = None
+    ) -> None:
         self.region_host = region_host  # before the base class declares the regions
-        super().__init__(layout)
+        super().__init__(layout, window_tokens)
 
     def _new_region(self, config: Any) -> Any:
         host = self.region_host
@@ -63,7 +65,7 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     """
     names = custom_region_names(plan)
     host = RegionHost(region_scripts or {}, names) if names else None
-    ctx = RunContext(list(plan.layout), host)
+    ctx = RunContext(list(plan.layout), region_host=host)
     for stage in plan.stages:
         if stage.layout is not None:
             ctx.declare(stage.layout)

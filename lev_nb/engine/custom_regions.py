@@ -22,7 +22,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine.regions import Entry, Region, RegionConfig, estimate_tokens
-from lev_nb.providers.base import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.providers.base import (
+    Block,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from lev_nb.scripting import RegionScript, ScriptError, compile_region_script
 
 if TYPE_CHECKING:
@@ -171,7 +177,7 @@ def parse_render(value: Any) -> tuple[list[str], list[Message]]:
 
 
 def _iso(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 class RegionHost:

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.engine import events as ev
 from lev_nb.engine.regions import Entry, RegionFullError
 from lev_nb.providers.base import ModelResponse, ToolCall
-from lev_nb.scripting import Allow, Cancel, HookScript, Modify, Retry, ScriptError, compile_hooks
+from lev_nb.scripting import (
+    Allow,
+    Cancel,
+    HookScript,
+    Modify,
+    Retry,
+    ScriptError,
+    compile_hooks,
+)
 
 if TYPE_CHECKING:
     from lev_nb.engine.plan import RunPlan, StagePlan

@@ -283,6 +283,9 @@ class Runner:
                 status, error = await self.hooks.terminal(status, error)
             except asyncio.CancelledError:
                 status, error = "cancelled", None
+            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+                self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
+                status, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         self._record_end(status, error)
 
     def _record_end(self, status: str, error: str | None = None) -> None:
