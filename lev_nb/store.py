@@ -12,7 +12,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from datetime import datetime, timezone

@@ -26,3 +26,11 @@ class StageProgress:
     stuck_fired: bool = False
     digests: dict[str, str] = field(default_factory=dict)
     last_text: str = ""
+
+
+@dataclass
+class Outcome:
+    """Why a stage stopped other than by finishing normally."""
+
+    kind: str  # error | max_iterations | stuck
+    message: str = ""

@@ -9,7 +9,6 @@ written to the run record so a run killed half-way leaves a readable meta.json.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import traceback
 from dataclasses import dataclass
@@ -19,21 +18,18 @@ from typing import Any, Callable
 from lev_nb.engine import events as ev
 from lev_nb.engine.context_adapter import StageInstructionsError
 from lev_nb.engine.eventlog import EventLog
-from lev_nb.engine.gates import gate_block_message, modifying_tools
+from lev_nb.engine.gates import modifying_tools
 from lev_nb.engine.hooks import HookFailure, RunHooks
 from lev_nb.engine.outputs import OWED_OUTPUT_PROMPT, FinalOutput, OutputSpec, describe_spec
-from lev_nb.engine.plan import EdgePlan, RunPlan, StagePlan
-from lev_nb.engine.progress import StageProgress
+from lev_nb.engine.plan import RunPlan, StagePlan
+from lev_nb.engine.holds import ExitHolds
+from lev_nb.engine.progress import Outcome, StageProgress
+from lev_nb.engine.transitions import Transitions
 from lev_nb.engine.record import Recorder
 from lev_nb.engine.routing import (
     find_conditioned,
-    match_choice,
-    resolve_normal,
-    routing_prompt,
 )
-from lev_nb.engine.submission import evaluate_submission
 from lev_nb.engine.watchdogs import (
-    error_note,
     iteration_cap_hit,
     iteration_cap_note,
     stuck_note,
@@ -41,24 +37,7 @@ from lev_nb.engine.watchdogs import (
 )
 from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
 
-OUTPUT_REENTRY_CAP = 3
-REQUIRED_REENTRY_CAP = 3
 WORKSPACE_CHECK_INTERVAL = 5
-CONTEXT_WRITERS = frozenset({"context_write", "context_append"})
-
-OWED_OUTPUT_NUDGE = (
-    "This stage is not finished: you have not called `submit_output`. Files and context you wrote "
-    "are not what the caller receives - only the final output is. Call `submit_output` now with "
-    "your answer."
-)
-REQUIRED_REGION_NUDGE = (
-    "The required context region '{region}' is still empty. Fill it (for example with "
-    "context_write, region=\"{region}\") before this stage can finish."
-)
-OWED_AT_END = (
-    "the run finished without the final output it requires: the stage that owes one never called "
-    "submit_output"
-)
 
 
 @dataclass(frozen=True)
@@ -70,15 +49,7 @@ class RetryPolicy:
     max_delay_s: float = 60.0
 
 
-@dataclass
-class Outcome:
-    """Why a stage stopped other than by finishing normally."""
-
-    kind: str  # error | max_iterations | stuck
-    message: str = ""
-
-
-class Runner:
+class Runner(ExitHolds, Transitions):
     """State and logic of one run. Create it, then schedule :meth:`main` on the engine loop."""
 
     def __init__(
@@ -401,8 +372,7 @@ class Runner:
     def _entry_model_label(self) -> str:
         stage = self.plan.stage(self.entry)
         if self.provider is not None:
-            name = getattr(self.provider, "name", "custom")
-            return name if "/" in name or not stage.models else f"{name}"
+            return getattr(self.provider, "name", "custom")
         if stage.models:
             return f"{stage.models[0].provider}/{stage.models[0].model}"
         return "anthropic/claude-sonnet-4-6"
@@ -547,232 +517,7 @@ class Runner:
         )
         self.rec.save()
 
-    # ------------------------------------------------------------------ end of a stage turn
-    def _nudge_text_only(self, response: ModelResponse) -> bool:
-        """Nudge a stage that answered in text before using any tool; True when nudged."""
-        stage, progress = self.stage, self.progress
-        progress.last_text = response.text
-        nudge = stage.nudge
-        if progress.total_tool_calls > 0 or not nudge.enabled or progress.text_only_nudges >= nudge.max:
-            return False
-        progress.text_only_nudges += 1
-        self.ctx.add_assistant(response.text, [])
-        text = nudge.text.replace("{stage}", stage.name).replace(
-            "{regions}", ", ".join(self.ctx.required_regions())
-        )
-        self._nudge("text_only", text)
-        return True
-
-    def _nudge(self, reason: str, text: str) -> None:
-        self.ctx.nudge(text)
-        self.rec.emit(ev.Nudge(self.run_id, self.stage.name, reason=reason, text=text))
-
-    def _exit_hold(self, outcome: Outcome | None) -> bool:
-        """Keep the stage running while it owes something; True when it must go on."""
-        stage, progress, flags = self.stage, self.progress, self.meta["flags"]
-        abandoned = flags["required_regions_abandoned"]
-        abandoned[:] = [r for r in abandoned if not self.ctx.has_content(r)]
-        if outcome is None and set(stage.tools) & CONTEXT_WRITERS:
-            unmet = [
-                r for r in self.ctx.required_regions() if r not in self._caller_seeded() and self.ctx.is_empty(r)
-            ]
-            if unmet:
-                cap = stage.max_revisits if stage.max_revisits is not None else REQUIRED_REENTRY_CAP
-                if progress.required_reentries < cap:
-                    progress.required_reentries += 1
-                    for region in unmet:
-                        template = self.ctx.required_message(region) or REQUIRED_REGION_NUDGE
-                        self._nudge("required_region", template.replace("{region}", region))
-                    return True
-                for region in unmet:
-                    if region not in abandoned:
-                        abandoned.append(region)
-        if stage.require_output and not self._has_output_from(stage.name):
-            if outcome is None and progress.output_reentries < OUTPUT_REENTRY_CAP:
-                progress.output_reentries += 1
-                self._nudge("required_output", OWED_OUTPUT_NUDGE)
-                return True
-            flags["output_forced"] += 1
-            self.rec.emit(
-                ev.Warning_(
-                    self.run_id,
-                    stage.name,
-                    message=f"stage '{stage.name}' is leaving without the final output it owes",
-                )
-            )
-        if stage.mode == "fan_out" and not progress.fanned_out:
-            cap = stage.fan_out.max_attempts if stage.fan_out else 3
-            if outcome is None and progress.fan_out_reentries < cap:
-                progress.fan_out_reentries += 1
-                self._nudge(
-                    "fan_out",
-                    "This stage has not started its workers yet. Call `fan_out` with the work items "
-                    "(an empty `items` array if there is nothing to split).",
-                )
-                return True
-            flags["splits_degraded"] += 1
-            self.ctx.note(
-                "error_report",
-                f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
-                "`fan_out`, so no workers ran and nothing was merged.",
-            )
-        return False
-
-    def _has_output_from(self, stage: str) -> bool:
-        return self.final_output is not None and self.final_output.stage == stage
-
-    def _caller_seeded(self) -> set[str]:
-        return set(self.plan.caller_regions) | set(self.inputs)
-
-    # ------------------------------------------------------------------ transitions
-    async def _resolve(self, outcome: Outcome | None) -> bool:
-        """Decide and take the next step; True when the run is over."""
-        stage = self.stage
-        if outcome is not None and outcome.kind == "error":
-            edge = find_conditioned(self.plan, stage, self.visits, "error") or find_conditioned(
-                self.plan, stage, self.visits, "dead_end"
-            )
-            if edge is None:
-                self._finish("error", outcome.message)
-                return True
-            self.ctx.note("error_report", error_note(stage.name, outcome.message))
-            self._take(edge, outcome.message)
-            return False
-        if outcome is not None and outcome.kind == "stuck":
-            edge = find_conditioned(self.plan, stage, self.visits, "stuck")
-            if edge is not None:
-                self._take(edge, outcome.message)
-            return False
-        if outcome is not None and outcome.kind == "max_iterations":
-            edge = find_conditioned(self.plan, stage, self.visits, "max_iterations")
-            if edge is not None:
-                self._take(edge, "the stage reached its iteration cap")
-                return False
-        resolution = resolve_normal(self.plan, stage, self.visits)
-        if resolution.kind == "fallthrough":
-            self._move(self.plan.stages[stage.index + 1].name, "always", "direct", "")
-            return False
-        if resolution.kind == "terminal":
-            return self._complete_run()
-        if resolution.kind == "dead_end":
-            return self._dead_end()
-        if resolution.kind == "next":
-            assert resolution.edge is not None
-            return self._take_gated(resolution.edge)
-        return await self._route(resolution.choices)
-
-    def _complete_run(self) -> bool:
-        if self.plan.owes_output_from(self.entry) and self.final_output is None:
-            self._finish("error", OWED_AT_END)
-        else:
-            self._finish("complete")
-        return True
-
-    def _dead_end(self) -> bool:
-        stage = self.stage
-        message = (
-            f"stage '{stage.name}' dead-ended: every stage it can move to has used up its "
-            "max_revisits before an output or terminal stage was reached"
-        )
-        edge = find_conditioned(self.plan, stage, self.visits, "dead_end") or find_conditioned(
-            self.plan, stage, self.visits, "error"
-        )
-        if edge is None:
-            self._finish("error", message)
-            return True
-        self.ctx.note("error_report", error_note(stage.name, message))
-        self._take(edge, message)
-        return False
-
-    async def _route(self, choices: tuple[EdgePlan, ...]) -> bool:
-        stage = self.stage
-        prompt = routing_prompt(stage, choices)
-        self.ctx.add_user(prompt)
-        request, provider = self._request(
-            "routing",
-            choices=[e.target for e in choices],
-            allow_done=stage.allow_complete,
-            temperature=0.0,
-            max_tokens=256,
-        )
-        try:
-            response = await self._complete(request, provider)
-        except ProviderError as exc:
-            self._record_call(request, None, error=exc.message)
-            return await self._resolve(self._inference_failed(exc.message))
-        self._record_call(request, response)
-        answer = response.text.strip()
-        self.ctx.add_assistant(f"Transitioning to: {answer}", [])
-        picked = match_choice(answer, choices, stage.allow_complete)
-        if picked == "DONE":
-            return self._complete_run()
-        if picked is None:
-            if stage.allow_complete:
-                return self._complete_run()
-            picked = choices[0]
-            self.rec.emit(
-                ev.Warning_(
-                    self.run_id,
-                    stage.name,
-                    message=f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'",
-                )
-            )
-        assert isinstance(picked, EdgePlan)
-        return self._take_gated(picked)
-
-    def _take_gated(self, edge: EdgePlan) -> bool:
-        """Take a normal edge unless its gate holds the stage (then nudge and keep going)."""
-        gate = edge.gate
-        if gate is not None:
-            message = gate_block_message(gate, self.stage, self.progress, self.ctx)
-            if message is not None:
-                if self.progress.gate_reentries >= gate.max_attempts:
-                    flags = self.meta["flags"]
-                    flags["gates_forced"] += 1
-                    for region in gate.require_regions:
-                        if self.ctx.has_region(region) and self.ctx.is_empty(region):
-                            if region not in flags["required_regions_abandoned"]:
-                                flags["required_regions_abandoned"].append(region)
-                    self.rec.emit(ev.GateForced(self.run_id, self.stage.name, target=edge.target, message=message))
-                else:
-                    self.progress.gate_reentries += 1
-                    self.ctx.nudge(message)
-                    self.rec.emit(
-                        ev.GateBlocked(
-                            self.run_id,
-                            self.stage.name,
-                            target=edge.target,
-                            message=message,
-                            attempt=self.progress.gate_reentries,
-                            max_attempts=gate.max_attempts,
-                        )
-                    )
-                    self.rec.save()
-                    return False
-        self._take(edge, "")
-        return False
-
-    def _take(self, edge: EdgePlan, reason: str) -> None:
-        pending = self.ctx.transform(edge.transform, edge.transform_config)
-        if pending:
-            self.rec.emit(
-                ev.Warning_(
-                    self.run_id,
-                    self.stage.name,
-                    message="compaction by a model is not available yet, so these regions were "
-                    f"carried as they are: {', '.join(pending)}",
-                )
-            )
-        self._move(edge.target, edge.condition, edge.transform, reason)
-
-    def _move(self, target: str, condition: str, transform: str, reason: str) -> None:
-        self.rec.emit(
-            ev.Transition(
-                self.run_id, self.stage.name, target=target, condition=condition, transform=transform, reason=reason
-            )
-        )
-        self._enter_stage(target, self.stage.name)
-
+    # ------------------------------------------------------------------ stages
     def _enter_stage(self, name: str, from_stage: str | None) -> None:
         stage = self.plan.stage(name)
         self.stage = stage
@@ -799,7 +544,6 @@ class Runner:
         self.rec.emit(ev.StageEntered(self.run_id, name, visit=self.visits[name], from_stage=from_stage))
         self.rec.save(force=True)
         self._enter_hook_pending = True  # on_stage_enter fires before the stage's first inference
-
 
     # ------------------------------------------------------------------ fan-out
     async def fan_out(self, call: ToolCall) -> str:
@@ -860,7 +604,3 @@ def _message_json(message: Any) -> dict[str, Any]:
         blocks.append(data)
     return {"role": message.role, "content": blocks}
 
-
-def dumps(data: Any) -> str:
-    """Compact JSON used in tool results."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
