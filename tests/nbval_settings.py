@@ -1,4 +1,5 @@
-"""nbval settings for the example notebooks (run with --nbval-lax: only marked cells are compared)."""
+"""A pytest plugin (loaded with -p, see pyproject.toml) holding nbval settings for the example
+notebooks, which run with --nbval-lax: only cells marked NBVAL_CHECK_OUTPUT are compared."""
 
 from __future__ import annotations
 
