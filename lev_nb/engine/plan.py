@@ -142,6 +142,7 @@ class RunPlan:
     script_tools: dict[str, Any] = field(default_factory=dict)  # name -> ToolDef
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
     seeds: tuple[Any, ...] = ()  # SeedPlans of the global layout, in declaration order
+    repetition: Any = None  # RepetitionPolicy; None means the runtime defaults
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""

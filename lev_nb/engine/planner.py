@@ -21,6 +21,7 @@ from lev_nb.engine.plan import (
     StagePlan,
 )
 from lev_nb.engine.regions import RegionConfig
+from lev_nb.engine.repetition import RepetitionPolicy
 from lev_nb.engine.seeds import seed_plans
 
 DEFAULT_WINDOW = 200_000
@@ -57,6 +58,19 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         script_tools={d.name: d for d in script_defs},
         skipped_scripts=tuple(skipped),
         seeds=seed_plans(bp),
+        repetition=_repetition(bp),
+    )
+
+
+def _repetition(bp: Any) -> RepetitionPolicy:
+    raw = bp.repetition_detection
+    policy = RepetitionPolicy()
+    if raw is None:
+        return policy
+    return RepetitionPolicy(
+        enabled=policy.enabled if raw.enabled is None else raw.enabled,
+        max_repeat_calls=policy.max_repeat_calls if raw.max_repeat_calls is None else raw.max_repeat_calls,
+        max_readonly_streak=policy.max_readonly_streak if raw.max_readonly_streak is None else raw.max_readonly_streak,
     )
 
 

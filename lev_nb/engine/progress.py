@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -26,6 +27,7 @@ class StageProgress:
     stuck_fired: bool = False
     digests: dict[str, str] = field(default_factory=dict)
     last_text: str = ""
+    repetition: Any = None  # a RepetitionWatch, created when the stage is entered
 
 
 @dataclass

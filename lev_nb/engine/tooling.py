@@ -93,6 +93,7 @@ class StageTools:
                 on_start(by_id[result.call_id])
                 results[i] = await self._run_inline(by_id[result.call_id], result)
         runner.ctx.add_assistant(response.text, calls)
+        nudges = self._repetition_nudges(calls)
         routing = _routing(stage)
         counted = modifying_tools(stage)
         for result in results:
@@ -119,7 +120,22 @@ class StageTools:
                     summary=" ".join(result.content.split())[:SUMMARY_CHARS],
                 )
             )
+        for text in nudges:
+            runner._nudge("repetition", text)
         runner.rec.save()
+
+    def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
+        from lev_nb.engine.repetition import RepetitionPolicy, RepetitionWatch
+
+        progress = self.runner.progress
+        if progress.repetition is None:
+            progress.repetition = RepetitionWatch(self.runner.plan.repetition or RepetitionPolicy())
+        nudges: list[str] = []
+        for call in calls:
+            for text in progress.repetition.observe(self.registry.canonical(call.name), call.arguments or {}):
+                if text not in nudges:
+                    nudges.append(text)
+        return nudges
 
     def _account(self, result: ToolResult, counted: set[str]) -> None:
         """Modification tracking as the seeds define it: only successful modifying calls count."""
