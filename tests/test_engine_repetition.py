@@ -70,3 +70,4 @@ def test_readonly_streak() -> None:
     [text] = watch.observe("list_dir", {})
     assert "3 read-only tool calls in a row" in text
     assert watch.observe("read_file", {"path": "c"}) == []  # the streak starts again after a nudge
+

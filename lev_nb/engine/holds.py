@@ -4,7 +4,8 @@ regions, the owed final output and a fan-out stage that never fanned out."""
 from __future__ import annotations
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.progress import Outcome
+from lev_nb.engine.plan import StagePlan
+from lev_nb.engine.progress import Outcome, RunFailure
 from lev_nb.providers.base import ModelResponse
 
 OUTPUT_REENTRY_CAP = 3
@@ -93,7 +94,29 @@ class ExitHolds:
                 f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
                 "`fan_out`, so no workers ran and nothing was merged.",
             )
+        if stage.interaction_points and not progress.points_done:
+            progress.points_done = True
+            self._pass_checkpoints(stage)
         return False
+
+    def _pass_checkpoints(self, stage: StagePlan) -> None:
+        """Interaction points with nobody to answer them (lev_nb runs are unattended).
+
+        ``auto_approve`` points are approved without a prompt, as an unattended upstream run
+        does; an ``ask`` point refuses to approve unread, so the run ends in error.
+        """
+        for name, unattended in stage.interaction_points:
+            if unattended == "ask":
+                raise RunFailure(
+                    f"checkpoint '{name}' of stage '{stage.name}' asks a person to approve it, and this "
+                    "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass"
+                )
+            self.rec.emit(
+                ev.Warning_(
+                    self.run_id, stage.name,
+                    message=f"checkpoint '{name}' approved without a person (unattended = auto_approve)",
+                )
+            )
 
     def _has_output_from(self, stage: str) -> bool:
         return self.final_output is not None and self.final_output.stage == stage

@@ -115,6 +115,8 @@ class StagePlan:
     fan_out: FanOutPlan | None = None
     allow_as_worker: bool = False
     hooks: dict[str, str] = field(default_factory=dict)
+    # (name, unattended) of each interaction point, for interactive_points stages
+    interaction_points: tuple[tuple[str, str], ...] = ()
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""

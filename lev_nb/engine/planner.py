@@ -123,6 +123,9 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         fan_out=fan_out,
         allow_as_worker=stage.allow_as_worker,
         hooks=hooks,
+        interaction_points=tuple((pt.name, pt.unattended) for pt in stage.interaction_points)
+        if stage.mode == "interactive_points"
+        else (),
     )
 
 

@@ -28,6 +28,7 @@ class StageProgress:
     digests: dict[str, str] = field(default_factory=dict)
     last_text: str = ""
     repetition: Any = None  # a RepetitionWatch, created when the stage is entered
+    points_done: bool = False
 
 
 @dataclass
@@ -36,3 +37,7 @@ class Outcome:
 
     kind: str  # error | max_iterations | stuck
     message: str = ""
+
+
+class RunFailure(Exception):
+    """A failure that ends the run in error with this message (bad input, an unanswerable checkpoint)."""

@@ -23,7 +23,7 @@ from lev_nb.engine.hooks import HookFailure, RunHooks
 from lev_nb.engine.outputs import OWED_OUTPUT_PROMPT, FinalOutput, OutputSpec, describe_spec
 from lev_nb.engine.plan import RunPlan, StagePlan
 from lev_nb.engine.holds import ExitHolds
-from lev_nb.engine.progress import Outcome, StageProgress
+from lev_nb.engine.progress import Outcome, RunFailure, StageProgress
 from lev_nb.engine.transitions import Transitions
 from lev_nb.engine.record import Recorder
 from lev_nb.engine.routing import (
@@ -159,7 +159,7 @@ class Runner(ExitHolds, Transitions):
                 await self._loop()
             except asyncio.CancelledError:
                 self._finish("cancelled")
-            except (_RunFailure, HookFailure) as exc:
+            except (RunFailure, HookFailure) as exc:
                 self._finish("error", str(exc))
             except Exception as exc:  # a bug in lev_nb must still leave a readable record
                 self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=traceback.format_exc()))
@@ -193,11 +193,11 @@ class Runner(ExitHolds, Transitions):
             )
         )
         if self._workdir_given and not self.workdir.is_dir():
-            raise _RunFailure(
+            raise RunFailure(
                 f"the working directory '{self.workdir}' does not exist; create it or pass another --workdir"
             )
         if self._script_error is not None:
-            raise _RunFailure(self._script_error)
+            raise RunFailure(self._script_error)
         self.workdir.mkdir(parents=True, exist_ok=True)
         await self._seed_context()
         self._enter_stage(self.entry, None)
@@ -215,11 +215,11 @@ class Runner(ExitHolds, Transitions):
             try:
                 text = await seed_text(self, seed, inputs)
             except SeedFailure as exc:
-                raise _RunFailure(str(exc)) from None
+                raise RunFailure(str(exc)) from None
             if text and self.ctx.has_region(seed.region):
                 self.ctx.seed(seed.region, text)
             elif seed.required and seed.kind == "caller":
-                raise _RunFailure(
+                raise RunFailure(
                     f"the input '{seed.key}' is required (it fills region '{seed.region}'); pass it "
                     f"as --{seed.key} on the command line or {seed.key}=... in Python"
                 )
@@ -533,7 +533,7 @@ class Runner(ExitHolds, Transitions):
         try:
             self.ctx.set_stage_instructions(stage.name, prompt or None)
         except StageInstructionsError as err:
-            raise _RunFailure(str(err)) from err
+            raise RunFailure(str(err)) from err
         for edge in stage.transitions or ():
             region = edge.gate.require_region_updated if edge.gate else None
             if region and self.ctx.has_region(region):
@@ -579,10 +579,6 @@ class Runner(ExitHolds, Transitions):
     def fail_after_batch(self, message: str) -> None:
         """After this batch, fail the stage with ``message`` (its error edge may catch it)."""
         self._pending_failure = message
-
-
-class _RunFailure(Exception):
-    """A user-caused failure that ends the run in error with this message."""
 
 
 def _new_messages(messages: list[Any]) -> list[Any]:
