@@ -33,7 +33,13 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
     run = start_run(bp, task="dry run", model="mock", workdir=workdir, home=home, **inputs)
     run.wait(RUN_TIMEOUT_S)
     assert run.status in TERMINAL
-    # A clean dry run finishes; an error must at least say why.
+    # A clean dry run finishes; an error must at least say why. A checkpoint that insists on a
+    # person (unattended = "ask") cannot pass in an unattended run, and says so.
+    asks = any(p.unattended == "ask" for st in bp.stages.values() for p in st.interaction_points
+               if st.mode == "interactive_points")
+    if asks:
+        assert run.status == "error" and "asks a person" in run.error
+        return
     assert run.status == "complete", run.error
     assert run.stage_history and run.stage_history[0] == load(manifest.parent).entry_stage
     meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
