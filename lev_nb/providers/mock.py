@@ -231,8 +231,10 @@ class MockModel:
             items = [{"id": f"item-{i}", "context": {"part": i, "of": 3}} for i in range(1, 4)]
             return "Splitting the work.", [ToolCall(f"mock-{n}-fan-out", "fan_out", {"items": items})]
         if not _last_is_tool_result(messages) and not _called_since_last_user_text(messages):
+            used = [u.name for u in _tool_uses(messages)]
             for name in _HARMLESS_TOOLS:
-                if name in offered:
+                # At most twice in view: a third identical call would itself read as a loop.
+                if name in offered and used.count(name) < 2:
                     args: dict[str, Any] = {"path": "."} if name == "list_dir" else {}
                     return "Looking around first.", [ToolCall(f"mock-{n}-{name}", name, args)]
         return f"Stage '{request.stage}' is done (mock model).", []
