@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from lev_nb import __version__
@@ -47,9 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     func = getattr(args, "func", None)
-    if func is not None:
+    if func is None:
+        return 0
+    try:
         return int(func(args))
-    return 0
+    except BrokenPipeError:
+        # The reader went away (`lev ps | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

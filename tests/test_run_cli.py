@@ -193,3 +193,20 @@ def test_a_killed_run_leaves_a_meta_json_that_says_where_it_was(tmp_path: Path, 
     assert meta["stage_history"] == ["work"]
     out = lev("ps", env=env)
     assert meta["run_id"] in out.stdout
+
+
+def test_ps_lists_worker_runs_under_their_parent(tmp_path: Path, env: dict[str, str]) -> None:
+    agent = Path(__file__).resolve().parents[1] / "blueprints" / "research-brief"
+    parent = lev("run", str(agent), "--task", "q", "--model", "mock", "--quiet", env=env).stdout.strip()
+    lines = lev("ps", env=env).stdout.splitlines()[1:]
+    assert lines[0].startswith(parent)
+    assert len(lines) == 4 and all(line.startswith("  └ ") for line in lines[1:])
+    children = {r["run_id"]: r for r in json.loads(lev("ps", "--json", env=env).stdout)["finished"]}
+    assert sum(1 for r in children.values() if r["parent_run_id"] == parent) == 3
+
+
+def test_ps_into_a_closed_pipe_exits_quietly(tmp_path: Path, agent: Path, env: dict[str, str]) -> None:
+    for _ in range(3):
+        lev("run", str(agent), "--task", "t", "--quiet", "--model", script(tmp_path, HAPPY), env=env)
+    out = subprocess.run(f"'{LEV}' ps | head -1", shell=True, capture_output=True, text=True, env=env)
+    assert "Traceback" not in out.stderr and out.stdout.startswith("RUN ID")

@@ -222,20 +222,35 @@ def cmd_ps(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"runs": [_row(m) for m in running], "finished": [_row(m) for m in finished]}, indent=2))
         return 0
-    rows = [_row(m) for m in running + finished]
+    rows = _with_children_under_parents([_row(m) for m in running + finished], metas)
     if not rows:
         print("no runs yet; start one with `lev run PATH --task ...`")
         return 0
     header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "UPDATED")
     table = [header] + [
-        (r["run_id"], r["agent_name"], r["status_text"], r["current_stage"], str(r["iteration"]),
-         str(r["tool_calls"]), r["updated_at"])
+        (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], r["status_text"],
+         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), r["updated_at"])
         for r in rows
     ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row in table:
         print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
     return 0
+
+
+def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worker runs listed right under the run that started them (or alone, when it is not shown)."""
+    parents = {m.get("run_id"): m.get("parent_run_id") for m in metas}
+    shown = {r["run_id"] for r in rows}
+    for row in rows:
+        parent = parents.get(row["run_id"])
+        row["parent_run_id"] = parent if parent in shown else None
+    top = [r for r in rows if not r["parent_run_id"]]
+    ordered: list[dict[str, Any]] = []
+    for row in top:
+        ordered.append(row)
+        ordered.extend(r for r in rows if r["parent_run_id"] == row["run_id"])
+    return ordered
 
 
 def _row(meta: dict[str, Any]) -> dict[str, Any]:
@@ -252,6 +267,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),
         "has_final_output": bool(meta.get("final_output")),
+        "parent_run_id": meta.get("parent_run_id"),
     }
 
 
