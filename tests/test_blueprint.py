@@ -267,3 +267,25 @@ def test_fast_construct_matches_validated_construction() -> None:
     spec = construct(OutputSpec, schema={"type": "object"})
     assert spec.json_schema == {"type": "object"} and spec.model_dump(by_alias=True, exclude_unset=True) == {
         "schema": {"type": "object"}}
+
+
+# -- budget resolution (the one used by the engine's planner) ----------------------------------------
+@pytest.mark.parametrize(
+    ("budget", "max_tokens", "min_tokens", "window", "expected"),
+    [
+        (None, 1234, None, 200_000, 1234),      # absolute budget
+        (None, None, None, 200_000, 5000),      # default
+        ("25%", None, None, 200_000, 50_000),   # share of the window
+        ("12.5%", None, None, 200_000, 25_000),
+        ("25%", None, None, 10, 3),             # 2.5 rounds away from zero (not to even)
+        ("15%", None, None, 10, 2),             # 1.5 -> 2
+        ("50%", 1000, None, 10_000, 1000),      # capped by max_tokens
+        ("1%", None, 700, 10_000, 700),         # raised to min_tokens
+        ("50%", 100, 300, 10_000, 300),         # the floor is applied after the cap
+    ],
+)
+def test_region_budget_resolution(budget, max_tokens, min_tokens, window, expected) -> None:
+    from lev_nb.blueprint import Region
+
+    region = Region(name="r", budget=budget, max_tokens=max_tokens, min_tokens=min_tokens)
+    assert region.resolve_budget(window) == expected

@@ -14,7 +14,6 @@ from lev_nb.engine.regions import (
     ensure_auto_regions,
     estimate_tokens,
     render_checklist,
-    resolve_budget,
     trim_with_note,
 )
 
@@ -47,39 +46,6 @@ def test_trim_with_note_keeps_result_inside_budget() -> None:
     assert estimate_tokens(text) <= 50
     same, cut_again = trim_with_note("short", 50, "\n[cut]")
     assert (same, cut_again) == ("short", False)
-
-
-# -- budgets ---------------------------------------------------------------------------------------
-def test_absolute_budget_is_max_tokens_or_default() -> None:
-    assert resolve_budget(1234, None, None, 200_000) == 1234
-    assert resolve_budget(None, None, None, 200_000) == 5000
-
-
-def test_percentage_budget_share_of_window() -> None:
-    assert resolve_budget(None, 25, None, 200_000) == 50_000
-    assert resolve_budget(None, "12.5%", None, 200_000) == 25_000
-
-
-@pytest.mark.parametrize(
-    ("pct", "window", "expected"),
-    [(25, 10, 3), (15, 10, 2), (35, 10, 4), (0.05, 1000, 1), (0.04, 1000, 0)],
-)
-def test_percentage_rounds_half_away_from_zero(pct: float, window: int, expected: int) -> None:
-    # 2.5 -> 3, 1.5 -> 2, 3.5 -> 4, 0.5 -> 1 (banker's rounding would give 2, 2, 4, 0)
-    assert resolve_budget(None, pct, None, window) == expected
-
-
-def test_percentage_capped_by_max_then_floored_by_min() -> None:
-    assert resolve_budget(1000, "50%", None, 10_000) == 1000
-    assert resolve_budget(None, "1%", 700, 10_000) == 700
-    # The floor is applied after the cap, so it wins when they cross.
-    assert resolve_budget(100, "50%", 300, 10_000) == 300
-
-
-@pytest.mark.parametrize("bad", ["35", "0%", "101%", "abc%"])
-def test_malformed_percentage_is_refused(bad: str) -> None:
-    with pytest.raises(ValueError):
-        resolve_budget(None, bad, None, 1000)
 
 
 # -- declarations and layouts ----------------------------------------------------------------------

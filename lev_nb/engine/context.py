@@ -25,7 +25,6 @@ from lev_nb.engine.regions import (
     default_layout,
     ensure_auto_regions,
     estimate_tokens,
-    resolve_budget,
     trim_with_note,
 )
 
@@ -44,7 +43,6 @@ __all__ = [
     "default_layout",
     "ensure_auto_regions",
     "estimate_tokens",
-    "resolve_budget",
 ]
 
 INSTRUCTIONS_PREFIX = "[Stage instructions:"

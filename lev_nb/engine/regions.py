@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 REGION_KINDS: tuple[str, ...] = (
@@ -73,47 +72,6 @@ def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
         return text, False
     room = max(0, tokens * 4 - len(note.encode("utf-8")))
     return cut_to_bytes(text, room) + note, True
-
-
-def _parse_percentage(budget_pct: float | int | str) -> Decimal:
-    """Read a budget percentage given as a number (``35``) or a string (``"35%"``)."""
-    if isinstance(budget_pct, str):
-        text = budget_pct.strip()
-        if not text.endswith("%"):
-            raise ValueError(f"budget {budget_pct!r} must end with '%', for example \"25%\"")
-        text = text[:-1].strip()
-    else:
-        text = str(budget_pct)
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise ValueError(f"budget {budget_pct!r} is not a valid number") from None
-    if not (Decimal(0) < value <= Decimal(100)):
-        raise ValueError(f"budget {budget_pct!r} must be greater than 0% and at most 100%")
-    return value
-
-
-def resolve_budget(
-    max_tokens: int | None,
-    budget_pct: float | int | str | None,
-    min_tokens: int | None,
-    window: int,
-) -> int:
-    """Resolve a region's absolute token budget.
-
-    Without a percentage the budget is ``max_tokens`` (5000 when unset). With one it is the
-    window share rounded half away from zero, then capped by ``max_tokens`` (when set), then
-    raised to ``min_tokens`` (when set) — the floor wins over the cap, as in the blueprint spec.
-    """
-    if budget_pct is None:
-        return DEFAULT_REGION_TOKENS if max_tokens is None else max_tokens
-    share = Decimal(window) * _parse_percentage(budget_pct) / Decimal(100)
-    value = int(share.quantize(Decimal(1), rounding=ROUND_HALF_UP))
-    if max_tokens is not None:
-        value = min(value, max_tokens)
-    if min_tokens is not None:
-        value = max(value, min_tokens)
-    return value
 
 
 @dataclass(frozen=True)
