@@ -210,3 +210,13 @@ def test_ps_into_a_closed_pipe_exits_quietly(tmp_path: Path, agent: Path, env: d
         lev("run", str(agent), "--task", "t", "--quiet", "--model", script(tmp_path, HAPPY), env=env)
     out = subprocess.run(f"'{LEV}' ps | head -1", shell=True, capture_output=True, text=True, env=env)
     assert "Traceback" not in out.stderr and out.stdout.startswith("RUN ID")
+
+
+def test_an_input_named_like_a_prefix_of_an_option_is_an_input(tmp_path: Path, env: dict[str, str]) -> None:
+    folder = tmp_path / "prefix"
+    folder.mkdir()
+    (folder / "agent.leviath").write_text(AGENT.replace('seed = "input"', 'seed = { caller = "out" }'), encoding="utf-8")
+    out = lev("run", str(folder), "--task", "t", "--out", "kept", "--model", script(tmp_path, HAPPY), env=env)
+    assert out.returncode == 0, out.stderr
+    first = json.loads((tmp_path / "home" / "runs" / out.stdout.strip() / "transcript.jsonl").read_text().splitlines()[0])
+    assert "kept" in "\n".join(first["system"])

@@ -17,6 +17,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     """Register the run-related subcommands."""
     run = subparsers.add_parser(
         "run",
+        # Caller inputs are free-form --<name> options, so none may be read as an abbreviation.
+        allow_abbrev=False,
         help="run a blueprint to the end in this process",
         description=(
             "Run an agent to the end, showing progress on stderr, and print its run id. Caller "

@@ -1,7 +1,8 @@
-"""Model backends behind one Provider protocol: scripted (canned turns) and mock (dry run)."""
+"""Model backends behind one Provider protocol: anthropic (Claude), scripted (canned turns), mock (dry run)."""
 
 from __future__ import annotations
 
+from lev_nb.providers.anthropic import AnthropicProvider
 from lev_nb.providers.base import (
     ERROR_KINDS,
     Block,
@@ -23,6 +24,7 @@ from lev_nb.providers.resolve import ModelOverride, provider_for, register_provi
 from lev_nb.providers.scripted import ScriptedModel, ScriptError
 
 __all__ = [
+    "AnthropicProvider",
     "ERROR_KINDS",
     "Block",
     "Message",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from lev_nb.providers.anthropic import AnthropicProvider
 from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
@@ -15,10 +16,14 @@ ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (
 
 ProviderFactory = Callable[[str], Provider]
 
-# Providers that exist now; later issues register more (anthropic, rhai provider scripts).
-_FACTORIES: dict[str, ProviderFactory] = {"mock": lambda model: MockModel()}
+# Providers that exist now; later issues register more (rhai provider scripts). An
+# AnthropicProvider is cheap to build: it shares one SDK client per key, base URL and event loop.
+_FACTORIES: dict[str, ProviderFactory] = {
+    "mock": lambda model: MockModel(),
+    "anthropic": lambda model: AnthropicProvider(model),
+}
 # Providers lev_nb knows by name but cannot call yet.
-_PLANNED = {"anthropic"}
+_PLANNED: set[str] = set()
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:
