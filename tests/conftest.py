@@ -14,6 +14,13 @@ RUN_TIMEOUT_S = 60  # generous: a hung run fails the test instead of blocking th
 AGENT_HEADER = '[agent]\nname = "engine-test"\n'
 
 
+@pytest.fixture(autouse=True)
+def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a real model: a key in the developer's shell must not leak into a run."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh lev_nb home for the test (LEV_HOME points at it)."""

@@ -20,12 +20,17 @@ from lev_nb.providers.base import (
     estimate_tokens,
 )
 from lev_nb.providers.mock import MockModel
-from lev_nb.providers.resolve import ModelOverride, provider_for, register_provider, resolve_model
+from lev_nb.providers.resolve import (
+    ModelOverride,
+    provider_for,
+    register_provider,
+    resolve_model,
+)
 from lev_nb.providers.scripted import ScriptedModel, ScriptError
 
 __all__ = [
-    "AnthropicProvider",
     "ERROR_KINDS",
+    "AnthropicProvider",
     "Block",
     "Message",
     "MockModel",

@@ -35,7 +35,7 @@ from lev_nb.providers.base import (
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
     from anthropic import AsyncAnthropic
 
-__all__ = ["AnthropicProvider", "DEFAULT_TIMEOUT_S", "build_request_body", "classify_error", "map_response"]
+__all__ = ["DEFAULT_TIMEOUT_S", "AnthropicProvider", "build_request_body", "classify_error", "map_response"]
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -293,7 +293,7 @@ def parse_retry_after(headers: Any) -> float | None:
 def _error_body(exc: Any) -> str:
     try:
         return exc.response.text
-    except Exception:  # the body was never read (closed stream): fall back to the SDK's text
+    except (AttributeError, RuntimeError):  # body never read (closed stream): use the SDK's copy
         return str(exc.body if exc.body is not None else exc.message)
 
 
