@@ -590,10 +590,8 @@ class ContextTools:
         return None
 
     # -- context_* ------------------------------------------------------------------------------
-    def write(self, region: str | None = None, content: str | None = None,
-              key: str | None = None) -> str:
-        """``context_write``: store ``content`` under ``key`` (replacing that entry), or replace
-        the whole region when no key is given. Hashmap regions need a key."""
+    def _writable(self, region: str | None, content: str | None, key: str | None) -> Region | str:
+        """The region a write/append goes to, or the ``[error]`` text saying why it cannot."""
         target = self._lookup(region, writing=True)
         if isinstance(target, str):
             return target
@@ -604,6 +602,15 @@ class ContextTools:
             return "[error] missing 'content' argument"
         if target.kind == "hashmap" and not key:
             return f"[error] region '{target.name}' is a hashmap: pass a 'key' for the entry."
+        return target
+
+    def write(self, region: str | None = None, content: str | None = None,
+              key: str | None = None) -> str:
+        """``context_write``: store ``content`` under ``key`` (replacing that entry), or replace
+        the whole region when no key is given. Hashmap regions need a key."""
+        target = self._writable(region, content, key)
+        if isinstance(target, str):
+            return target
         entry = Entry.make(str(content), key=str(key) if key else None)
         error = self._store(target, entry, replace_all=not key)
         if error:
@@ -614,16 +621,9 @@ class ContextTools:
     def append(self, region: str | None = None, content: str | None = None,
                key: str | None = None) -> str:
         """``context_append``: add an entry (or extend the entry under ``key``)."""
-        target = self._lookup(region, writing=True)
+        target = self._writable(region, content, key)
         if isinstance(target, str):
             return target
-        refusal = self._not_for_checklist(target)
-        if refusal:
-            return refusal
-        if content is None:
-            return "[error] missing 'content' argument"
-        if target.kind == "hashmap" and not key:
-            return f"[error] region '{target.name}' is a hashmap: pass a 'key' for the entry."
         text = str(content)
         position = target.find_key(str(key)) if key else None
         if position is not None:
