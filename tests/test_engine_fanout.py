@@ -345,3 +345,35 @@ def test_broken_worker_agent_is_an_error_result_and_the_stage_is_nudged_again(en
     # The call failed, so the stage did not fan out: it is nudged, then recorded as degraded.
     assert [n.reason for n in events_of(run, "nudge")] == ["fan_out"]
     assert run.flags["splits_degraded"] == 1
+
+
+def test_max_child_depth_zero_refuses_every_worker(tmp_path):
+    import lev_nb
+
+    bp = lev_nb.load(ROOT_FANOUT_DEPTH)
+    run = bp.run("t", model="mock", home=tmp_path).wait(30)
+    report = next(e for e in run.events if e.kind == "fan_out_finished")
+    assert report.succeeded == 0 and report.failed == 3
+    assert run.meta["children"] == []
+
+
+ROOT_FANOUT_DEPTH = """
+[agent]
+name = "depth"
+max_child_depth = 0
+[stages.split]
+mode = "fan_out"
+model = { provider = "anthropic", model = "claude-sonnet-4-6" }
+worker_stage = "worker"
+merge_stage = "merge"
+[stages.split.transitions]
+[stages.worker]
+mode = "autonomous"
+allow_as_worker = true
+max_iterations = 2
+[stages.worker.transitions]
+[stages.merge]
+mode = "autonomous"
+max_iterations = 2
+[stages.merge.transitions]
+"""

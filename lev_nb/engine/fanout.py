@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
 DEFAULT_REPORT_BYTES = 4000
-MAX_CHILD_DEPTH = 3
 
 
 @dataclass
@@ -194,8 +193,11 @@ async def _run_workers(
 
     async def one(item: dict[str, Any]) -> WorkerResult:
         async with limit:
-            if runner.depth + 1 > MAX_CHILD_DEPTH:
-                return WorkerResult(item["id"], False, f"sub-agent depth limit ({MAX_CHILD_DEPTH}) reached")
+            depth_limit = runner.max_child_depth
+            if runner.depth + 1 > depth_limit:
+                return WorkerResult(
+                    item["id"], False, f"sub-agent depth limit ({depth_limit}) reached; not starting a deeper worker"
+                )
             child = runner.spawn_child(plan, entry, worker_task(item))
             await child.main()
             return _worker_outcome(item["id"], child)

@@ -145,6 +145,7 @@ class RunPlan:
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
     seeds: tuple[Any, ...] = ()  # SeedPlans of the global layout, in declaration order
     repetition: Any = None  # RepetitionPolicy; None means the runtime defaults
+    max_child_depth: int = 3  # how deep worker runs may nest ([agent] max_child_depth)
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""

@@ -59,6 +59,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         skipped_scripts=tuple(skipped),
         seeds=seed_plans(bp),
         repetition=_repetition(bp),
+        max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
     )
 
 

@@ -120,6 +120,8 @@ class Runner(ExitHolds, Transitions):
         self.tools = StageTools(self)
         self.parent = parent
         self.depth = parent.depth + 1 if parent is not None else 0
+        # The root run's limit governs the whole tree of workers.
+        self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
         if parent is not None:
             self.meta["parent_run_id"] = parent.run_id
             self.meta["depth"] = self.depth
