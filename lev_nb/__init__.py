@@ -36,3 +36,10 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
     return value
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext lev_nb``: register the %lev, %%lev and %%rhai magics."""
+    from lev_nb.notebook import load_ipython_extension as load
+
+    load(ipython)

@@ -97,6 +97,12 @@ class Run:
 
         return read_window(self._runner.workdir, path, offset, window)
 
+    def widget(self, stages: list[str] | None = None) -> Any:
+        """A live ipywidgets view of this run (``display`` it, or use ``lev_nb.notebook.watch``)."""
+        from lev_nb.notebook.widget import RunWidget
+
+        return RunWidget(self, stages)
+
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
         """Call ``callback(event)`` for each event (on the engine thread; keep it quick)."""
         self._runner.events.subscribe(callback, replay=replay)

@@ -1,1 +1,24 @@
-"""Notebook views: rich displays, the live run widget and the %lev magics."""
+"""Notebook views: rich displays, the live run widget and the %lev / %%lev / %%rhai magics.
+
+``%load_ext lev_nb.notebook`` registers the magics; ``watch(run)`` shows a run live.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_ipython_extension", "watch"]
+
+
+def watch(run: Any, stages: Any = None, display: bool = True) -> Any:
+    """Show ``run`` live (a RunWidget, or a text view without ipywidgets) and return the view."""
+    from lev_nb.notebook.widget import watch as _watch
+
+    return _watch(run, stages=stages, display=display)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the lev_nb magics in ``ipython`` (called by ``%load_ext lev_nb.notebook``)."""
+    from lev_nb.notebook.magics import load_ipython_extension as _load
+
+    _load(ipython)

@@ -1,0 +1,250 @@
+"""``%lev``, ``%%lev`` and ``%%rhai``: lev_nb from notebook cells.
+
+Load with ``%load_ext lev_nb.notebook``. Arguments are parsed by IPython's ``magic_arguments``
+(shell-style quoting); a user mistake (bad arguments, a blueprint that does not load, a script that
+does not compile) surfaces as one ``UsageError`` line, never a traceback.
+
+- ``%lev validate PATH [--deny-warnings]`` shows the validation report.
+- ``%lev graph PATH [--current STAGE] [--direction LR]`` shows the stage graph (Mermaid).
+- ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
+- ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
+  shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once.
+- ``%%rhai [--validate] [--call FN] [--arg NAME ...] [VAR]``: evaluate the cell as Rhai in the
+  hardened engine; ``--validate`` compiles it as an output validator and stores it in VAR
+  (default ``validator``); ``--call FN`` calls a function the cell defines.
+
+``%config LevMagics.default_model = "mock"`` sets the model ``%%lev`` uses without ``--model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Unicode
+
+DEFAULT_RUN_VAR = "_lev_run"
+DEFAULT_VALIDATOR_VAR = "validator"
+CELL_LABEL = "%%rhai cell"
+
+HELP_TEXT = """\
+lev_nb magics
+  %lev validate PATH [--deny-warnings]      lint a blueprint (agent folder or agent.leviath)
+  %lev graph PATH [--current STAGE]         draw the stage graph (Mermaid)
+  %lev ps [--all]                           list recorded runs
+  %lev help                                 this text
+  %%lev PATH [VAR] [--model SPEC] [--workdir DIR]
+                                            run PATH on the task in the cell body; the Run is
+                                            stored in VAR (default _lev_run) and shown live
+  %%rhai [VAR]                              evaluate the cell as Rhai (value also stored in VAR)
+  %%rhai --validate [VAR]                   compile the cell as an output validator
+                                            (fn validate(content)); stored in VAR (default validator)
+  %%rhai --call FN [--arg NAME ...] [VAR]   call FN defined in the cell with Python variables
+Set a default model with: %config LevMagics.default_model = "mock"
+"""
+
+
+# -- argument parsers of the %lev subcommands (the functions only carry the parsers) -------------
+@magic_arguments(name="%lev validate")
+@argument("path", help="agent folder or its agent.leviath")
+@argument("--deny-warnings", action="store_true", help="warnings make the blueprint invalid")
+def _validate_args(line: str) -> None:
+    """Lint a blueprint and show the report."""
+
+
+@magic_arguments(name="%lev graph")
+@argument("path", help="agent folder or its agent.leviath")
+@argument("--current", default=None, help="highlight this stage")
+@argument("--direction", default="LR", choices=["LR", "TB", "RL", "BT"], help="flow direction")
+def _graph_args(line: str) -> None:
+    """Show the blueprint's stage graph as a Mermaid diagram."""
+
+
+@magic_arguments(name="%lev ps")
+@argument("--all", action="store_true", help="every recorded run, not only recent ones")
+def _ps_args(line: str) -> None:
+    """List the runs recorded under $LEV_HOME/runs."""
+
+
+class MermaidGraph:
+    """A Mermaid diagram for display: exactly ``text/vnd.mermaid`` plus ``text/plain``."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # No HTML or markdown: JupyterLab draws text/vnd.mermaid only when nothing ranks above it.
+        return {"text/vnd.mermaid": self.source, "text/plain": self.source}
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` with the value of ``name`` from ``namespace``; anything else stays as written.
+
+    Only bare identifiers that exist in the namespace are replaced, so JSON or code in a task
+    keeps its braces.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return str(namespace[name]) if name in namespace else match.group(0)
+
+    return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", fill, text)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message folded onto one line."""
+    return " ".join(str(exc).split())
+
+
+def _check_identifier(name: str) -> str:
+    if not name.isidentifier():
+        raise UsageError(f"'{name}' is not a valid Python variable name")
+    return name
+
+
+@magics_class
+class LevMagics(Magics):
+    """The lev_nb magics: ``%lev`` (line), ``%%lev`` (cell) and ``%%rhai`` (cell)."""
+
+    default_model = Unicode(
+        "",
+        help="Model %%lev uses when no --model is given: 'mock', 'scripted:FILE' or 'provider/model'. "
+        "Empty means each stage uses its own model block.",
+    ).tag(config=True)
+
+    # -- %lev and %%lev ----------------------------------------------------------------------
+    @line_magic("lev")
+    def lev_line(self, line: str) -> Any:
+        """``%lev validate|graph|ps|help ...`` (see ``%lev help``)."""
+        command, _, rest = line.strip().partition(" ")
+        if command in ("", "help", "-h", "--help"):
+            print(HELP_TEXT, end="")
+            return None
+        handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps}
+        handler = handlers.get(command)
+        if handler is None:
+            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, help")
+        return handler(rest)
+
+    def _validate(self, rest: str) -> Any:
+        import lev_nb
+        from lev_nb.blueprint import BlueprintError
+
+        args = parse_argstring(_validate_args, rest)
+        try:
+            return lev_nb.validate(args.path, deny_warnings=args.deny_warnings)
+        except BlueprintError as exc:
+            raise UsageError(_one_line(exc)) from None
+
+    def _graph(self, rest: str) -> MermaidGraph:
+        args = parse_argstring(_graph_args, rest)
+        bp = self._load(args.path)
+        if args.current is not None and args.current not in bp.stage_names:
+            raise UsageError(
+                f"%lev graph: no stage '{args.current}' in {args.path}; stages: {', '.join(bp.stage_names)}"
+            )
+        return MermaidGraph(bp.mermaid(direction=args.direction, current=args.current))
+
+    def _ps(self, rest: str) -> None:
+        from lev_nb.engine.commands import cmd_ps
+
+        args = parse_argstring(_ps_args, rest)
+        cmd_ps(argparse.Namespace(json=False, all=args.all))
+
+    @staticmethod
+    def _load(path: str) -> Any:
+        import lev_nb
+        from lev_nb.blueprint import BlueprintError
+
+        try:
+            return lev_nb.load(path)
+        except BlueprintError as exc:
+            raise UsageError(_one_line(exc)) from None
+
+    @magic_arguments()
+    @argument("path", help="agent folder or its agent.leviath")
+    @argument("var", nargs="?", default=DEFAULT_RUN_VAR, help="variable that receives the Run")
+    @argument("--model", "-m", default=None, help="mock, scripted:FILE or provider/model (all stages)")
+    @argument("--workdir", default=None, help="working directory of the run")
+    @argument("--no-widget", action="store_true", help="store the Run without showing the widget")
+    @cell_magic("lev")
+    def lev(self, line: str, cell: str) -> None:
+        """Run a blueprint on the task written in the cell body; returns at once (the run is live).
+
+        ``{name}`` in the body is replaced by the value of a variable of the notebook.
+        """
+        from lev_nb.notebook.widget import watch
+        from lev_nb.scripting import ScriptError
+
+        args = parse_argstring(self.lev, line)
+        var = _check_identifier(args.var)
+        bp = self._load(args.path)
+        model = args.model if args.model is not None else (self.default_model or None)
+        task = interpolate(cell.strip(), self.shell.user_ns)
+        try:
+            run = bp.run(task, model=model, workdir=args.workdir)
+        except (ValueError, TypeError, ScriptError) as exc:
+            raise UsageError(f"%%lev: {_one_line(exc)}") from None
+        self.shell.user_ns[var] = run
+        if not args.no_widget:
+            watch(run, stages=bp.stage_names)
+
+    # -- %%rhai ------------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("var", nargs="?", default=None, help="variable that receives the result")
+    @argument("--validate", action="store_true", help="compile the cell as an output validator")
+    @argument("--call", default=None, metavar="FN", help="call this function of the cell")
+    @argument("--arg", action="append", default=[], metavar="NAME", help="notebook variable passed to FN (repeat)")
+    @cell_magic("rhai")
+    def rhai(self, line: str, cell: str) -> Any:
+        """Evaluate the cell as Rhai in lev_nb's hardened engine and return its value."""
+        args = parse_argstring(self.rhai, line)
+        if args.validate:
+            if args.call or args.arg:
+                raise UsageError("%%rhai: --validate cannot be combined with --call/--arg")
+            return self._compile_validator(cell, _check_identifier(args.var or DEFAULT_VALIDATOR_VAR))
+        value = self._evaluate(cell, args.call, args.arg)
+        if args.var is not None:
+            self.shell.user_ns[_check_identifier(args.var)] = value
+        return value
+
+    def _compile_validator(self, cell: str, var: str) -> None:
+        from lev_nb.scripting import ScriptError, compile_validator
+
+        try:
+            validator = compile_validator(source=cell, label=CELL_LABEL)
+        except ScriptError as exc:
+            raise UsageError(_one_line(exc)) from None
+        self.shell.user_ns[var] = validator
+        print(f"validator compiled; try {var}.check(\"...\")")
+
+    def _evaluate(self, cell: str, fn: str | None, arg_names: list[str]) -> Any:
+        from lev_nb.rhai import Engine, NotPlainDataError, RhaiError
+
+        missing = [n for n in arg_names if n not in self.shell.user_ns]
+        if missing:
+            raise UsageError(f"%%rhai: no notebook variable named {', '.join(repr(n) for n in missing)}")
+        if arg_names and fn is None:
+            raise UsageError("%%rhai: --arg needs --call FN")
+        engine = Engine(on_print=print, on_debug=print)
+        try:
+            if fn is None:
+                return engine.eval(cell)
+            ast = engine.compile(cell)
+            return engine.call(ast, fn, *(self.shell.user_ns[n] for n in arg_names))
+        except RhaiError as exc:
+            raise UsageError(f"Rhai: {_one_line(exc)}") from None
+        except (NotPlainDataError, TypeError) as exc:
+            raise UsageError(f"Rhai: {_one_line(exc)}") from None
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the lev_nb magics (``%load_ext lev_nb.notebook``)."""
+    ipython.register_magics(LevMagics)
