@@ -6,6 +6,7 @@ compare these values without importing one another.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
@@ -158,21 +159,20 @@ ERROR_KINDS: tuple[str, ...] = (
 
 # Kinds that are always worth retrying; "api" is transient only when its message says so.
 _TRANSIENT_KINDS = frozenset({"rate_limited", "server", "transport"})
-_TRANSIENT_API_MARKERS = (
-    "429",
+# An "api" error is transient when its HTTP status says so, or, without a status, when its text
+# names an overload or a rate limit. Bare numbers are only read as the status: a 400 whose body
+# mentions "500 tokens" is not a server error.
+_TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+_TRANSIENT_API_WORDS = (
     "too many requests",
     "rate limit",
     "overloaded",
-    "529",
-    "500",
-    "502",
-    "503",
-    "504",
     "internal server error",
     "bad gateway",
     "service unavailable",
     "gateway timeout",
 )
+_STATUS = re.compile(r"^\s*(?:http\s*)?(\d{3})\b", re.IGNORECASE)
 
 
 class ProviderError(Exception):
@@ -197,8 +197,11 @@ class ProviderError(Exception):
         if self.kind in _TRANSIENT_KINDS:
             return True
         if self.kind == "api":
+            status = _STATUS.match(self.message)
+            if status:
+                return int(status.group(1)) in _TRANSIENT_STATUSES
             lowered = self.message.lower()
-            return any(marker in lowered for marker in _TRANSIENT_API_MARKERS)
+            return any(word in lowered for word in _TRANSIENT_API_WORDS)
         return False
 
 

@@ -166,5 +166,7 @@ async def execute_calls(
         _notify(on_finish, result)
 
     if pending:
-        await asyncio.gather(*(run(i, c, a) for i, c, a in pending))
+        # Each call stores its own result; return_exceptions keeps a call that fails while the batch
+        # is being cancelled from leaving an unretrieved exception behind.
+        await asyncio.gather(*(run(i, c, a) for i, c, a in pending), return_exceptions=True)
     return [r for r in results if r is not None]
