@@ -104,7 +104,8 @@ def overhead(turns: int, calls_per_turn: int, repeats: int) -> dict[str, float]:
 
 async def _bare(steps: list[dict], workdir: str) -> float:
     """The same model answers and tool calls with no engine around them."""
-    from lev_nb.providers import ModelRequest, ScriptedModel
+    from lev_nb.messages import ModelRequest
+    from lev_nb.providers import ScriptedModel
     from lev_nb.tools.builtin import default_registry
     from lev_nb.tools.context import ToolContext
     from lev_nb.tools.workspace import Workspace

@@ -84,7 +84,7 @@ def purposes(model: Any) -> list[str]:
 
 def request_text(request: Any) -> str:
     """Everything a request shows the model: system blocks and message texts, joined."""
-    from lev_nb.providers.base import request_text as flatten
+    from lev_nb.messages import request_text as flatten
 
     return flatten(request)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lev_nb.engine.context import ContextWindow, RegionConfig
 from lev_nb.engine.regions import Entry
-from lev_nb.providers.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 def rc(name: str, kind: str = "temporary", **kw: object) -> RegionConfig:
@@ -190,7 +190,7 @@ def test_stage_instructions_appear_in_system_not_messages() -> None:
 
 
 def test_provider_tool_call_objects_are_accepted() -> None:
-    from lev_nb.providers.base import ToolCall
+    from lev_nb.messages import ToolCall
 
     window = ContextWindow([])
     window.add_user("go")

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lev_nb.engine.regions import (
-    Entry,
-    Region,
-    RegionConfig,
-    RegionFullError,
-    cut_to_bytes,
-    default_layout,
-    ensure_auto_regions,
-    estimate_tokens,
-    render_checklist,
-    trim_with_note,
-)
+from lev_nb.engine.regions import Entry, Region, RegionConfig, RegionFullError, default_layout, ensure_auto_regions, render_checklist, trim_with_note
+from lev_nb.text import cut_text, estimate_tokens
 
 
 def text_of(tokens: int, tag: str = "x") -> str:
@@ -36,8 +26,8 @@ def test_estimate_rounds_utf8_bytes_up_to_tokens() -> None:
 
 
 def test_cut_never_splits_a_multibyte_character() -> None:
-    assert cut_to_bytes("aé", 2) == "a"
-    assert cut_to_bytes("aé", 3) == "aé"
+    assert cut_text("aé", 2) == "a"
+    assert cut_text("aé", 3) == "aé"
 
 
 def test_trim_with_note_keeps_result_inside_budget() -> None:

@@ -10,7 +10,7 @@ from lev_nb.engine.context import (
     StageInstructionsError,
     ToolRouting,
 )
-from lev_nb.engine.regions import estimate_tokens
+from lev_nb.text import estimate_tokens
 
 
 def rc(name: str, kind: str = "temporary", **kw: object) -> RegionConfig:

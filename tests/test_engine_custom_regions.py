@@ -16,7 +16,7 @@ from lev_nb.engine.custom_regions import (
     parse_render,
 )
 from lev_nb.engine.regions import Entry, RegionConfig, RegionFullError
-from lev_nb.providers.base import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lev_nb.scripting import ScriptError, compile_region_script
 
 # -- unit level: one ScriptedRegion over a compiled script ---------------------------------------

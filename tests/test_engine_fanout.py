@@ -9,8 +9,9 @@ from typing import Any, Callable
 
 from conftest import call, events_of, say
 
-from lev_nb.providers.base import ModelRequest, ModelResponse, ProviderError, ToolCall, ToolResultBlock
-from lev_nb.providers.base import request_text as flatten
+from lev_nb.messages import ModelRequest, ModelResponse, ToolCall, ToolResultBlock
+from lev_nb.providers.base import ProviderError
+from lev_nb.messages import request_text as flatten
 
 
 class StageModel:

@@ -383,7 +383,7 @@ def test_a_cancelled_run_fires_no_terminal_hook(engine, tmp_path):
     import asyncio
     import time
 
-    from lev_nb.providers.base import ModelResponse
+    from lev_nb.messages import ModelResponse
 
     class Slow:
         name = "slow"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import call, events_of, kinds, say
 
-from lev_nb.providers.base import ModelRequest, ModelResponse
+from lev_nb.messages import ModelRequest, ModelResponse
 
 UPSTREAM_FIELDS = {
     "run_id", "agent_name", "task", "status", "current_stage", "iteration", "tool_calls",

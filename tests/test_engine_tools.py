@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import call, calls, events_of, say
 
-from lev_nb.providers.base import ToolResultBlock
+from lev_nb.messages import ToolResultBlock
 
 
 def results_of(model, index: int) -> list[ToolResultBlock]:

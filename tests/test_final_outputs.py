@@ -29,7 +29,7 @@ nudge = { enabled = false }
 
 def tool_results(request) -> str:
     """Every tool result the request carries, joined."""
-    from lev_nb.providers.base import ToolResultBlock
+    from lev_nb.messages import ToolResultBlock
 
     parts = []
     for message in request.messages:

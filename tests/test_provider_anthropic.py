@@ -19,17 +19,8 @@ from typing import Any
 
 import pytest
 
-from lev_nb.providers import (
-    AnthropicProvider,
-    Message,
-    ModelRequest,
-    ProviderError,
-    TextBlock,
-    ToolResultBlock,
-    ToolSpec,
-    ToolUseBlock,
-    provider_for,
-)
+from lev_nb.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from lev_nb.providers import AnthropicProvider, ProviderError, provider_for
 from lev_nb.providers.anthropic import shared_client
 
 API_KEY = "sk-test-key"

@@ -12,15 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from lev_nb.providers import (
-    Message,
-    MockModel,
-    ModelRequest,
-    TextBlock,
-    ToolResultBlock,
-    ToolSpec,
-    ToolUseBlock,
-)
+from lev_nb.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from lev_nb.providers import MockModel
 
 
 def spec(name: str, description: str = "") -> ToolSpec:

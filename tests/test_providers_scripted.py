@@ -8,15 +8,8 @@ import threading
 
 import pytest
 
-from lev_nb.providers import (
-    MockModel,
-    ModelOverride,
-    ModelRequest,
-    ProviderError,
-    ScriptedModel,
-    ScriptError,
-    resolve_model,
-)
+from lev_nb.messages import ModelRequest
+from lev_nb.providers import MockModel, ModelOverride, ProviderError, ScriptedModel, ScriptFileError, resolve_model
 
 
 def ask(model, stage: str = "work", purpose: str = "stage"):
@@ -162,14 +155,14 @@ def test_usage_from_script_is_used():
 def test_from_file_rejects_bad_shapes_naming_file_and_entry(tmp_path, script, expected):
     path = tmp_path / "turns.json"
     path.write_text(script)
-    with pytest.raises(ScriptError) as info:
+    with pytest.raises(ScriptFileError) as info:
         ScriptedModel.from_file(path)
     assert str(path) in str(info.value)
     assert expected in str(info.value)
 
 
 def test_from_file_missing_file_is_a_clear_error(tmp_path):
-    with pytest.raises(ScriptError, match="not found"):
+    with pytest.raises(ScriptFileError, match="not found"):
         ScriptedModel.from_file(tmp_path / "nope.json")
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lev_nb.providers import ToolCall
+from lev_nb.messages import ToolCall
 from lev_nb.tools import Policies, ToolContext, ToolDef, Workspace, default_registry, execute_calls, is_inline
 from lev_nb.tools.builtin import shell
 

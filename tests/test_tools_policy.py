@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from lev_nb.providers import ToolCall
+from lev_nb.messages import ToolCall
 from lev_nb.tools import Policies, authorise, default_registry, resolve_policy
 
 REG = default_registry()

@@ -1,14 +1,14 @@
 """Turning the regions a stage sees into a model request: system blocks and messages.
 
 Sliding-window regions become the conversation's messages; every other kind becomes one system
-block. The result is engine-neutral (:mod:`lev_nb.providers.base` types), so any provider can
+block. The result is engine-neutral (:mod:`lev_nb.messages` types), so any provider can
 send it.
 """
 
 from __future__ import annotations
 
 from lev_nb.engine.regions import Entry, Region, render_checklist
-from lev_nb.providers.base import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 __all__ = ["assemble", "render_system_block", "entries_to_messages"]
 

@@ -14,19 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from lev_nb.engine.regions import (
-    ALWAYS_VISIBLE,
-    FINAL_OUTPUT_REGION_TOKENS,
-    Entry,
-    Region,
-    RegionConfig,
-    RegionFullError,
-    cut_to_bytes,
-    default_layout,
-    ensure_auto_regions,
-    estimate_tokens,
-    trim_with_note,
-)
+from lev_nb.engine.regions import ALWAYS_VISIBLE, FINAL_OUTPUT_REGION_TOKENS, Entry, Region, RegionConfig, RegionFullError, default_layout, ensure_auto_regions, trim_with_note
+from lev_nb.text import cut_text, estimate_tokens
 
 __all__ = [
     "ALWAYS_VISIBLE",
@@ -294,7 +283,7 @@ class ContextWindow:
             return content, "stored"
         if room > MIN_PARTIAL_TOKENS:
             # Reserve room for the marker, whose length depends on the omitted count.
-            keep = cut_to_bytes(content, room * 4 - 64)
+            keep = cut_text(content, room * 4 - 64)
             omitted = len(content) - len(keep)
             return f"{keep}... [truncated, {omitted} chars omitted]", "truncated"
         if estimate_tokens(WINDOW_FULL_TEXT) <= room:
@@ -339,7 +328,7 @@ class ContextWindow:
         outcome = "stored"
         full_tokens = estimate_tokens(content)
         if cap is not None and full_tokens > cap:
-            content = cut_to_bytes(content, cap * 4) + RESULT_CAP_NOTE
+            content = cut_text(content, cap * 4) + RESULT_CAP_NOTE
             outcome = "truncated"
         region = self._regions[target]
         text, fitted = self._fit_result(content, self._room(region))

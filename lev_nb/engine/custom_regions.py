@@ -21,14 +21,9 @@ import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.engine.regions import Entry, Region, RegionConfig, estimate_tokens
-from lev_nb.providers.base import (
-    Block,
-    Message,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from lev_nb.engine.regions import Entry, Region, RegionConfig
+from lev_nb.text import estimate_tokens
+from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lev_nb.scripting import RegionScript, ScriptError, compile_region_script
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan import FanOutPlan, RunPlan
-from lev_nb.providers.base import ToolCall
+from lev_nb.messages import ToolCall
+from lev_nb.text import cut_text_marked
 
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
@@ -68,13 +69,10 @@ def build_report(results: list[WorkerResult], region_tokens: int | None) -> str:
     sections: list[str] = []
     cut_any = False
     for result in good:
-        raw = result.text.encode("utf-8")
-        text = result.text
-        if len(raw) > bound:
+        text, cut = cut_text_marked(result.text, bound)
+        if cut:
             cut_any = True
-            text = raw[:bound].decode("utf-8", errors="ignore") + (
-                "\n[...cut short; the worker's own run has the whole answer]"
-            )
+            text += "\n[...cut short; the worker's own run has the whole answer]"
         sections.append(f"\n## worker {result.item_id}\n{text}\n")
     for result in bad:
         sections.append(f"\n## worker {result.item_id} FAILED\n{result.text}\n")

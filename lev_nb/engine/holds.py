@@ -6,7 +6,7 @@ from __future__ import annotations
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan import StagePlan
 from lev_nb.engine.progress import Outcome, RunFailure
-from lev_nb.providers.base import ModelResponse
+from lev_nb.messages import ModelResponse
 
 OUTPUT_REENTRY_CAP = 3
 REQUIRED_REENTRY_CAP = 3

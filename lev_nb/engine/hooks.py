@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.regions import Entry, RegionFullError
-from lev_nb.providers.base import ModelResponse, ToolCall
+from lev_nb.messages import ModelResponse, ToolCall
 from lev_nb.scripting import (
     Allow,
     Cancel,

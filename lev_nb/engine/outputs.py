@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.text import cut_text_marked
+
 MAX_FINAL_OUTPUT_BYTES = 256 * 1024
 FINAL_OUTPUT_REGION_TOKENS = 2000
 MAX_SCHEMA_VIOLATIONS = 3
@@ -152,10 +154,7 @@ class FinalOutput:
 
 def cap_content(content: str, limit: int = MAX_FINAL_OUTPUT_BYTES) -> tuple[str, bool]:
     """Cut ``content`` to at most ``limit`` UTF-8 bytes on a character boundary."""
-    raw = content.encode("utf-8")
-    if len(raw) <= limit:
-        return content, False
-    return raw[:limit].decode("utf-8", errors="ignore"), True
+    return cut_text_marked(content, limit)
 
 
 def _norm(label: str | None) -> str:

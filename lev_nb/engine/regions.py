@@ -10,9 +10,10 @@ updated key, or refuse). This module knows nothing about stages, tools or reques
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from lev_nb.text import cut_text, estimate_tokens
 
 REGION_KINDS: tuple[str, ...] = (
     "temporary",
@@ -39,29 +40,6 @@ FINAL_OUTPUT_REGION_TOKENS = 2000
 DEFAULT_REGION_TOKENS = 5000
 
 
-def estimate_tokens(text: str) -> int:
-    """Estimate the tokens of ``text`` as ceil(utf-8 bytes / 4), the runtime's one estimator."""
-    return math.ceil(len(text.encode("utf-8")) / 4)
-
-
-def cut_to_bytes(text: str, max_bytes: int) -> str:
-    """Return the longest prefix of ``text`` that fits in ``max_bytes`` utf-8 bytes.
-
-    The cut never splits a multi-byte character.
-    """
-    if max_bytes <= 0:
-        return ""
-    raw = text.encode("utf-8")
-    if len(raw) <= max_bytes:
-        return text
-    return raw[:max_bytes].decode("utf-8", errors="ignore")
-
-
-def cut_to_tokens(text: str, tokens: int) -> str:
-    """Return the longest prefix of ``text`` within ``tokens`` (``tokens * 4`` bytes)."""
-    return cut_to_bytes(text, tokens * 4)
-
-
 def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
     """Fit ``text`` into ``tokens``, ending a cut text with ``note``.
 
@@ -71,7 +49,7 @@ def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
     if estimate_tokens(text) <= tokens:
         return text, False
     room = max(0, tokens * 4 - len(note.encode("utf-8")))
-    return cut_to_bytes(text, room) + note, True
+    return cut_text(text, room) + note, True
 
 
 @dataclass(frozen=True)

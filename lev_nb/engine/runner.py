@@ -35,7 +35,8 @@ from lev_nb.engine.watchdogs import (
     stuck_note,
     stuck_reason,
 )
-from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError, ToolCall
+from lev_nb.messages import ModelRequest, ModelResponse, ToolCall
+from lev_nb.providers.base import Provider, ProviderError
 
 WORKSPACE_CHECK_INTERVAL = 5
 

@@ -12,7 +12,7 @@ from lev_nb.engine.gates import modifying_tools
 from lev_nb.engine.outputs import OutputSpec, resolve_output_spec, submit_output_description
 from lev_nb.engine.plan import StagePlan
 from lev_nb.engine.submission import evaluate_submission
-from lev_nb.providers.base import ModelResponse, ToolCall, ToolSpec
+from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure

@@ -3,22 +3,7 @@
 from __future__ import annotations
 
 from lev_nb.providers.anthropic import AnthropicProvider
-from lev_nb.providers.base import (
-    ERROR_KINDS,
-    Block,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ProviderError,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    ToolSpec,
-    ToolUseBlock,
-    Usage,
-    estimate_tokens,
-)
+from lev_nb.providers.base import ERROR_KINDS, Provider, ProviderError
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.resolve import (
     ModelOverride,
@@ -26,28 +11,17 @@ from lev_nb.providers.resolve import (
     register_provider,
     resolve_model,
 )
-from lev_nb.providers.scripted import ScriptedModel, ScriptError
+from lev_nb.providers.scripted import ScriptedModel, ScriptFileError
 
 __all__ = [
     "ERROR_KINDS",
     "AnthropicProvider",
-    "Block",
-    "Message",
     "MockModel",
     "ModelOverride",
-    "ModelRequest",
-    "ModelResponse",
     "Provider",
     "ProviderError",
-    "ScriptError",
+    "ScriptFileError",
     "ScriptedModel",
-    "TextBlock",
-    "ToolCall",
-    "ToolResultBlock",
-    "ToolSpec",
-    "ToolUseBlock",
-    "Usage",
-    "estimate_tokens",
     "provider_for",
     "register_provider",
     "resolve_model",

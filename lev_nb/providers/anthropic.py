@@ -18,19 +18,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.providers.base import (
-    Block,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    ToolSpec,
-    ToolUseBlock,
-    Usage,
-)
+from lev_nb.messages import Block, Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolSpec, ToolUseBlock, Usage
+from lev_nb.providers.base import ProviderError
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
     from anthropic import AsyncAnthropic

@@ -20,18 +20,8 @@ import asyncio
 import json
 from typing import Any
 
-from lev_nb.providers.base import (
-    Message,
-    ModelRequest,
-    ModelResponse,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-    estimate_tokens,
-    request_text,
-)
+from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage, request_text
+from lev_nb.text import estimate_tokens
 
 __all__ = ["MockModel", "sample_output", "sample_for_schema"]
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lev_nb.providers.anthropic import AnthropicProvider
-from lev_nb.providers.base import ModelRequest, ModelResponse, Provider, ProviderError
+from lev_nb.messages import ModelRequest, ModelResponse
+from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
 
@@ -85,7 +86,7 @@ class ModelOverride:
 def resolve_model(spec: str | Provider | None) -> Provider | None:
     """Resolve a ``--model`` value. ``None`` means "each stage uses its own model block".
 
-    Raises ValueError for a string in none of the accepted forms, and ScriptError (a ValueError)
+    Raises ValueError for a string in none of the accepted forms, and ScriptFileError (a ValueError)
     for a scripted file that is missing or malformed.
     """
     if spec is None:

@@ -17,18 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lev_nb.providers.base import (
-    ERROR_KINDS,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    ToolCall,
-    Usage,
-    estimate_tokens,
-    request_text,
-)
+from lev_nb.messages import ModelRequest, ModelResponse, ToolCall, Usage, request_text
+from lev_nb.providers.base import ERROR_KINDS, ProviderError
+from lev_nb.text import estimate_tokens
 
-__all__ = ["ScriptedModel", "ScriptError"]
+__all__ = ["ScriptedModel", "ScriptFileError"]
 
 _ENTRY_KEYS = ("text", "tool_calls", "error", "usage", "finish_reason")
 _CALL_KEYS = ("name", "arguments", "id")
@@ -36,8 +29,8 @@ _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_wri
 _SCRIPTABLE_ERROR_KINDS = tuple(k for k in ERROR_KINDS if k != "exhausted")
 
 
-class ScriptError(ValueError):
-    """A script has the wrong shape. The message names the source, the entry and what to fix."""
+class ScriptFileError(ValueError):
+    """A scripted model file has the wrong shape. The message names the source, the entry and what to fix."""
 
 
 @dataclass
@@ -54,71 +47,71 @@ class _Entry:
 def _check_entry(raw: Any, where: str) -> _Entry:
     """Validate one raw entry; ``where`` names it in error messages."""
     if not isinstance(raw, dict):
-        raise ScriptError(f"{where}: expected an object like {{\"text\": \"...\"}}, got {type(raw).__name__}")
+        raise ScriptFileError(f"{where}: expected an object like {{\"text\": \"...\"}}, got {type(raw).__name__}")
     unknown = [k for k in raw if k not in _ENTRY_KEYS]
     if unknown:
-        raise ScriptError(f"{where}: unknown key {unknown[0]!r} (valid: {', '.join(_ENTRY_KEYS)})")
+        raise ScriptFileError(f"{where}: unknown key {unknown[0]!r} (valid: {', '.join(_ENTRY_KEYS)})")
     text = raw.get("text", "")
     if text is None:
         text = ""
     if not isinstance(text, str):
-        raise ScriptError(f"{where}.text: expected a string, got {type(text).__name__}")
+        raise ScriptFileError(f"{where}.text: expected a string, got {type(text).__name__}")
     calls_raw = raw.get("tool_calls", []) or []
     if not isinstance(calls_raw, list):
-        raise ScriptError(f"{where}.tool_calls: expected a list of {{\"name\", \"arguments\"}} objects")
+        raise ScriptFileError(f"{where}.tool_calls: expected a list of {{\"name\", \"arguments\"}} objects")
     calls: list[dict[str, Any]] = []
     for j, call in enumerate(calls_raw):
         cwhere = f"{where}.tool_calls[{j}]"
         if not isinstance(call, dict):
-            raise ScriptError(f"{cwhere}: expected an object with 'name' and 'arguments'")
+            raise ScriptFileError(f"{cwhere}: expected an object with 'name' and 'arguments'")
         bad = [k for k in call if k not in _CALL_KEYS]
         if bad:
-            raise ScriptError(f"{cwhere}: unknown key {bad[0]!r} (valid: {', '.join(_CALL_KEYS)})")
+            raise ScriptFileError(f"{cwhere}: unknown key {bad[0]!r} (valid: {', '.join(_CALL_KEYS)})")
         name = call.get("name")
         if not isinstance(name, str) or not name:
-            raise ScriptError(f"{cwhere}.name: expected a non-empty tool name")
+            raise ScriptFileError(f"{cwhere}.name: expected a non-empty tool name")
         args = call.get("arguments", {})
         if args is None:
             args = {}
         if not isinstance(args, dict):
-            raise ScriptError(f"{cwhere}.arguments: expected an object, got {type(args).__name__}")
+            raise ScriptFileError(f"{cwhere}.arguments: expected an object, got {type(args).__name__}")
         call_id = call.get("id")
         if call_id is not None and not isinstance(call_id, str):
-            raise ScriptError(f"{cwhere}.id: expected a string")
+            raise ScriptFileError(f"{cwhere}.id: expected a string")
         calls.append({"name": name, "arguments": args, "id": call_id})
     error = raw.get("error")
     if error is not None:
         if not isinstance(error, dict):
-            raise ScriptError(f"{where}.error: expected {{\"kind\": ..., \"message\": ...}}")
+            raise ScriptFileError(f"{where}.error: expected {{\"kind\": ..., \"message\": ...}}")
         kind = error.get("kind")
         if kind not in _SCRIPTABLE_ERROR_KINDS:
-            raise ScriptError(
+            raise ScriptFileError(
                 f"{where}.error.kind: {kind!r} is not an error kind (valid: {', '.join(_SCRIPTABLE_ERROR_KINDS)})"
             )
         message = error.get("message", "")
         if not isinstance(message, str):
-            raise ScriptError(f"{where}.error.message: expected a string")
+            raise ScriptFileError(f"{where}.error.message: expected a string")
         retry_after = error.get("retry_after")
         if retry_after is not None and not isinstance(retry_after, (int, float)):
-            raise ScriptError(f"{where}.error.retry_after: expected a number of seconds")
+            raise ScriptFileError(f"{where}.error.retry_after: expected a number of seconds")
         if text or calls:
-            raise ScriptError(f"{where}: an entry with 'error' cannot also have 'text' or 'tool_calls'")
+            raise ScriptFileError(f"{where}: an entry with 'error' cannot also have 'text' or 'tool_calls'")
     usage = raw.get("usage")
     if usage is not None:
         if not isinstance(usage, dict) or any(
             k not in _USAGE_KEYS or not isinstance(v, int) or isinstance(v, bool) for k, v in usage.items()
         ):
-            raise ScriptError(f"{where}.usage: expected integer counts among {', '.join(_USAGE_KEYS)}")
+            raise ScriptFileError(f"{where}.usage: expected integer counts among {', '.join(_USAGE_KEYS)}")
     finish = raw.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
-        raise ScriptError(f"{where}.finish_reason: expected a string")
+        raise ScriptFileError(f"{where}.finish_reason: expected a string")
     return _Entry(text=text, tool_calls=calls, error=error, usage=usage, finish_reason=finish)
 
 
 def _check_list(raw: Any, where: str) -> list[_Entry]:
     """Validate a list of entries."""
     if not isinstance(raw, list):
-        raise ScriptError(f"{where}: expected a list of turns, got {type(raw).__name__}")
+        raise ScriptFileError(f"{where}: expected a list of turns, got {type(raw).__name__}")
     return [_check_entry(item, f"{where}[{i}]") for i, item in enumerate(raw)]
 
 
@@ -138,14 +131,14 @@ class ScriptedModel:
             self._by_stage: dict[str, list[_Entry]] | None = {}
             for stage, entries in turns.items():
                 if not isinstance(stage, str):
-                    raise ScriptError(f"{source}: stage names must be strings, got {stage!r}")
+                    raise ScriptFileError(f"{source}: stage names must be strings, got {stage!r}")
                 self._by_stage[stage] = _check_list(entries, f"{source}[{stage!r}]")
             self._list: list[_Entry] = []
         elif isinstance(turns, list):
             self._by_stage = None
             self._list = _check_list(turns, source)
         else:
-            raise ScriptError(
+            raise ScriptFileError(
                 f"{source}: expected a list of turns or an object mapping stage names to lists, "
                 f"got {type(turns).__name__}"
             )
@@ -158,13 +151,13 @@ class ScriptedModel:
         try:
             raw = p.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ScriptError(f"{p}: scripted model file not found") from None
+            raise ScriptFileError(f"{p}: scripted model file not found") from None
         except OSError as exc:
-            raise ScriptError(f"{p}: cannot read scripted model file ({exc.strerror or exc})") from None
+            raise ScriptFileError(f"{p}: cannot read scripted model file ({exc.strerror or exc})") from None
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ScriptError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+            raise ScriptFileError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
         return cls(data, source=str(p))
 
     def remaining(self, stage: str | None = None) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.tools.workspace import WorkspaceError
+from lev_nb.text import cut_bytes
 
 __all__ = ["builtin_tools", "default_registry", "READ_FILE_CAP", "SHELL_STREAM_CAP"]
 
@@ -61,16 +62,6 @@ def _lock_for(path: Path) -> threading.Lock:
         return lock
 
 
-def _cut_bytes(data: bytes, limit: int) -> bytes:
-    """``data`` cut to at most ``limit`` bytes, backing off so no UTF-8 character is split."""
-    if len(data) <= limit:
-        return data
-    end = limit
-    while end > 0 and (data[end] & 0xC0) == 0x80:
-        end -= 1
-    return data[:end]
-
-
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
@@ -94,7 +85,7 @@ def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
     except OSError as exc:
         return f"[error] cannot read '{path}': {exc.strerror or exc}"
     if cap is not None and len(data) > cap:
-        shown = _cut_bytes(data, cap)
+        shown = cut_bytes(data, cap)
         return (
             _decode(shown)
             + f"\n[truncated] '{path}' holds {len(data)} bytes and only the first {len(shown)} are shown here. "

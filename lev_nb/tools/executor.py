@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from lev_nb.providers.base import ToolCall
+from lev_nb.messages import ToolCall
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.policy import Policies, authorise
 from lev_nb.tools.registry import MODIFYING_TOOLS, ToolRegistry

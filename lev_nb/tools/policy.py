@@ -7,7 +7,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Union
 
-from lev_nb.providers.base import ToolCall
+from lev_nb.messages import ToolCall
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
 __all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text"]

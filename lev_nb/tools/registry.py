@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal
 
-from lev_nb.providers.base import ToolSpec
+from lev_nb.messages import ToolSpec
 
 if TYPE_CHECKING:
     from lev_nb.tools.context import ToolContext

@@ -10,20 +10,14 @@ from typing import Any
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
+from lev_nb.text import cut_text
+
 __all__ = ["validate_arguments", "MAX_VIOLATIONS", "MAX_VIOLATION_BYTES"]
 
 log = logging.getLogger(__name__)
 
 MAX_VIOLATIONS = 3
 MAX_VIOLATION_BYTES = 256
-
-
-def _cut_utf8(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", errors="ignore")
 
 
 @lru_cache(maxsize=512)
@@ -68,7 +62,7 @@ def validate_arguments(tool: str, schema: dict[str, Any] | None, arguments: Any)
     for error in errors[:MAX_VIOLATIONS]:
         where = _where(error)
         text = f"{where}: {error.message}" if where else error.message
-        shown.append(_cut_utf8(text, MAX_VIOLATION_BYTES))
+        shown.append(cut_text(text, MAX_VIOLATION_BYTES))
     message = "; ".join(shown)
     if len(errors) > MAX_VIOLATIONS:
         message += f"; (and {len(errors) - MAX_VIOLATIONS} more)"

@@ -1,0 +1,46 @@
+"""Text helpers every layer shares: cutting on UTF-8 character boundaries and the one token estimate.
+
+Budgets in lev_nb are counted in UTF-8 bytes (files, tool results, final outputs) or in estimated
+tokens (context regions); spec/runtime.md §5 estimates a token as four bytes, rounded up. A cut never
+splits a character, so whatever is kept can be written as UTF-8 and read back.
+"""
+
+from __future__ import annotations
+
+__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens"]
+
+
+def estimate_tokens(text: str) -> int:
+    """The runtime's one token estimate: ceil(UTF-8 bytes / 4)."""
+    return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+
+
+def cut_bytes(data: bytes, limit: int) -> bytes:
+    """``data`` cut to at most ``limit`` bytes, backing off so no UTF-8 character is split."""
+    if limit <= 0:
+        return b""
+    if len(data) <= limit:
+        return data
+    end = limit
+    # A continuation byte (10xxxxxx) at the cut means a character straddles it: drop its start.
+    while end > 0 and (data[end] & 0xC0) == 0x80:
+        end -= 1
+    return data[:end]
+
+
+def cut_text(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` that fits in ``limit`` UTF-8 bytes."""
+    return cut_text_marked(text, limit)[0]
+
+
+def cut_text_marked(text: str, limit: int) -> tuple[str, bool]:
+    """Like :func:`cut_text`, and whether anything was cut."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text, False
+    return cut_bytes(raw, limit).decode("utf-8", "surrogatepass"), True
+
+
+def cut_to_tokens(text: str, tokens: int) -> str:
+    """The longest prefix of ``text`` within ``tokens`` estimated tokens (``tokens * 4`` bytes)."""
+    return cut_text(text, tokens * 4)
