@@ -108,7 +108,7 @@ async def _bare(steps: list[dict], workdir: str) -> float:
     from lev_nb.providers import ScriptedModel
     from lev_nb.tools.builtin import default_registry
     from lev_nb.tools.context import ToolContext
-    from lev_nb.tools.workspace import Workspace
+    from lev_nb.workspace import Workspace
 
     model = ScriptedModel(steps)
     registry = default_registry()

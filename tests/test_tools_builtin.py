@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from lev_nb.tools import READ_FILE_CAP, SHELL_STREAM_CAP, ToolContext, Workspace, default_registry
-from lev_nb.tools.workspace import PathEscape
+from lev_nb.tools import READ_FILE_CAP, SHELL_STREAM_CAP, ToolContext, default_registry
+from lev_nb.workspace import Workspace
+from lev_nb.workspace import PathEscape
 
 
 class FakeContext:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from lev_nb.messages import ToolCall
-from lev_nb.tools import Policies, ToolContext, ToolDef, Workspace, default_registry, execute_calls, is_inline
+from lev_nb.tools import Policies, ToolContext, ToolDef, default_registry, execute_calls, is_inline
+from lev_nb.workspace import Workspace
 from lev_nb.tools.builtin import shell
 
 ALLOW_ALL = Policies(stage={"write_file": "allow", "edit_file": "allow", "shell": "allow", "slow": "allow", "boom": "allow"})

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lev_nb.tools import PathEscape, Workspace, WorkspaceMissing
+from lev_nb.workspace import PathEscape, Workspace, WorkspaceMissing
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 from . import constants as C
 from .errors import BlueprintError, locate_key
 from .model import Blueprint, Region
+from lev_nb.workspace import PathEscape, confine
 
 _U64 = (1 << 64) - 1
 
@@ -192,7 +193,6 @@ def check_region_scripts(bp: Blueprint) -> None:
     base = bp.base_dir
     if base is None:
         return
-    root = base.resolve()
     layouts = [("context.regions", bp.global_layout)] + [
         (f"stages.{n}.context.regions", st.own_layout) for n, st in bp.stages.items() if st.own_layout
     ]
@@ -203,15 +203,11 @@ def check_region_scripts(bp: Blueprint) -> None:
                 continue
             seen.add(region.script)
             kp = prefix.split(".") + [rname, "script"]
-            path = (base / region.script)
             try:
-                resolved = path.resolve(strict=True)
-            except (OSError, RuntimeError) as exc:
-                raise _fail(bp, f"region '{rname}': cannot read custom region script '{region.script}': {exc}",
-                            kp) from None
-            if not resolved.is_relative_to(root):
+                resolved = confine(base, region.script)
+            except PathEscape:
                 raise _fail(bp, f"region '{rname}': custom region script '{region.script}' resolves outside "
-                                "the blueprint's directory", kp)
+                                "the blueprint's directory", kp) from None
             try:
                 Path(resolved).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from .constants import BUILTIN_TOOLS
 from .model import Blueprint
 from .report import Finding
+from lev_nb.workspace import PathEscape, confine
 
 SCRIPT_ERROR = "script-error"
 TOOL_SKIPPED = "script-tool-skipped"
@@ -35,9 +36,9 @@ def script_findings(bp: Blueprint) -> list[Finding]:
 
 def _locate(base: Path, relative: str) -> tuple[Path | None, str | None]:
     """The script's path inside ``base``, or why it cannot be used."""
-    root = base.resolve()
-    target = (base / relative).resolve()
-    if not target.is_relative_to(root):
+    try:
+        target = confine(base, relative)
+    except PathEscape:
         return None, f"'{relative}' resolves outside the agent folder; keep scripts inside it"
     if not target.is_file():
         return None, f"'{relative}' does not exist (paths are relative to the agent folder)"
@@ -48,13 +49,21 @@ def _error(message: str, stage: str | None, fix: str) -> Finding:
     return Finding(SCRIPT_ERROR, "error", message, stage, fix)
 
 
+def _shown(path: Path, base: Path) -> Path:
+    """``path`` relative to the agent folder when it is inside it, for messages."""
+    try:
+        return path.relative_to(base)
+    except ValueError:
+        return path
+
+
 def _tool_findings(base: Path) -> list[Finding]:
     from lev_nb.scripting import discover_tools
 
     _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS))
     findings = []
     for item in skipped:
-        rel = Path(item.path).relative_to(base) if Path(item.path).is_relative_to(base) else item.path
+        rel = _shown(Path(item.path), base)
         reason = item.reason
         if reason.startswith("Script"):
             findings.append(_error(

@@ -13,6 +13,7 @@ from lev_nb.engine.outputs import OutputSpec
 from lev_nb.engine.planner import plan_from_blueprint
 from lev_nb.engine.runner import RetryPolicy, Runner
 from lev_nb.providers.base import Provider
+from lev_nb.workspace import PathEscape, confine
 
 
 def start_run(
@@ -121,8 +122,11 @@ def compile_validators(
                 "load it from its folder, or pass the script as output_validator=...",
                 path=path,
             )
-        target = (base / path).resolve()
-        if base.resolve() not in target.parents:
+        try:
+            target = confine(base, path)
+        except PathEscape:
+            target = None
+        if target is None or target == base.resolve():
             raise ScriptError(f"the output validator '{path}' is outside the agent folder", path=path)
         compiled[path] = compile_validator(target, label=path)
     if launch_validator is not None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
+
+from lev_nb.workspace import PathEscape, confine
 
 
 def _char_start(data: bytes, index: int) -> int:
@@ -20,10 +21,10 @@ def read_window(workdir: str | os.PathLike[str], path: str, offset: int = 0, win
         raise ValueError("window must be at least 4 bytes (one UTF-8 character)")
     if offset < 0:
         raise ValueError("offset must not be negative")
-    root = Path(os.path.realpath(workdir))
-    target = Path(os.path.realpath(root / path))
-    if target != root and root not in target.parents:
-        raise ValueError(f"'{path}' is outside the run's working directory")
+    try:
+        target = confine(workdir, path)
+    except PathEscape:
+        raise ValueError(f"'{path}' is outside the run's working directory") from None
     if not target.is_file():
         raise FileNotFoundError(f"'{path}' is not a file in the run's working directory")
     size = target.stat().st_size

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.engine import events as ev
 from lev_nb.engine.regions import Entry, RegionFullError
 from lev_nb.messages import ModelResponse, ToolCall
+from lev_nb.workspace import PathEscape, confine
 from lev_nb.scripting import (
     Allow,
     Cancel,
@@ -80,14 +81,13 @@ def resolve_agent_script(plan: RunPlan, relative: str, what: str) -> Path:
             "folder to find it in; load the blueprint from its folder",
             path=relative,
         )
-    base = Path(plan.base_dir).resolve()
-    target = (base / relative).resolve()
-    if not target.is_relative_to(base):
+    try:
+        return confine(plan.base_dir, relative)
+    except PathEscape:
         raise ScriptError(
             f"{what} '{relative}' resolves outside the agent folder; keep scripts inside it",
             path=relative,
-        )
-    return target
+        ) from None
 
 
 def compile_stage_hooks(plan: RunPlan) -> dict[str, HookScript]:

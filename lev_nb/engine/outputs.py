@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lev_nb.text import cut_text_marked
+from lev_nb.workspace import PathEscape, confine
 
 MAX_FINAL_OUTPUT_BYTES = 256 * 1024
 FINAL_OUTPUT_REGION_TOKENS = 2000
@@ -279,15 +279,11 @@ def _json_path(path: Any) -> str:
 
 def artifacts_outside(workdir: Path, artifacts: list[str]) -> list[str]:
     """The artifact paths that would resolve outside ``workdir`` (symlinks followed)."""
-    root = Path(os.path.realpath(workdir))
     bad = []
     for item in artifacts:
         try:
-            resolved = Path(os.path.realpath(root / item))
-        except (ValueError, OSError):  # e.g. an embedded NUL: no file can have that name
-            bad.append(item)
-            continue
-        if resolved != root and root not in resolved.parents:
+            confine(workdir, item)
+        except (PathEscape, OSError):
             bad.append(item)
     return bad
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.workspace import PathEscape, confine
+
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
@@ -64,11 +66,11 @@ async def seed_text(runner: Runner, seed: SeedPlan, inputs: dict[str, str]) -> s
 
 
 def _read_files(workdir: Path, paths: list[str]) -> str:
-    root = workdir.resolve()
     parts = []
     for rel in paths:
-        target = (workdir / rel).resolve()
-        if not target.is_relative_to(root):
+        try:
+            target = confine(workdir, rel)
+        except PathEscape:
             parts.append(f"### [{rel}]\n[not read: outside the working directory]")
             continue
         if not target.is_file():
@@ -121,9 +123,11 @@ async def _tools(runner: Runner, seed: SeedPlan) -> str:
 def _rhai(workdir: Path, script: str, task: str) -> str:
     from lev_nb.rhai import Engine, RhaiError
 
-    root = workdir.resolve()
-    target = (workdir / script).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
+    try:
+        target = confine(workdir, script)
+    except PathEscape:
+        target = None
+    if target is None or not target.is_file():
         raise SeedFailure(f"rhai seed '{script}' is not a file inside the working directory")
     try:
         value = Engine(max_operations=100_000).eval(

@@ -18,7 +18,7 @@ from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
 from lev_nb.store import FINAL_OUTPUT
-from lev_nb.tools.workspace import Workspace
+from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner

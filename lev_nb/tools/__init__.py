@@ -1,4 +1,4 @@
-"""Built-in tools, workspace confinement, permission policies and the batch executor."""
+"""Built-in tools, permission policies and the batch executor (paths are confined by :mod:`lev_nb.workspace`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from lev_nb.tools.executor import FAILURE_PREFIXES, ToolResult, execute_calls, i
 from lev_nb.tools.policy import Policies, authorise, resolve_policy
 from lev_nb.tools.registry import ALIASES, MODIFYING_TOOLS, ToolDef, ToolRegistry
 from lev_nb.tools.validation import validate_arguments
-from lev_nb.tools.workspace import PathEscape, Workspace, WorkspaceError, WorkspaceMissing
 
 __all__ = [
     "ALIASES",
@@ -18,15 +17,11 @@ __all__ = [
     "READ_FILE_CAP",
     "SHELL_STREAM_CAP",
     "ContextAccess",
-    "PathEscape",
     "Policies",
     "ToolContext",
     "ToolDef",
     "ToolRegistry",
     "ToolResult",
-    "Workspace",
-    "WorkspaceError",
-    "WorkspaceMissing",
     "authorise",
     "builtin_tools",
     "default_registry",

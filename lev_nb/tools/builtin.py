@@ -20,7 +20,7 @@ from typing import Any
 
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
-from lev_nb.tools.workspace import WorkspaceError
+from lev_nb.workspace import WorkspaceError
 from lev_nb.text import cut_bytes
 
 __all__ = ["builtin_tools", "default_registry", "READ_FILE_CAP", "SHELL_STREAM_CAP"]

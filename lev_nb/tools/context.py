@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Protocol, Union, runtime_checkable
 
-from lev_nb.tools.workspace import Workspace
+from lev_nb.workspace import Workspace
 
 __all__ = ["ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
 

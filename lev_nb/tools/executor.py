@@ -20,7 +20,7 @@ from lev_nb.tools.context import ToolContext
 from lev_nb.tools.policy import Policies, authorise
 from lev_nb.tools.registry import MODIFYING_TOOLS, ToolRegistry
 from lev_nb.tools.validation import validate_arguments
-from lev_nb.tools.workspace import WorkspaceError
+from lev_nb.workspace import WorkspaceError
 
 __all__ = ["ToolResult", "execute_calls", "is_inline", "is_failure", "FAILURE_PREFIXES"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef
-from lev_nb.tools.workspace import Workspace
+from lev_nb.workspace import Workspace
 
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000

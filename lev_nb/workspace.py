@@ -1,0 +1,94 @@
+"""The one confinement rule: turning a path someone gave us into a real path inside a root folder.
+
+Every path that reaches the disk on a run's behalf goes through :func:`confine`: tool arguments,
+seeds, artifact windows, final-output artifacts, and the scripts a blueprint names inside its own
+folder (hooks, validators, custom regions). Symlinks are followed first and the result is checked
+afterwards, so neither ``../x``, an absolute path nor a link pointing elsewhere can reach outside.
+It sits below every layer (with messages and text) because the blueprint checks need it too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["confine", "Workspace", "WorkspaceError", "PathEscape", "WorkspaceMissing"]
+
+
+class WorkspaceError(Exception):
+    """A path a tool asked for cannot be used; the message is written for the model to read."""
+
+
+class PathEscape(WorkspaceError):
+    """The path resolves outside the working directory (directly, through ``..`` or a symlink)."""
+
+
+class WorkspaceMissing(WorkspaceError):
+    """The working directory itself is gone."""
+
+
+def confine(
+    root: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    also: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
+    """The real, absolute path that ``path`` names, taken from ``root``; PathEscape if it lands outside.
+
+    Relative paths start at ``root``; absolute ones and ``~`` are allowed only when they land inside.
+    ``also`` lists further folders the path may land in (read grants). Raises PathEscape, whose
+    message is written for a model or a person to act on, for an empty path, a NUL byte, or a path
+    that resolves (after following every symlink) outside ``root`` and ``also``.
+    """
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or raw == "":
+        raise PathEscape("a path is required and it was empty")
+    if "\x00" in raw:
+        raise PathEscape(f"'{raw}' contains a NUL byte, which no file name can hold")
+    base = Path(os.path.realpath(os.fspath(root)))
+    joined = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
+    candidate = joined if joined.is_absolute() else base / joined
+    # realpath follows every symlink that exists and normalises '..' after it, so the check below
+    # sees where the path really lands.
+    real = Path(os.path.realpath(candidate))
+    allowed = [base, *(Path(os.path.realpath(os.fspath(extra))) for extra in also)]
+    if not any(real == folder or real.is_relative_to(folder) for folder in allowed):
+        raise PathEscape(f"'{raw}' is outside the working directory; use a path inside it (relative paths start there)")
+    return real
+
+
+class Workspace:
+    """A confined working directory.
+
+    Every path a tool receives goes through :meth:`resolve`: relative paths are taken from the root,
+    symlinks are followed first and the result is checked afterwards, so neither ``../x`` nor a link
+    pointing elsewhere can reach outside. ``read_roots`` are extra directories that reads (never
+    writes) may reach.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], read_roots: list[str | os.PathLike[str]] | None = None) -> None:
+        self.root = Path(os.path.realpath(os.fspath(root)))
+        self.read_roots = [Path(os.path.realpath(os.fspath(r))) for r in (read_roots or [])]
+
+    def exists(self) -> bool:
+        """True while the root is still an accessible directory."""
+        return self.root.is_dir()
+
+    def resolve(self, path: str | os.PathLike[str], for_write: bool = False) -> Path:
+        """The real, absolute path for ``path``; raise PathEscape if it leaves the workspace."""
+        if for_write and not self.exists():
+            raise WorkspaceMissing(f"the working directory '{self.root}' no longer exists, so nothing can be written")
+        return confine(self.root, path, also=() if for_write else self.read_roots)
+
+    def relative(self, real: Path) -> str:
+        """``real`` as a POSIX path relative to the root (``.`` for the root itself)."""
+        try:
+            rel = real.relative_to(self.root)
+        except ValueError:
+            return str(real)
+        text = rel.as_posix()
+        return text or "."
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
