@@ -6,6 +6,12 @@ The public API is deliberately small; heavier submodules load on first use so th
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -31,11 +37,30 @@ def __getattr__(name: str) -> object:
     target = _LAZY_EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'lev_nb' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
     return value
+
+
+def _notebook_view(module: str, name: str) -> Callable[..., Any]:
+    """A factory that imports ``module`` on first call, so ``import lev_nb`` stays cheap."""
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return make
+
+
+def _wire_notebook_views() -> None:
+    """Fill the engine's view slots with the notebook's views (the engine never imports them)."""
+    from lev_nb.engine import views
+
+    views.provide(views.RUN_BUNDLE, _notebook_view("lev_nb.notebook.display", "run_summary_bundle"))
+    views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
+    views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
+
+
+_wire_notebook_views()
 
 
 def load_ipython_extension(ipython: object) -> None:

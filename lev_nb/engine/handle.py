@@ -8,6 +8,7 @@ import copy
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.engine import views
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
 
@@ -99,9 +100,7 @@ class Run:
 
     def widget(self, stages: list[str] | None = None) -> Any:
         """A live ipywidgets view of this run (``display`` it, or use ``lev_nb.notebook.watch``)."""
-        from lev_nb.notebook.widget import RunWidget
-
-        return RunWidget(self, stages)
+        return views.view(views.RUN_WIDGET, self, stages)
 
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
         """Call ``callback(event)`` for each event (on the engine thread; keep it quick)."""
@@ -129,6 +128,6 @@ class Run:
         return f"<Run {self.run_id} {self.status} stage={self.stage!r}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from lev_nb.notebook.display import run_bundle
-
-        return run_bundle(self.meta, len(self.events))
+        if not views.has_view(views.RUN_BUNDLE):
+            return {"text/plain": repr(self)}
+        return views.view(views.RUN_BUNDLE, self)

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.engine import views
 from lev_nb.text import cut_text_marked
 from lev_nb.workspace import PathEscape, confine
 
@@ -127,11 +128,9 @@ class FinalOutput:
         return data
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from lev_nb.notebook.display import output_bundle
-
-        fmt = f" ({self.format})" if self.format else ""
-        note = " [truncated]" if self.truncated else ""
-        return output_bundle(self.content, self.format, f"Final output{fmt} from stage '{self.stage}'{note}")
+        if not views.has_view(views.OUTPUT_BUNDLE):
+            return {"text/plain": self.content}
+        return views.view(views.OUTPUT_BUNDLE, self)
 
     def __str__(self) -> str:
         return self.content

@@ -70,6 +70,18 @@ def pretty_xml(content: str) -> str | None:
     return etree.tostring(root, pretty_print=True, encoding="unicode")
 
 
+def final_output_bundle(output: Any) -> dict[str, Any]:
+    """The MIME bundle of a run's final output, headed by its format and stage."""
+    fmt = f" ({output.format})" if output.format else ""
+    note = " [truncated]" if output.truncated else ""
+    return output_bundle(output.content, output.format, f"Final output{fmt} from stage '{output.stage}'{note}")
+
+
+def run_summary_bundle(run: Any) -> dict[str, Any]:
+    """The MIME bundle of a run handle: its record at a glance."""
+    return run_bundle(run.meta, len(run.events))
+
+
 def run_bundle(meta: dict[str, Any], event_count: int) -> dict[str, Any]:
     """A finished or running run at a glance: status, path through the stages, counters."""
     from lev_nb.engine.commands import status_text

@@ -1,0 +1,41 @@
+"""Slots where the layers above the engine plug in their views of engine objects.
+
+The engine knows nothing of notebooks or terminals (the layer contract forbids the import), yet a
+``Run`` and a final output should draw themselves in Jupyter and ``run.widget()`` should give the
+live view. So each such object asks this registry for a view by name; the package facade
+(``lev_nb/__init__.py``) fills the slots with the notebook's views, loaded on first use. With a slot
+left empty (nothing registered), objects fall back to plain text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET"]
+
+RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
+OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
+RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
+
+_slots: dict[str, Callable[..., Any]] = {}
+
+
+def provide(name: str, factory: Callable[..., Any]) -> None:
+    """Fill the slot ``name`` with ``factory`` (a later call replaces an earlier one)."""
+    _slots[name] = factory
+
+
+def has_view(name: str) -> bool:
+    """True when something fills the slot ``name``."""
+    return name in _slots
+
+
+def view(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the factory in slot ``name``; LookupError when the slot is empty."""
+    factory = _slots.get(name)
+    if factory is None:
+        raise LookupError(f"no view is registered for '{name}'; import lev_nb.notebook to get the notebook views")
+    return factory(*args, **kwargs)
