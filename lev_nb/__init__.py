@@ -22,7 +22,7 @@ __all__ = [
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
 _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "load": ("lev_nb.blueprint", "load"),
-    "validate": ("lev_nb.blueprint", "validate"),
+    "validate": ("lev_nb.scripting.checks", "validate"),
     "Blueprint": ("lev_nb.blueprint", "Blueprint"),
     "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),
     "Report": ("lev_nb.blueprint", "Report"),

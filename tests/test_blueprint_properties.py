@@ -6,7 +6,8 @@ import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from lev_nb.blueprint import BlueprintError, load_text, validate
+from lev_nb.blueprint import BlueprintError, load_text
+from lev_nb.scripting.checks import validate
 from lev_nb.blueprint import constants as C
 
 NAMES = st.sampled_from(["a", "b", "plan", "review", "summary", "conversation", "task", "notes", ""])

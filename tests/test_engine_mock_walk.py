@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import RUN_TIMEOUT_S
 
-from lev_nb.blueprint import load, validate
+from lev_nb.blueprint import load
+from lev_nb.scripting.checks import validate
 from lev_nb.engine.api import start_run
 
 ROOT = Path(__file__).resolve().parent.parent

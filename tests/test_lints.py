@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lev_nb.blueprint import LintEnv, load, validate
+from lev_nb.blueprint import LintEnv, load
 from lev_nb.blueprint.lints import ALL_CODES, lint
+from lev_nb.scripting.checks import validate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lints"
 LINT_DIRS = sorted(p for p in FIXTURES.iterdir() if (p / "agent.leviath").is_file())

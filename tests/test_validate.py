@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import lev_nb
-from lev_nb.blueprint import BlueprintError, Finding, extra_checks, load, validate
+from lev_nb.blueprint import BlueprintError, Finding, extra_checks, load
+from lev_nb.scripting.checks import validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INVALID = sorted(p for p in (FIXTURES / "invalid").iterdir() if (p / "agent.leviath").is_file())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lev_nb.blueprint import validate
+from lev_nb.scripting.checks import validate
 
 LEV = str(Path(sys.executable).with_name("lev"))
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lev_nb.blueprint import load, validate
+from lev_nb.blueprint import load
+from lev_nb.scripting.checks import validate
 
 UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"
 

@@ -8,8 +8,10 @@ Loading
     ``resolve_manifest(path) -> Path``       PATH itself if a file, else PATH/agent.leviath
     ``BlueprintError(ValueError)``           .message .path .key_path .line .column .hint .kind
                                              (kind: "read" | "parse" | "validation")
-Validation
-    ``validate(path_or_blueprint, *, deny_warnings=False, env=None) -> Report``
+Validation (the format's half; ``lev_nb.validate`` = :func:`lev_nb.scripting.checks.validate`
+adds the script compile checks and is what ``lev validate`` reports)
+    ``pipeline.validate_source(path_or_blueprint, *, deny_warnings=False, env=None, checks=())``
+    ``pipeline.validate_blueprint(bp, ...)``  -> Report; ``checks`` run after the lints
     ``check(bp)``                            raises BlueprintError(kind="validation") (§9.2)
     ``Report``  .valid .findings .errors .warnings .notes .error ("parse error: ..." /
                 "validation failed: ...") .exception (the BlueprintError) .blueprint .codes
@@ -19,8 +21,10 @@ Validation
                 read_path_granted, read_paths_grant_error, safe_commands_honoured;
                 ``LintEnv.for_blueprint(bp)`` is lev_nb's default environment (see lints.py);
                 ``lints.ALL_CODES`` lists the 33 codes
-    ``extra_checks``: list of ``Callable[[Blueprint], list[Finding]]`` run by validate after
-        the lints (hook point for script compilation); ``script_tool_names(agent_dir)``.
+    ``extra_checks``: list of ``Callable[[Blueprint], list[Finding]]`` run by every validation
+        after the lints and the given checks (a hook point for users)
+Script tools (``script_tools``: the one reader of ``// @tool`` annotations and tool manifests)
+    ``script_tool_names(agent_dir)``; ``script_tools.scan_tools(agent_dir)``, ``tool_spec(path)``
 
 Model (pydantic v2, frozen; field names are the TOML keys)
     ``Blueprint``: .agent (AgentInfo) .stages (dict name -> Stage, declaration order)
@@ -113,17 +117,16 @@ __all__ = [
     "RepetitionDetection", "RoutingOverride", "SafeCommands", "Sandbox", "Security", "Seed",
     "SeedTool", "Stage", "StageContext", "ToolRouting", "TransformConfig", "TransformSpec",
     "check", "default_layout", "extra_checks", "load", "load_text", "resolve_manifest",
-    "script_tool_names", "validate", "json_schema",
+    "script_tool_names", "json_schema",
 ]
 
 _LAZY = {
-    "validate": ("validation", "validate"),
     "check": ("checks", "check"),
     "Report": ("report", "Report"),
     "Finding": ("report", "Finding"),
     "LintEnv": ("lints", "LintEnv"),
-    "extra_checks": ("validation", "extra_checks"),
-    "script_tool_names": ("tooldiscovery", "script_tool_names"),
+    "extra_checks": ("pipeline", "extra_checks"),
+    "script_tool_names": ("script_tools", "script_tool_names"),
     "json_schema": ("schema", "json_schema"),
 }
 

@@ -189,7 +189,7 @@ def _close(word: str, choices: list[str]) -> str | None:
 
 def check_region_scripts(bp: Blueprint) -> None:
     """§8 step 4 without compiling: every custom-region script must resolve inside the agent folder
-    and be readable. (Compiling them is added by the scripting module through ``extra_checks``.)"""
+    and be readable. (Compiling them is :mod:`lev_nb.scripting.checks`' job.)"""
     base = bp.base_dir
     if base is None:
         return

@@ -32,9 +32,11 @@ def run_schema(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status (§8)."""
+    from lev_nb.scripting.checks import validate_blueprint
+
     from .loader import load, resolve_manifest
-    from .tooldiscovery import scan_tools
-    from .validation import _refused, validate_blueprint
+    from .pipeline import refusal as _refused
+    from .script_tools import scan_tools
 
     manifest = resolve_manifest(args.path)
     try:

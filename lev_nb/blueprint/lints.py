@@ -20,7 +20,7 @@ from . import constants as C
 from .model import Blueprint, Region, Stage
 from .report import Finding, sort_findings
 from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
-from .tooldiscovery import script_tool_names
+from .script_tools import script_tool_names
 
 
 @dataclass(frozen=True)

@@ -788,8 +788,9 @@ class Blueprint(_Lenient):
         return blueprint_to_toml(self)
 
     def validate_report(self, **kwargs: Any) -> Any:
-        """Run the §9.2 checks and the §10 lints; returns a :class:`~lev_nb.blueprint.Report`."""
-        from .validation import validate_blueprint
+        """Run the §9.2 checks and the §10 lints; returns a :class:`~lev_nb.blueprint.Report`.
+        (``lev_nb.validate`` also compiles the blueprint's scripts.)"""
+        from .pipeline import validate_blueprint
 
         return validate_blueprint(self, **kwargs)
 

@@ -1,5 +1,9 @@
 """``lev validate`` beyond the upstream: compile every Rhai script a blueprint names or discovers.
 
+:func:`validate` is the full verdict of ``lev validate`` (``lev_nb.validate``): the blueprint
+format's pipeline (:mod:`lev_nb.blueprint.pipeline`: hard checks and lints) with
+:func:`script_findings` added after the lints.
+
 Tool scripts (``tools/*.rhai``), output validators, stage hooks and custom-region scripts are
 compiled with the same hardened engine that runs them, so a syntax error, a missing entry point
 or a wrong arity shows up when the blueprint is checked, not half-way through a paid run.
@@ -10,15 +14,38 @@ warning, since the run goes on without it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from .constants import BUILTIN_TOOLS
-from .model import Blueprint
-from .report import Finding
+from lev_nb.blueprint import pipeline
+from lev_nb.blueprint.constants import BUILTIN_TOOLS
+from lev_nb.blueprint.lints import LintEnv
+from lev_nb.blueprint.model import Blueprint
+from lev_nb.blueprint.report import Finding, Report
 from lev_nb.workspace import PathEscape, confine
+
+from ._common import ScriptError
+from .hooks import compile_hooks
+from .regions import compile_region_script
+from .tools import discover_tools
+from .validators import compile_validator
 
 SCRIPT_ERROR = "script-error"
 TOOL_SKIPPED = "script-tool-skipped"
+
+
+def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
+             env: LintEnv | None = None) -> Report:
+    """Validate an agent folder, its agent.leviath, TOML text, or a loaded :class:`Blueprint`:
+    the hard checks, the lints and the script compile checks, as ``lev validate`` reports them.
+    Refusals and unreadable manifests are handled as in :func:`~lev_nb.blueprint.pipeline.validate_source`.
+    """
+    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=env, checks=(script_findings,))
+
+
+def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None) -> Report:
+    """:func:`validate` for an already loaded blueprint."""
+    return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=env, checks=(script_findings,))
 
 
 def script_findings(bp: Blueprint) -> list[Finding]:
@@ -58,8 +85,6 @@ def _shown(path: Path, base: Path) -> Path:
 
 
 def _tool_findings(base: Path) -> list[Finding]:
-    from lev_nb.scripting import discover_tools
-
     _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS))
     findings = []
     for item in skipped:
@@ -79,8 +104,6 @@ def _tool_findings(base: Path) -> list[Finding]:
 
 
 def _validator_findings(bp: Blueprint, base: Path) -> list[Finding]:
-    from lev_nb.scripting import ScriptError, compile_validator
-
     specs = [(None, bp.agent.output)] + [(name, st.output) for name, st in bp.stages.items()]
     seen: set[str] = set()
     findings = []
@@ -101,8 +124,6 @@ def _validator_findings(bp: Blueprint, base: Path) -> list[Finding]:
 
 
 def _hook_findings(bp: Blueprint, base: Path) -> list[Finding]:
-    from lev_nb.scripting import ScriptError, compile_hooks
-
     findings = []
     for name, stage in bp.stages.items():
         if stage.hooks is None:
@@ -124,8 +145,6 @@ def _hook_findings(bp: Blueprint, base: Path) -> list[Finding]:
 
 
 def _region_findings(bp: Blueprint, base: Path) -> list[Finding]:
-    from lev_nb.scripting import ScriptError, compile_region_script
-
     layouts = [(None, bp.global_layout)] + [
         (name, st.own_layout) for name, st in bp.stages.items() if st.own_layout
     ]
