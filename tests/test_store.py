@@ -9,8 +9,13 @@ import stat
 
 import pytest
 
-from lev_nb import store
-from lev_nb.store import RunNotFound, RunStore, find_run, list_runs, new_meta, new_run_id
+from lev_nb.store import files as store_files
+from lev_nb.store import RunMeta, RunNotFound, RunStore, find_run, list_runs, new_run_id
+
+
+def new_meta(run_id: str, agent_name: str, task: str, **fields: object) -> dict:
+    """A fresh meta.json dict, as the engine writes it when a run starts."""
+    return RunMeta(run_id=run_id, agent_name=agent_name, task=task, **fields).to_dict()  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +38,7 @@ def test_lev_home_is_read_at_call_time(monkeypatch, tmp_path):
 def test_lev_home_defaults_to_dot_lev(monkeypatch, tmp_path):
     monkeypatch.delenv("LEV_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert store.runs_dir() == tmp_path / ".lev" / "runs"
+    assert store_files.runs_dir() == tmp_path / ".lev" / "runs"
 
 
 def test_new_meta_has_every_upstream_field():
@@ -69,7 +74,7 @@ def test_crash_during_meta_write_keeps_the_previous_meta(monkeypatch):
     def crash(src, dst):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(store.os, "replace", crash)
+    monkeypatch.setattr(store_files.os, "replace", crash)
     with pytest.raises(OSError):
         run.write_meta({"run_id": "r-1", "status": "complete", "iteration": 2})
     monkeypatch.undo()

@@ -114,7 +114,7 @@ async def run_fan_out(runner: Runner, call: ToolCall) -> str:
         )
     )
     if not items:
-        runner.meta["flags"]["splits_degraded"] += 1
+        runner.meta.flags.splits_degraded += 1
     region = config.results_region if from_stage else "conversation"
     region_tokens = runner.ctx.region(region).max_tokens if runner.ctx.has_region(region) else None
     report = build_report(results, region_tokens)
@@ -204,7 +204,7 @@ async def _run_workers(
 
 
 def _worker_outcome(item_id: str, child: Runner) -> WorkerResult:
-    status = child.meta["status"]
+    status = child.meta.status
     if status == "complete":
         if child.final_output is not None:
             return WorkerResult(item_id, True, child.final_output.content, child.run_id)
@@ -215,4 +215,4 @@ def _worker_outcome(item_id: str, child: Runner) -> WorkerResult:
         return WorkerResult(item_id, True, child.progress.last_text, child.run_id)
     if status == "cancelled":
         return WorkerResult(item_id, False, "worker cancelled", child.run_id)
-    return WorkerResult(item_id, False, child.meta.get("error") or "worker failed", child.run_id)
+    return WorkerResult(item_id, False, child.meta.error or "worker failed", child.run_id)

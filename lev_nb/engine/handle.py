@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
 ARTIFACT_WINDOW = 1024 * 1024
-TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
 
 class Run:
@@ -40,32 +39,32 @@ class Run:
     @property
     def status(self) -> str:
         """One of starting, running, complete, error, cancelled."""
-        return self._runner.meta["status"]
+        return self._runner.meta.status
 
     @property
     def stage(self) -> str | None:
         """The stage the run is in (or ended in)."""
-        return self._runner.meta["current_stage"]
+        return self._runner.meta.current_stage
 
     @property
     def error(self) -> str | None:
         """The error message of a run that ended in error."""
-        return self._runner.meta.get("error")
+        return self._runner.meta.error
 
     @property
     def meta(self) -> dict[str, Any]:
         """A copy of the run record (the content of meta.json)."""
-        return copy.deepcopy(self._runner.meta)
+        return copy.deepcopy(self._runner.meta.to_dict())
 
     @property
     def flags(self) -> dict[str, Any]:
         """A copy of the run's flags (gates_forced, produced_output, ...)."""
-        return copy.deepcopy(self._runner.meta["flags"])
+        return self._runner.meta.flags.to_dict()
 
     @property
     def stage_history(self) -> list[str]:
         """The stages entered, in order."""
-        return list(self._runner.meta["stage_history"])
+        return list(self._runner.meta.stage_history)
 
     @property
     def events(self) -> EventLog:

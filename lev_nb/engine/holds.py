@@ -47,8 +47,8 @@ class ExitHolds:
 
     def _exit_hold(self, outcome: Outcome | None) -> bool:
         """Keep the stage running while it owes something; True when it must go on."""
-        stage, progress, flags = self.stage, self.progress, self.meta["flags"]
-        abandoned = flags["required_regions_abandoned"]
+        stage, progress, flags = self.stage, self.progress, self.meta.flags
+        abandoned = flags.required_regions_abandoned
         abandoned[:] = [r for r in abandoned if not self.ctx.has_content(r)]
         if outcome is None and set(stage.tools) & CONTEXT_WRITERS:
             unmet = [
@@ -70,7 +70,7 @@ class ExitHolds:
                 progress.output_reentries += 1
                 self._nudge("required_output", OWED_OUTPUT_NUDGE)
                 return True
-            flags["output_forced"] += 1
+            flags.output_forced += 1
             self.rec.emit(
                 ev.Warning_(
                     self.run_id,
@@ -88,7 +88,7 @@ class ExitHolds:
                     "(an empty `items` array if there is nothing to split).",
                 )
                 return True
-            flags["splits_degraded"] += 1
+            flags.splits_degraded += 1
             self.ctx.note(
                 "error_report",
                 f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "

@@ -326,7 +326,7 @@ class RunHooks:
         output = dataclasses.replace(runner.final_output, content=capped, truncated=cut)
         runner.final_output = output
         runner.rec.writer.write_file(runner.store, FINAL_OUTPUT, capped.encode("utf-8"))
-        runner.meta["final_output"] = output.descriptor()
+        runner.meta.final_output = output.descriptor()
         runner.ctx.mirror_final_output(capped)
         self._modified("on_completion", "final_output", capped)
 

@@ -8,7 +8,6 @@ import io
 import json
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -285,8 +284,3 @@ def artifacts_outside(workdir: Path, artifacts: list[str]) -> list[str]:
         except (PathEscape, OSError):
             bad.append(item)
     return bad
-
-
-def now_iso() -> str:
-    """The current UTC time as an RFC 3339 string."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -9,7 +9,8 @@ import json
 
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
-from lev_nb.engine.writer import EVENTS, TRANSCRIPT, record_writer
+from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore
+from lev_nb.store.writer import record_writer
 
 
 # Progress writes closer together than this are coalesced; stage changes and the end of a run
@@ -20,7 +21,7 @@ SAVE_INTERVAL_S = 0.25
 class Recorder:
     """Writes every event to the log and to disk, and meta.json whenever the run moves."""
 
-    def __init__(self, store: Any, meta: dict[str, Any], events: EventLog) -> None:
+    def __init__(self, store: RunStore, meta: RunMeta, events: EventLog) -> None:
         self.store = store
         self.meta = meta
         self.events = events
@@ -43,10 +44,8 @@ class Recorder:
         clock = time.monotonic()
         if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
             return
-        now = _iso_now()
-        self.meta["updated_at"] = now
-        self.meta["last_progress_at"] = now
-        data = json.dumps(self.meta, indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
+        self.meta.touch()
+        data = json.dumps(self.meta.to_dict(), indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
         self.writer.write_meta(self.store, data, durable=final)
         self._last_save = clock
         self._dirty = False
@@ -65,12 +64,6 @@ class Recorder:
 def _line(record: dict[str, Any]) -> bytes:
     # A lone surrogate from a model's text cannot be UTF-8; written as \udXXX it stays valid JSON.
     return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
-
-
-def _iso_now() -> str:
-    from lev_nb.engine.outputs import now_iso
-
-    return now_iso()
 
 
 def monotonic() -> float:

@@ -92,7 +92,7 @@ class Runner(ExitHolds, Transitions):
         self.workdir = Path(workdir) if workdir is not None else self.store.dir / "workdir"
         self._workdir_given = workdir is not None
         self.events = EventLog()
-        self.meta = store.new_meta(
+        self.meta = store.RunMeta(
             run_id=self.run_id,
             agent_name=plan.agent_name,
             agent_path=plan.source_path or "",
@@ -101,7 +101,7 @@ class Runner(ExitHolds, Transitions):
             num_stages=len(plan.stages),
         )
         if output_request is not None and not output_request.is_empty():
-            self.meta["output_request"] = {
+            self.meta.output_request = {
                 k: v for k, v in output_request.__dict__.items() if v is not None
             }
         self.rec = Recorder(self.store, self.meta, self.events)
@@ -124,10 +124,10 @@ class Runner(ExitHolds, Transitions):
         # The root run's limit governs the whole tree of workers.
         self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
         if parent is not None:
-            self.meta["parent_run_id"] = parent.run_id
-            self.meta["depth"] = self.depth
+            self.meta.parent_run_id = parent.run_id
+            self.meta.depth = self.depth
         self.entry = entry or plan.entry
-        self.meta["model"] = self._entry_model_label()
+        self.meta.model = self._entry_model_label()
         self.visits: dict[str, int] = {}
         self.stage: StagePlan = plan.stage(self.entry)
         self._pending_merge: str | None = None
@@ -178,15 +178,15 @@ class Runner(ExitHolds, Transitions):
     async def _post_webhook(self) -> None:
         from lev_nb.engine.webhook import completion_payload, post_json
 
-        payload = completion_payload(self.meta, self.final_output)
+        payload = completion_payload(self.meta.to_dict(), self.final_output)
         try:
             await asyncio.to_thread(post_json, self.webhook, payload)
         except OSError as exc:
             self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=f"the completion webhook failed: {exc}"))
 
     async def _start(self) -> None:
-        self.meta["status"] = "running"
-        self.meta["flags"]["no_output_tools"] = not any(
+        self.meta.status = "running"
+        self.meta.flags.no_output_tools = not any(
             set(s.tools) & modifying_tools(s) for s in self.plan.stages
         )
         self.rec.save(force=True)
@@ -263,15 +263,15 @@ class Runner(ExitHolds, Transitions):
         self._record_end(status, error)
 
     def _record_end(self, status: str, error: str | None = None) -> None:
-        flags = self.meta["flags"]
-        self.meta["status"] = status
+        flags = self.meta.flags
+        self.meta.status = status
         if error is not None:
-            self.meta["error"] = error
-        flags["produced_output"] = self.final_output is not None
-        flags["empty_output"] = (
-            flags["modified_file_count"] == 0
-            and not flags["produced_output"]
-            and not flags["no_output_tools"]
+            self.meta.error = error
+        flags.produced_output = self.final_output is not None
+        flags.empty_output = (
+            flags.modified_file_count == 0
+            and not flags.produced_output
+            and not flags.no_output_tools
         )
         try:
             self.rec.save(final=True)
@@ -283,7 +283,7 @@ class Runner(ExitHolds, Transitions):
                 self.stage.name,
                 status=status,
                 error=error,
-                produced_output=flags["produced_output"],
+                produced_output=flags.produced_output,
                 final_output=self.final_output.descriptor() if self.final_output else None,
             )
         )
@@ -340,7 +340,7 @@ class Runner(ExitHolds, Transitions):
         stage, progress = self.stage, self.progress
         if iteration_cap_hit(stage, progress):
             cap = stage.max_iterations or 0
-            self.meta["flags"]["max_iterations_hit"] += 1
+            self.meta.flags.max_iterations_hit += 1
             self.rec.emit(ev.MaxIterationsHit(self.run_id, stage.name, limit=cap))
             self.ctx.note("error_report", iteration_cap_note(stage.name, cap))
             return Outcome("max_iterations")
@@ -355,7 +355,7 @@ class Runner(ExitHolds, Transitions):
                     return Outcome("stuck", reason)
         if progress.iterations and progress.iterations % WORKSPACE_CHECK_INTERVAL == 0:
             if not self.workdir.is_dir():
-                self.meta["flags"]["workspace_lost"] = True
+                self.meta.flags.workspace_lost = True
                 return Outcome("error", f"the working directory '{self.workdir}' is no longer accessible")
         return None
 
@@ -450,7 +450,7 @@ class Runner(ExitHolds, Transitions):
         except ProviderError as exc:
             self._record_call(request, None, error=exc.message)
             return self._inference_failed(exc.message)
-        self.meta["iteration"] += 1
+        self.meta.iteration += 1
         self.progress.iterations += 1
         self._record_call(request, response)
         await self.hooks.after_inference(response)
@@ -466,12 +466,10 @@ class Runner(ExitHolds, Transitions):
     ) -> None:
         usage = response.usage if response else None
         if usage is not None:
-            self.meta["prompt_tokens"] += usage.prompt_tokens
-            self.meta["completion_tokens"] += usage.completion_tokens
-            self.meta["cached_tokens"] = self.meta.get("cached_tokens", 0) + usage.cached_tokens
-            self.meta["cache_write_tokens"] = (
-                self.meta.get("cache_write_tokens", 0) + usage.cache_write_tokens
-            )
+            self.meta.prompt_tokens += usage.prompt_tokens
+            self.meta.completion_tokens += usage.completion_tokens
+            self.meta.cached_tokens += usage.cached_tokens
+            self.meta.cache_write_tokens += usage.cache_write_tokens
         self.rec.emit(
             ev.ModelCall(
                 self.run_id,
@@ -479,7 +477,7 @@ class Runner(ExitHolds, Transitions):
                 purpose=request.purpose,
                 provider=request.provider,
                 model=request.model,
-                iteration=self.meta["iteration"],
+                iteration=self.meta.iteration,
                 prompt_tokens=usage.prompt_tokens if usage else 0,
                 completion_tokens=usage.completion_tokens if usage else 0,
                 tool_calls=len(response.tool_calls) if response else 0,
@@ -499,7 +497,7 @@ class Runner(ExitHolds, Transitions):
                 "purpose": request.purpose,
                 "provider": request.provider,
                 "model": request.model,
-                "iteration": self.meta["iteration"],
+                "iteration": self.meta.iteration,
                 "system": request.system if new_system else None,
                 "messages": [_message_json(m) for m in tail],
                 "message_count": len(request.messages),
@@ -541,9 +539,9 @@ class Runner(ExitHolds, Transitions):
             region = edge.gate.require_region_updated if edge.gate else None
             if region and self.ctx.has_region(region):
                 self.progress.digests[region] = self.ctx.digest(region)
-        self.meta["current_stage"] = name
-        self.meta["stage_index"] = stage.index
-        self.meta["stage_history"].append(name)
+        self.meta.current_stage = name
+        self.meta.stage_index = stage.index
+        self.meta.stage_history.append(name)
         self.rec.emit(ev.StageEntered(self.run_id, name, visit=self.visits[name], from_stage=from_stage))
         self.rec.save(force=True)
         self._enter_hook_pending = True  # on_stage_enter fires before the stage's first inference
@@ -572,7 +570,7 @@ class Runner(ExitHolds, Transitions):
             hook_scripts=self.hook_scripts if plan is self.plan else None,
             region_scripts=self.region_scripts if plan is self.plan else None,
         )
-        self.meta["children"].append(child.run_id)
+        self.meta.children.append(child.run_id)
         return child
 
     def after_fan_out(self, merge_stage: str | None) -> None:

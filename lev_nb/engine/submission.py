@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lev_nb.store import utc_now
 from lev_nb.engine.outputs import (
     FinalOutput,
     OutputSpec,
@@ -18,7 +19,6 @@ from lev_nb.engine.outputs import (
     cap_content,
     check_schema,
     check_well_formed,
-    now_iso,
 )
 
 RECORDED = "Recorded as this run's final output."
@@ -115,7 +115,7 @@ def evaluate_submission(
         content=kept,
         format=fmt,
         stage=stage,
-        submitted_at=now_iso(),
+        submitted_at=utc_now(),
         truncated=truncated,
         artifacts=artifacts,
         checked=checked,

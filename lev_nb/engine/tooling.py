@@ -66,7 +66,7 @@ class StageTools:
         stage, progress, meta = runner.stage, runner.progress, runner.meta
         calls = response.tool_calls
         progress.total_tool_calls += len(calls)
-        meta["tool_calls"] += len(calls)
+        meta.tool_calls += len(calls)
         for call in calls:
             path = (call.arguments or {}).get("path")
             if self.registry.canonical(call.name) in ("write_file", "edit_file") and isinstance(path, str):
@@ -142,17 +142,17 @@ class StageTools:
         canon = self.registry.canonical(result.name)
         if canon not in counted:
             return
-        progress, flags = self.runner.progress, self.runner.meta["flags"]
+        progress, flags = self.runner.progress, self.runner.meta.flags
         if result.content.startswith("[denied]"):
             progress.blocked_modification_calls += 1
             return
         if is_failure(result.content) or result.is_error:
             return
         progress.modifying_tool_calls += 1
-        flags["modified_file_count"] += 1
+        flags.modified_file_count += 1
         path = result.modified_path
-        if path and path not in flags["modified_files"] and len(flags["modified_files"]) < MAX_MODIFIED_FILES:
-            flags["modified_files"].append(path)
+        if path and path not in flags.modified_files and len(flags.modified_files) < MAX_MODIFIED_FILES:
+            flags.modified_files.append(path)
 
     # -- tools the engine answers itself -----------------------------------------------------
     async def _run_inline(self, call: ToolCall, result: ToolResult) -> ToolResult:
@@ -190,8 +190,8 @@ class StageTools:
         output = outcome.output
         runner.final_output = output
         runner.rec.writer.write_file(runner.store, FINAL_OUTPUT, output.content.encode("utf-8"))
-        runner.meta["final_output"] = output.descriptor()
-        runner.meta["flags"]["produced_output"] = True
+        runner.meta.final_output = output.descriptor()
+        runner.meta.flags.produced_output = True
         runner.ctx.mirror_final_output(output.content)
         runner.rec.save(force=True)
         runner.rec.emit(
@@ -216,8 +216,8 @@ class StageTools:
             "stage_visit": runner.visits.get(stage.name, 0),
             "stage_iterations": runner.progress.iterations,
             "max_iterations": stage.max_iterations,
-            "run_iterations": runner.meta["iteration"],
-            "tool_calls": runner.meta["tool_calls"],
+            "run_iterations": runner.meta.iteration,
+            "tool_calls": runner.meta.tool_calls,
             "workdir": str(runner.workdir),
             "has_final_output": runner.final_output is not None,
         }

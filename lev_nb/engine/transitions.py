@@ -122,12 +122,12 @@ class Transitions:
             message = gate_block_message(gate, self.stage, self.progress, self.ctx)
             if message is not None:
                 if self.progress.gate_reentries >= gate.max_attempts:
-                    flags = self.meta["flags"]
-                    flags["gates_forced"] += 1
+                    flags = self.meta.flags
+                    flags.gates_forced += 1
                     for region in gate.require_regions:
                         if self.ctx.has_region(region) and self.ctx.is_empty(region):
-                            if region not in flags["required_regions_abandoned"]:
-                                flags["required_regions_abandoned"].append(region)
+                            if region not in flags.required_regions_abandoned:
+                                flags.required_regions_abandoned.append(region)
                     self.rec.emit(ev.GateForced(self.run_id, self.stage.name, target=edge.target, message=message))
                 else:
                     self.progress.gate_reentries += 1

@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any
 
-from lev_nb.store import EVENTS, META, TRANSCRIPT, RunStore, _write_atomic
+from lev_nb.store.files import EVENTS, META, TRANSCRIPT, RunStore, write_atomic
 
 __all__ = ["RecordWriter", "record_writer", "EVENTS", "TRANSCRIPT"]
 
@@ -100,11 +100,11 @@ class RecordWriter:
 
     def _file_write(self, store: RunStore, name: str, data: bytes) -> None:
         self._ensure(store)
-        _write_atomic(store.dir / name, data, durable=False)
+        write_atomic(store.dir / name, data, durable=False)
 
     def _meta_write(self, store: RunStore, data: bytes, durable: bool) -> None:
         self._ensure(store)
-        _write_atomic(store.dir / META, data, durable)
+        write_atomic(store.dir / META, data, durable)
 
     @staticmethod
     def _safely(fn: Any, *args: Any) -> None:

@@ -1,0 +1,160 @@
+"""The run record's files on disk: ``$LEV_HOME/runs/<run_id>/`` with meta.json, events.jsonl, final_output
+and transcript.jsonl.
+
+meta.json and final_output are replaced atomically (temporary file in the same folder, fsync,
+rename), so a crash mid-write leaves the previous version readable. The JSONL files are append-only,
+one object per line; a torn last line (a crash mid-append) is skipped when reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RunStore",
+    "lev_home",
+    "runs_dir",
+    "write_atomic",
+    "read_jsonl",
+    "META",
+    "EVENTS",
+    "TRANSCRIPT",
+    "FINAL_OUTPUT",
+]
+
+META = "meta.json"
+EVENTS = "events.jsonl"
+TRANSCRIPT = "transcript.jsonl"
+FINAL_OUTPUT = "final_output"
+
+
+def lev_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The lev_nb home: ``home`` if given, else ``$LEV_HOME``, else ``~/.lev`` (read at call time)."""
+    if home is not None:
+        return Path(home)
+    env = os.environ.get("LEV_HOME")
+    return Path(env) if env else Path.home() / ".lev"
+
+
+def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding one subfolder per run."""
+    return lev_home(home) / "runs"
+
+
+def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old or the new content, never a mix.
+
+    The rename alone protects against a crashed process; ``durable`` adds an fsync, which also
+    protects against a crashed machine but costs about a millisecond, so frequent progress writes
+    skip it and the final write of a run keeps it. Callers serialise writes to the same path.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of ``path``; a torn or corrupt line is skipped."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+class RunStore:
+    """One run's folder. Methods are safe to call from several threads."""
+
+    def __init__(self, run_id: str, home: str | os.PathLike[str] | None = None) -> None:
+        if not run_id or "/" in run_id or run_id in (".", ".."):
+            raise ValueError(f"'{run_id}' is not a run id")
+        self.run_id = run_id
+        self.run_dir = runs_dir(home) / run_id
+        self._lock = threading.Lock()
+
+    @property
+    def dir(self) -> Path:
+        """Short name for :attr:`run_dir`."""
+        return self.run_dir
+
+    def ensure(self) -> Path:
+        """Create the run folder (owner-only) if needed and return it."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self.dir
+
+    def write_meta(self, meta: dict[str, Any], durable: bool = True) -> None:
+        """Replace meta.json atomically (``durable=False`` skips the fsync; see _write_atomic)."""
+        data = json.dumps(meta, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+        self.ensure()
+        with self._lock:
+            write_atomic(self.dir / META, data, durable)
+
+    def read_meta(self) -> dict[str, Any]:
+        """The current meta.json (raises FileNotFoundError / ValueError if missing or unreadable)."""
+        return json.loads((self.dir / META).read_text(encoding="utf-8"))
+
+    def _append(self, name: str, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self.ensure()
+        with self._lock:
+            fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)  # one write per line, so lines never interleave
+            finally:
+                os.close(fd)
+
+    def append_event(self, event: dict[str, Any]) -> None:
+        """Append one event as a line of events.jsonl."""
+        self._append(EVENTS, event)
+
+    def append_transcript(self, entry: dict[str, Any]) -> None:
+        """Append one transcript entry as a line of transcript.jsonl."""
+        self._append(TRANSCRIPT, entry)
+
+    def read_events(self) -> list[dict[str, Any]]:
+        """Every event recorded so far, in order."""
+        return read_jsonl(self.dir / EVENTS)
+
+    def read_transcript(self) -> list[dict[str, Any]]:
+        """Every transcript entry recorded so far, in order."""
+        return read_jsonl(self.dir / TRANSCRIPT)
+
+    def write_final_output(self, content: bytes | str) -> None:
+        """Replace the final_output file atomically with the answer's raw bytes."""
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        self.ensure()
+        with self._lock:
+            write_atomic(self.dir / FINAL_OUTPUT, data)
+
+    def read_final_output(self) -> bytes | None:
+        """The answer's raw bytes, or None if the run submitted none."""
+        try:
+            return (self.dir / FINAL_OUTPUT).read_bytes()
+        except FileNotFoundError:
+            return None

@@ -1,0 +1,156 @@
+"""The typed run record: ``RunMeta`` and ``RunFlags``, what meta.json holds (spec/runtime.md §9).
+
+The engine keeps one ``RunMeta`` per run and changes its attributes as the run moves; the record
+writer turns it into meta.json with :meth:`RunMeta.to_dict`, which keeps the upstream's field names
+and order and adds ``stage_history``. Readers of other runs' records (``lev ps``, ``lev result``) get
+plain dicts, since a record on disk may come from another version or be half-written.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
+
+#: Every status a run can have, in the order a run passes through them.
+RUN_STATUSES = ("starting", "running", "complete", "error", "cancelled")
+#: The statuses a run never leaves.
+TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
+
+
+def utc_now() -> str:
+    """The current time as an RFC 3339 UTC timestamp with milliseconds (``...Z``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(agent_name: str, now: float | None = None) -> str:
+    """``<agent name, other than [A-Za-z0-9-] -> '-'>-<unix seconds>-<12 hex>``."""
+    safe = re.sub(r"[^A-Za-z0-9-]", "-", agent_name) or "agent"
+    secs = int(time.time() if now is None else now)
+    return f"{safe}-{secs}-{secrets.token_hex(6)}"
+
+
+@dataclass
+class RunFlags:
+    """What a run did that a reader checks afterwards: files touched, gates forced, output given."""
+
+    modified_files: list[str] = field(default_factory=list)
+    modified_file_count: int = 0
+    empty_output: bool = False
+    no_output_tools: bool = False
+    searches_run: int = 0
+    searches_empty: int = 0
+    max_iterations_hit: int = 0
+    gates_forced: int = 0
+    required_regions_abandoned: list[str] = field(default_factory=list)
+    workspace_lost: bool = False
+    produced_output: bool = False
+    output_forced: int = 0
+    splits_degraded: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flags`` object of meta.json (lists copied, so the result is the caller's)."""
+        return {
+            "modified_files": list(self.modified_files),
+            "modified_file_count": self.modified_file_count,
+            "empty_output": self.empty_output,
+            "no_output_tools": self.no_output_tools,
+            "searches_run": self.searches_run,
+            "searches_empty": self.searches_empty,
+            "max_iterations_hit": self.max_iterations_hit,
+            "gates_forced": self.gates_forced,
+            "required_regions_abandoned": list(self.required_regions_abandoned),
+            "workspace_lost": self.workspace_lost,
+            "produced_output": self.produced_output,
+            "output_forced": self.output_forced,
+            "splits_degraded": self.splits_degraded,
+        }
+
+
+@dataclass
+class RunMeta:
+    """One run's meta.json as a typed value; see the module docstring."""
+
+    run_id: str
+    agent_name: str
+    task: str
+    agent_path: str = ""
+    model: str = ""
+    pid: int = 0
+    status: str = "starting"
+    current_stage: str = ""
+    stage_index: int = 0
+    num_stages: int = 0
+    iteration: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    tool_calls: int = 0
+    workdir: str = ""
+    started_at: str = field(default_factory=utc_now)
+    updated_at: str = ""
+    last_progress_at: str = ""
+    error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    parent_run_id: str | None = None
+    children: list[str] = field(default_factory=list)
+    depth: int = 0
+    flags: RunFlags = field(default_factory=RunFlags)
+    final_output: dict[str, Any] | None = None
+    output_request: dict[str, Any] | None = None
+    stage_history: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.updated_at = self.updated_at or self.started_at
+        self.last_progress_at = self.last_progress_at or self.started_at
+
+    @property
+    def finished(self) -> bool:
+        """True once the status is terminal."""
+        return self.status in TERMINAL_STATUSES
+
+    def touch(self) -> None:
+        """Mark the record as updated now (``updated_at`` and ``last_progress_at``)."""
+        now = utc_now()
+        self.updated_at = now
+        self.last_progress_at = now
+
+    def to_dict(self) -> dict[str, Any]:
+        """meta.json as a new dict: upstream field names in the upstream order, plus stage_history."""
+        return {
+            "run_id": self.run_id,
+            "agent_name": self.agent_name,
+            "agent_path": self.agent_path,
+            "task": self.task,
+            "model": self.model,
+            "pid": self.pid,
+            "status": self.status,
+            "current_stage": self.current_stage,
+            "stage_index": self.stage_index,
+            "num_stages": self.num_stages,
+            "iteration": self.iteration,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "tool_calls": self.tool_calls,
+            "workdir": self.workdir,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "last_progress_at": self.last_progress_at,
+            "error": self.error,
+            "metadata": dict(self.metadata),
+            "parent_run_id": self.parent_run_id,
+            "children": list(self.children),
+            "depth": self.depth,
+            "flags": self.flags.to_dict(),
+            "final_output": dict(self.final_output) if self.final_output is not None else None,
+            "output_request": dict(self.output_request) if self.output_request is not None else None,
+            "stage_history": list(self.stage_history),
+        }
