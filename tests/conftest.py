@@ -1,8 +1,10 @@
 """Shared fixtures for the engine tests: a private LEV_HOME, a working directory, and helpers to
-build a blueprint from TOML text, run it with a scripted model and read what happened."""
+build a blueprint from TOML text, run it with a scripted model and read what happened; and
+``lev``, the command line run in this process."""
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
+Lev = Callable[..., subprocess.CompletedProcess[str]]  # the ``lev`` fixture
 RUN_TIMEOUT_S = 60  # generous: a hung run fails the test instead of blocking the suite
 AGENT_HEADER = '[agent]\nname = "engine-test"\n'
 
@@ -27,6 +30,24 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     monkeypatch.setenv("LEV_HOME", str(path))
     return path
+
+
+@pytest.fixture
+def lev(home: Path, capsys: pytest.CaptureFixture[str]) -> Lev:
+    """``lev(*args)`` runs the ``lev`` command in this process, with LEV_HOME at ``home``, and returns
+    what a subprocess would: the exit status, stdout and stderr (as text)."""
+    from lev_nb.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()  # only this command's output
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse: usage errors, --help, --version
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["lev", *args], code, out, err)
+
+    return run
 
 
 @pytest.fixture

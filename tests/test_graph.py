@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import Lev
 
 from lev_nb.blueprint import load
 from lev_nb.blueprint.graph import blueprint_mermaid, escape_label
@@ -160,25 +159,21 @@ def test_escape_label_flattens_and_shortens() -> None:
     assert escape_label("x" * 100).endswith("…") and len(escape_label("x" * 100)) == 60
 
 
-def test_lev_graph_prints_the_flowchart() -> None:
-    lev = Path(sys.executable).with_name("lev")
-    out = subprocess.run([str(lev), "graph", str(ROOT / "blueprints" / "triage")], capture_output=True, text=True)
+def test_lev_graph_prints_the_flowchart(lev: Lev) -> None:
+    out = lev("graph", str(ROOT / "blueprints" / "triage"))
     assert out.returncode == 0
     assert out.stdout == blueprint_mermaid(load(ROOT / "blueprints" / "triage"))
 
 
-def test_lev_graph_reports_a_bad_blueprint_on_one_line(tmp_path: Path) -> None:
+def test_lev_graph_reports_a_bad_blueprint_on_one_line(tmp_path: Path, lev: Lev) -> None:
     (tmp_path / "agent.leviath").write_text("[agent\nname='x'", encoding="utf-8")
-    lev = Path(sys.executable).with_name("lev")
-    out = subprocess.run([str(lev), "graph", str(tmp_path)], capture_output=True, text=True)
+    out = lev("graph", str(tmp_path))
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "agent.leviath" in out.stderr
 
 
-def test_lev_validate_graph_appends_the_flowchart() -> None:
-    lev = Path(sys.executable).with_name("lev")
-    out = subprocess.run([str(lev), "validate", str(ROOT / "blueprints" / "triage"), "--graph"],
-                         capture_output=True, text=True)
+def test_lev_validate_graph_appends_the_flowchart(lev: Lev) -> None:
+    out = lev("validate", str(ROOT / "blueprints" / "triage"), "--graph")
     assert out.returncode == 0
     assert out.stdout.endswith(blueprint_mermaid(load(ROOT / "blueprints" / "triage")))
 

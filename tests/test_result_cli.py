@@ -1,21 +1,17 @@
 """``lev run`` output flags, ``lev result`` (default / --raw / --json) and ``lev ps`` verdicts, run
-as real subprocesses with a scripted model and a private LEV_HOME."""
+in this process (the ``lev`` fixture) with a scripted model and a private LEV_HOME."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import call, say
+from conftest import Lev, call, say
 
 from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
-
-LEV = Path(sys.executable).with_name("lev")
 
 OUTPUT_AGENT = """
 [agent]
@@ -55,11 +51,10 @@ nudge = { enabled = false }
 class Cli:
     """Runs ``lev`` in a private home, with agents and scripts written under tmp_path."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, home: Path, lev: Lev) -> None:
         self.tmp = tmp_path
-        self.home = tmp_path / "home"
-        self.env = dict(os.environ, LEV_HOME=str(self.home))
-        self.env.pop("LEV_NB_MODEL", None)
+        self.home = home
+        self._lev = lev
         self._count = 0
 
     def agent(self, toml: str) -> Path:
@@ -76,7 +71,9 @@ class Cli:
         return path
 
     def lev(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([str(LEV), *args], env=self.env, capture_output=True, timeout=120, cwd=self.tmp, check=False)
+        """``lev ARGS``; stdout and stderr as bytes, as a subprocess would give them."""
+        done = self._lev(*args)
+        return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.encode(), done.stderr.encode())
 
     def run(self, toml: str, turns: list[dict[str, Any]], *flags: str) -> tuple[subprocess.CompletedProcess[bytes], str]:
         """``lev run`` to the end; returns the process and the printed run id."""
@@ -91,8 +88,10 @@ class Cli:
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path)
+def cli(tmp_path: Path, home: Path, lev: Lev, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    monkeypatch.chdir(tmp_path)  # a relative @FILE is read from here
+    monkeypatch.delenv("LEV_NB_MODEL", raising=False)
+    return Cli(tmp_path, home, lev)
 
 
 def err(proc: subprocess.CompletedProcess[bytes]) -> str:

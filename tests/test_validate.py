@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import Lev
 
 import lev_nb
 from lev_nb.blueprint import BlueprintError, Finding, extra_checks, load
@@ -15,7 +14,6 @@ from lev_nb.scripting.checks import validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INVALID = sorted(p for p in (FIXTURES / "invalid").iterdir() if (p / "agent.leviath").is_file())
-LEV = str(Path(sys.executable).parent / "lev")
 
 
 def _expectations(folder: Path) -> dict[str, str]:
@@ -138,29 +136,25 @@ def test_top_level_lazy_exports() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# The CLI, as a subprocess
+# The CLI (run in this process by the ``lev`` fixture)
 # ------------------------------------------------------------------------------------------------
-def _lev(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([LEV, *args], capture_output=True, text=True, timeout=120)
-
-
-def test_cli_valid_folder_exits_0_and_prints_the_summary() -> None:
-    proc = _lev("validate", str(FIXTURES / "lints" / "unknown-tool" / ".." / "clean"))
+def test_cli_valid_folder_exits_0_and_prints_the_summary(lev: Lev) -> None:
+    proc = lev("validate", str(FIXTURES / "lints" / "unknown-tool" / ".." / "clean"))
     assert proc.returncode == 0, proc.stderr
     assert "✓ Blueprint 'lint-fixture' is valid." in proc.stdout
     assert "  Graph mode: entry stage 'work'" in proc.stdout
     assert "  - work → report" in proc.stdout and "  - report (terminal)" in proc.stdout
 
 
-def test_cli_errors_exit_1_with_the_summary_line() -> None:
-    proc = _lev("validate", str(FIXTURES / "lints" / "unknown-tool" / "agent.leviath"))
+def test_cli_errors_exit_1_with_the_summary_line(lev: Lev) -> None:
+    proc = lev("validate", str(FIXTURES / "lints" / "unknown-tool" / "agent.leviath"))
     assert proc.returncode == 1
     assert "[unknown-tool]" in proc.stdout and "1 script tool(s) in tools/" in proc.stdout
     assert proc.stderr.strip() == "Error: ✗ Blueprint has 1 error"
 
 
-def test_cli_json_shape_and_exit_status() -> None:
-    proc = _lev("validate", "--json", str(FIXTURES / "lints" / "unparseable-safe-command"))
+def test_cli_json_shape_and_exit_status(lev: Lev) -> None:
+    proc = lev("validate", "--json", str(FIXTURES / "lints" / "unparseable-safe-command"))
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
     assert set(data) == {"valid", "blueprint", "error", "findings", "errors", "warnings", "notes"}
@@ -169,16 +163,16 @@ def test_cli_json_shape_and_exit_status() -> None:
     assert set(data["findings"][0]) == {"severity", "code", "stage", "message", "fix"}
 
 
-def test_cli_deny_warnings() -> None:
+def test_cli_deny_warnings(lev: Lev) -> None:
     folder = str(FIXTURES / "lints" / "stage-missing-model")
-    assert _lev("validate", folder).returncode == 0
-    proc = _lev("validate", "--deny-warnings", "--json", folder)
+    assert lev("validate", folder).returncode == 0
+    proc = lev("validate", "--deny-warnings", "--json", folder)
     assert proc.returncode == 1 and json.loads(proc.stdout)["valid"] is False
     assert "1 warning (--deny-warnings)" in proc.stderr
 
 
-def test_cli_parse_error_json_then_stderr_line() -> None:
-    proc = _lev("validate", "--json", str(FIXTURES / "invalid" / "p22-unknown-condition"))
+def test_cli_parse_error_json_then_stderr_line(lev: Lev) -> None:
+    proc = lev("validate", "--json", str(FIXTURES / "invalid" / "p22-unknown-condition"))
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
     assert data["blueprint"] is None and data["findings"] == [] and data["errors"] == 1
@@ -187,24 +181,24 @@ def test_cli_parse_error_json_then_stderr_line() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_cli_validation_failure_text() -> None:
-    proc = _lev("validate", str(FIXTURES / "invalid" / "v15-no-terminal-path"))
+def test_cli_validation_failure_text(lev: Lev) -> None:
+    proc = lev("validate", str(FIXTURES / "invalid" / "v15-no-terminal-path"))
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("Error: ✗ Validation failed: ")
 
 
-def test_cli_missing_manifest_prints_no_json(tmp_path: Path) -> None:
-    proc = _lev("validate", "--json", str(tmp_path))
+def test_cli_missing_manifest_prints_no_json(tmp_path: Path, lev: Lev) -> None:
+    proc = lev("validate", "--json", str(tmp_path))
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("Error: No agent.leviath found at")
 
 
-def test_cli_usage_error_exits_2() -> None:
-    assert _lev("validate", "--bogus").returncode == 2
+def test_cli_usage_error_exits_2(lev: Lev) -> None:
+    assert lev("validate", "--bogus").returncode == 2
 
 
-def test_cli_schema_prints_a_json_schema() -> None:
-    proc = _lev("schema")
+def test_cli_schema_prints_a_json_schema(lev: Lev) -> None:
+    proc = lev("schema")
     assert proc.returncode == 0
     schema = json.loads(proc.stdout)
     assert schema["required"] == ["agent"]

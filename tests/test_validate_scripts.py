@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import Lev
 
 from lev_nb.scripting.checks import validate
 
-LEV = str(Path(sys.executable).with_name("lev"))
 
 BASE = """
 [agent]
@@ -136,9 +134,9 @@ def test_every_broken_script_is_reported_not_only_the_first(tmp_path: Path) -> N
     assert len(script_errors(folder)) == 3
 
 
-def test_cli_json_lists_script_errors_and_exits_1(tmp_path: Path) -> None:
+def test_cli_json_lists_script_errors_and_exits_1(tmp_path: Path, lev: Lev) -> None:
     folder = agent(tmp_path, {"tools/broken.rhai": "// @tool broken\nlet x = ;\n"})
-    out = subprocess.run([LEV, "validate", str(folder), "--json"], capture_output=True, text=True)
+    out = lev("validate", str(folder), "--json")
     assert out.returncode == 1
     data = json.loads(out.stdout)
     assert data["valid"] is False

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -166,7 +162,7 @@ def test_completion_payload_without_output():
 
 
 # ------------------------------------------------------------------------- from the CLI
-def test_lev_run_webhook_posts_the_result(tmp_path, receiver):
+def test_lev_run_webhook_posts_the_result(tmp_path, receiver, lev):
     agent = tmp_path / "agent"
     agent.mkdir()
     (agent / "agent.leviath").write_text('[agent]\nname = "hooked"\n' + OUTPUT_STAGE)
@@ -174,13 +170,8 @@ def test_lev_run_webhook_posts_the_result(tmp_path, receiver):
     script.write_text(json.dumps([call("submit_output", content="<ok/>"), say("done")]))
     work = tmp_path / "work"
     work.mkdir()
-    env = dict(os.environ, LEV_HOME=str(tmp_path / "home"))
-    lev = Path(sys.executable).with_name("lev")
-    proc = subprocess.run(
-        [str(lev), "run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work),
-         "--output-format", "xml", "--webhook", receiver.url, "--quiet"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+    proc = lev("run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work),
+               "--output-format", "xml", "--webhook", receiver.url, "--quiet")
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.strip()
     assert len(receiver.requests) == 1

@@ -84,7 +84,7 @@ def run_summary_bundle(run: Any) -> dict[str, Any]:
 
 def run_bundle(meta: dict[str, Any], event_count: int) -> dict[str, Any]:
     """A finished or running run at a glance: status, path through the stages, counters."""
-    from lev_nb.engine.commands import status_text
+    from lev_nb.cli.run_status import status_text
 
     status = status_text(meta)
     path = " → ".join(meta.get("stage_history") or []) or "(not started)"

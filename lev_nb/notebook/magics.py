@@ -18,7 +18,6 @@ does not compile) surfaces as one ``UsageError`` line, never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import re
 from typing import Any
 
@@ -153,10 +152,10 @@ class LevMagics(Magics):
         return MermaidGraph(bp.mermaid(direction=args.direction, current=args.current))
 
     def _ps(self, rest: str) -> None:
-        from lev_nb.engine.commands import cmd_ps
+        from lev_nb.cli.run_status import print_ps
 
         args = parse_argstring(_ps_args, rest)
-        cmd_ps(argparse.Namespace(json=False, all=args.all))
+        print_ps(all_runs=args.all)
 
     @staticmethod
     def _load(path: str) -> Any:

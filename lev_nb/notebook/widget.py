@@ -26,7 +26,6 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching _widgets i
     _widgets = None
     _VBox = object
 
-TERMINAL = ("complete", "error", "cancelled")
 BAR_STYLES = {"complete": "success", "error": "danger", "cancelled": "warning"}
 RECENT_EVENTS = 5
 

@@ -54,6 +54,8 @@ def list_runs(home: str | os.PathLike[str] | None = None) -> list[dict[str, Any]
             meta = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
                 raise ValueError("the top level is not an object")
+            if not isinstance(meta.get("status", ""), str):
+                raise ValueError("its status is not a string")
             meta.setdefault("run_id", folder.name)
         except FileNotFoundError:
             meta = {"run_id": folder.name, "status": "broken", "broken": True, "error": f"{path}: missing"}

@@ -1,4 +1,11 @@
-"""The ``lev`` command line tool."""
+"""The ``lev`` command line tool: the parser assembly and the entry point ``main``.
+
+Every command and all terminal text live in this package: ``blueprint_commands`` (validate, schema,
+graph), ``run_commands`` (run, ps, result), ``progress`` (the live line ``lev run`` prints on
+stderr) and ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run
+display use it too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
+runs the same.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,17 @@ import os
 import sys
 
 from lev_nb import __version__
+from lev_nb.cli import blueprint_commands, run_commands
+
+# The subcommands in the order ``lev --help`` lists them.
+COMMANDS = (
+    blueprint_commands.add_validate,
+    blueprint_commands.add_schema,
+    run_commands.add_run,
+    run_commands.add_ps,
+    run_commands.add_result,
+    blueprint_commands.add_graph,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,23 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lev {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_blueprint_commands(subparsers)
-    _add_run_commands(subparsers)
+    for add in COMMANDS:
+        add(subparsers)
     return parser
-
-
-def _add_blueprint_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``lev validate`` and ``lev schema`` (owned by lev_nb.blueprint)."""
-    from lev_nb.blueprint.commands import add_commands
-
-    add_commands(subparsers)
-
-
-def _add_run_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``lev run``, ``lev ps``, ``lev result`` and ``lev graph`` (owned by lev_nb.engine)."""
-    from lev_nb.engine.commands import add_commands
-
-    add_commands(subparsers)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +60,3 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`lev ps | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

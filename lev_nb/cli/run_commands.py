@@ -1,20 +1,19 @@
-"""``lev run``, ``lev ps``, ``lev result`` and ``lev graph`` (registered by :mod:`lev_nb.cli`)."""
+"""``lev run``, ``lev ps`` and ``lev result``: running a blueprint and reading what runs left.
+
+The run itself is :func:`lev_nb.engine.api.start_run`; the run record is :mod:`lev_nb.store`.
+This module owns the command lines, their messages and their exit statuses.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
-
-TERMINAL = ("complete", "error", "cancelled")
-ABANDONED_AFTER_S = 300
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register the run-related subcommands."""
+def add_run(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev run``."""
     run = subparsers.add_parser(
         "run",
         # Caller inputs are free-form --<name> options, so none may be read as an abbreviation.
@@ -40,11 +39,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     run.set_defaults(func=cmd_run, accepts_extra=True)
 
+
+def add_ps(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev ps``."""
     ps = subparsers.add_parser("ps", help="list runs", description="List runs recorded under $LEV_HOME/runs.")
     ps.add_argument("--json", action="store_true", help="print JSON")
     ps.add_argument("--all", action="store_true", help="every recorded run, not only recent ones")
     ps.set_defaults(func=cmd_ps)
 
+
+def add_result(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev result``."""
     result = subparsers.add_parser("result", help="print a run's final output")
     result.add_argument("run_id", help="a run id (or a unique prefix of one)")
     shape = result.add_mutually_exclusive_group()
@@ -52,17 +57,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     shape.add_argument("--json", action="store_true", help="the answer with its format, stage and time")
     result.set_defaults(func=cmd_result)
 
-    graph = subparsers.add_parser("graph", help="print the blueprint as a Mermaid flowchart")
-    graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")
-    graph.add_argument("--direction", default="LR", choices=["LR", "TB", "RL", "BT"])
-    graph.set_defaults(func=cmd_graph)
-
 
 class UsageError(Exception):
     """A bad command line; printed on one line, exit status 2."""
 
 
 def _read_at(value: str, what: str) -> str:
+    """``value`` itself, or the text of the file it names as ``@FILE``."""
     if value.startswith("@"):
         path = Path(value[1:])
         try:
@@ -94,6 +95,8 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     """``lev run``: run to the end, print the run id (or meta JSON); exit 0 only when complete."""
     from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.cli.progress import ProgressLine
+    from lev_nb.cli.run_status import status_text
     from lev_nb.engine.api import start_run
     from lev_nb.scripting import ScriptError
 
@@ -142,139 +145,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-class ProgressLine:
-    """A one-line progress display: rewritten in place on a terminal, one line per step elsewhere."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.stage = ""
-        self.iteration = 0
-        self._width = 0
-
-    def __call__(self, event: Any) -> None:
-        kind = event.kind
-        if kind == "stage_entered":
-            self.stage = event.stage
-            self._show(f"stage {self.stage}", permanent=not self.tty)
-        elif kind == "model_call":
-            self.iteration = event.iteration
-            self._show(f"stage {self.stage} · turn {self.iteration}")
-        elif kind == "tool_started":
-            self._show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
-        elif kind in ("gate_blocked", "gate_forced", "stuck", "error"):
-            detail = getattr(event, "message", "") or getattr(event, "reason", "")
-            self._show(f"stage {self.stage} · {kind.replace('_', ' ')}: {detail[:80]}", permanent=True)
-        elif kind == "completed":
-            self._show(f"{event.status}" + (f": {event.error}" if event.error else ""), permanent=True)
-
-    def _show(self, text: str, permanent: bool = False) -> None:
-        if self.tty:
-            pad = max(0, self._width - len(text))
-            self.stream.write("\r" + text + " " * pad + ("\n" if permanent else ""))
-            self._width = 0 if permanent else len(text)
-        elif permanent:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End the line on a terminal."""
-        if self.tty and self._width:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def status_text(meta: dict[str, Any]) -> str:
-    """The STATUS cell of ``lev ps``: the status, its error, and what the run left behind."""
-    status = meta.get("status", "?")
-    flags = meta.get("flags") or {}
-    if status == "error":
-        text = f"error: {meta.get('error') or 'unknown'}"
-    elif status == "running" and _abandoned(meta):
-        text = "running (abandoned)"
-    else:
-        text = status
-    if status in TERMINAL and flags.get("empty_output"):
-        text += " (no output)"
-    if flags.get("splits_degraded"):
-        text += " (fan-out empty)"
-    return text
-
-
-def _abandoned(meta: dict[str, Any]) -> bool:
-    updated = meta.get("updated_at")
-    if not isinstance(updated, str):
-        return False
-    try:
-        when = datetime.fromisoformat(updated.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
-
-
 def cmd_ps(args: argparse.Namespace) -> int:
     """``lev ps``: running runs, then finished ones (the newest 20 unless --all)."""
-    from lev_nb.store import list_runs
+    from lev_nb.cli.run_status import print_ps
 
-    metas = list_runs()
-    running = [m for m in metas if m.get("status") not in TERMINAL and not m.get("broken")]
-    finished = [m for m in metas if m not in running]
-    if not args.all:
-        finished = finished[:20]
-    if args.json:
-        print(json.dumps({"runs": [_row(m) for m in running], "finished": [_row(m) for m in finished]}, indent=2))
-        return 0
-    rows = _with_children_under_parents([_row(m) for m in running + finished], metas)
-    if not rows:
-        print("no runs yet; start one with `lev run PATH --task ...`")
-        return 0
-    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "UPDATED")
-    table = [header] + [
-        (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], r["status_text"],
-         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), r["updated_at"])
-        for r in rows
-    ]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
-    for row in table:
-        print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+    print_ps(all_runs=args.all, as_json=args.json)
     return 0
-
-
-def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Worker runs listed right under the run that started them (or alone, when it is not shown)."""
-    parents = {m.get("run_id"): m.get("parent_run_id") for m in metas}
-    shown = {r["run_id"] for r in rows}
-    for row in rows:
-        parent = parents.get(row["run_id"])
-        row["parent_run_id"] = parent if parent in shown else None
-    top = [r for r in rows if not r["parent_run_id"]]
-    ordered: list[dict[str, Any]] = []
-    for row in top:
-        ordered.append(row)
-        ordered.extend(r for r in rows if r["parent_run_id"] == row["run_id"])
-    return ordered
-
-
-def _row(meta: dict[str, Any]) -> dict[str, Any]:
-    flags = meta.get("flags") or {}
-    return {
-        "run_id": meta.get("run_id", "?"),
-        "agent_name": meta.get("agent_name", "?"),
-        "status": meta.get("status", "?"),
-        "status_text": status_text(meta) if not meta.get("broken") else f"broken: {meta.get('error')}",
-        "current_stage": meta.get("current_stage") or "",
-        "iteration": meta.get("iteration", 0),
-        "tool_calls": meta.get("tool_calls", 0),
-        "started_at": meta.get("started_at", ""),
-        "updated_at": meta.get("updated_at", ""),
-        "empty_output": bool(flags.get("empty_output")),
-        "has_final_output": bool(meta.get("final_output")),
-        "parent_run_id": meta.get("parent_run_id"),
-    }
 
 
 def cmd_result(args: argparse.Namespace) -> int:
     """``lev result RUN_ID [--raw | --json]``."""
+    from lev_nb.cli.run_status import status_text
+    from lev_nb.engine.outputs import FinalOutput
     from lev_nb.store import RunNotFound, find_run
 
     try:
@@ -308,15 +190,16 @@ def cmd_result(args: argparse.Namespace) -> int:
         out.flush()
         return 0
     if args.json:
-        record: dict[str, Any] = {"content": content}
-        if descriptor.get("format"):
-            record["format"] = descriptor["format"]
-        record["stage"] = descriptor.get("stage")
-        record["submitted_at"] = descriptor.get("submitted_at")
-        record["truncated"] = bool(descriptor.get("truncated"))
-        if descriptor.get("artifacts"):
-            record["artifacts"] = descriptor["artifacts"]
-        print(json.dumps(record, indent=2, ensure_ascii=False))
+        # The same record a webhook receives: FinalOutput owns its shape.
+        answer = FinalOutput(
+            content=content,
+            format=descriptor.get("format"),
+            stage=descriptor.get("stage"),
+            submitted_at=descriptor.get("submitted_at"),
+            truncated=bool(descriptor.get("truncated")),
+            artifacts=list(descriptor.get("artifacts") or []),
+        )
+        print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
         return 0
     fmt = f" ({descriptor['format']})" if descriptor.get("format") else ""
     text = f"Final output{fmt} from run '{store.run_id}', stage '{descriptor.get('stage')}':\n\n{content}"
@@ -328,18 +211,4 @@ def cmd_result(args: argparse.Namespace) -> int:
     if artifacts:
         text += f"\nFiles produced ({len(artifacts)}):\n" + "".join(f"  {a}\n" for a in artifacts)
     sys.stdout.write(text)
-    return 0
-
-
-def cmd_graph(args: argparse.Namespace) -> int:
-    """``lev graph PATH``: the blueprint as Mermaid text."""
-    from lev_nb.blueprint import BlueprintError, load
-    from lev_nb.blueprint.graph import blueprint_mermaid
-
-    try:
-        bp = load(args.path)
-    except BlueprintError as exc:
-        print(f"lev graph: {exc}", file=sys.stderr)
-        return 1
-    sys.stdout.write(blueprint_mermaid(bp, direction=args.direction))
     return 0

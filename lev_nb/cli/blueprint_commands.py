@@ -1,16 +1,19 @@
-"""The ``lev validate`` and ``lev schema`` subcommands (registered by :mod:`lev_nb.cli`)."""
+"""``lev validate``, ``lev schema`` and ``lev graph``: checking and showing a blueprint (spec §8).
+
+The checks themselves live in :mod:`lev_nb.blueprint`; this module turns their report into the
+text and exit status of the command.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import Any
 
-from .errors import BlueprintError
 
-
-def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``validate`` and ``schema`` on the ``lev`` parser."""
+def add_validate(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev validate``."""
     p = subparsers.add_parser("validate", help="check a blueprint: parse, validate and lint it",
                               description="Check an agent blueprint (exit 1 on errors).")
     p.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
@@ -18,13 +21,25 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--deny-warnings", action="store_true", help="fail when there are warnings too")
     p.add_argument("--graph", action="store_true", help="also print the stage graph as Mermaid text (not with --json)")
     p.set_defaults(func=run_validate)
+
+
+def add_schema(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev schema``."""
     s = subparsers.add_parser("schema", help="print the JSON Schema of the blueprint format")
     s.set_defaults(func=run_schema)
 
 
+def add_graph(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``lev graph``."""
+    graph = subparsers.add_parser("graph", help="print the blueprint as a Mermaid flowchart")
+    graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")
+    graph.add_argument("--direction", default="LR", choices=["LR", "TB", "RL", "BT"])
+    graph.set_defaults(func=run_graph)
+
+
 def run_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema generated from the blueprint models."""
-    from .schema import json_schema
+    from lev_nb.blueprint.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -32,11 +47,11 @@ def run_schema(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status (§8)."""
+    from lev_nb.blueprint.errors import BlueprintError
+    from lev_nb.blueprint.loader import load, resolve_manifest
+    from lev_nb.blueprint.pipeline import refusal
+    from lev_nb.blueprint.script_tools import scan_tools
     from lev_nb.scripting.checks import validate_blueprint
-
-    from .loader import load, resolve_manifest
-    from .pipeline import refusal as _refused
-    from .script_tools import scan_tools
 
     manifest = resolve_manifest(args.path)
     try:
@@ -45,7 +60,7 @@ def run_validate(args: argparse.Namespace) -> int:
         if exc.kind == "read":
             print(f"Error: {exc.message}", file=sys.stderr)
             return 1
-        report = _refused(exc, args.deny_warnings)
+        report = refusal(exc, args.deny_warnings)
     else:
         report = validate_blueprint(bp, deny_warnings=args.deny_warnings)
 
@@ -65,7 +80,22 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(bp, tools) -> str:  # type: ignore[no-untyped-def]
+def run_graph(args: argparse.Namespace) -> int:
+    """``lev graph PATH``: the blueprint as Mermaid text."""
+    from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.blueprint.graph import blueprint_mermaid
+
+    try:
+        bp = load(args.path)
+    except BlueprintError as exc:
+        print(f"lev graph: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(blueprint_mermaid(bp, direction=args.direction))
+    return 0
+
+
+def _summary(bp: Any, tools: Any) -> str:
+    """The text ``lev validate`` prints for a valid blueprint: stages, inputs, mode, script tools."""
     lines = [f"✓ Blueprint '{bp.agent.name}' is valid.", f"  {len(bp.stages)} stages, version {bp.agent.version}"]
     if bp.inputs:
         parts = [f"--{i.key}{' (required)' if i.required else ''} -> region '{i.region}'" for i in bp.inputs]

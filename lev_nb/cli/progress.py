@@ -1,0 +1,52 @@
+"""The live progress line ``lev run`` prints on stderr while a run proceeds.
+
+It follows the run through ``run.subscribe`` (so it is called on the engine thread) and only
+writes to the stream it was given. The run loop's own per-stage counters are
+:mod:`lev_nb.engine.progress`, not this.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+
+class ProgressLine:
+    """A one-line progress display: rewritten in place on a terminal, one line per step elsewhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.stage = ""
+        self.iteration = 0
+        self._width = 0
+
+    def __call__(self, event: Any) -> None:
+        kind = event.kind
+        if kind == "stage_entered":
+            self.stage = event.stage
+            self._show(f"stage {self.stage}", permanent=not self.tty)
+        elif kind == "model_call":
+            self.iteration = event.iteration
+            self._show(f"stage {self.stage} · turn {self.iteration}")
+        elif kind == "tool_started":
+            self._show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
+        elif kind in ("gate_blocked", "gate_forced", "stuck", "error"):
+            detail = getattr(event, "message", "") or getattr(event, "reason", "")
+            self._show(f"stage {self.stage} · {kind.replace('_', ' ')}: {detail[:80]}", permanent=True)
+        elif kind == "completed":
+            self._show(f"{event.status}" + (f": {event.error}" if event.error else ""), permanent=True)
+
+    def _show(self, text: str, permanent: bool = False) -> None:
+        if self.tty:
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad + ("\n" if permanent else ""))
+            self._width = 0 if permanent else len(text)
+        elif permanent:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line on a terminal."""
+        if self.tty and self._width:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,107 @@
+"""How a recorded run is described on a terminal: its status text and the ``lev ps`` listing.
+
+Shared by ``lev run`` / ``lev result`` (the status in their messages), ``lev ps`` and ``%lev ps``
+(the listing), and the notebook's run display (the status line). The run record itself is read
+through :mod:`lev_nb.store`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from lev_nb.store import TERMINAL_STATUSES
+from lev_nb.store import list_runs
+
+# A run still "running" whose record has not moved for this long was most likely killed.
+ABANDONED_AFTER_S = 300
+RECENT_FINISHED = 20
+
+
+def status_text(meta: dict[str, Any]) -> str:
+    """The STATUS cell of ``lev ps``: the status, its error, and what the run left behind."""
+    status = meta.get("status", "?")
+    flags = meta.get("flags") or {}
+    if status == "error":
+        text = f"error: {meta.get('error') or 'unknown'}"
+    elif status == "running" and _abandoned(meta):
+        text = "running (abandoned)"
+    else:
+        text = status
+    if status in TERMINAL_STATUSES and flags.get("empty_output"):
+        text += " (no output)"
+    if flags.get("splits_degraded"):
+        text += " (fan-out empty)"
+    return text
+
+
+def _abandoned(meta: dict[str, Any]) -> bool:
+    updated = meta.get("updated_at")
+    if not isinstance(updated, str):
+        return False
+    try:
+        when = datetime.fromisoformat(updated.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
+
+
+def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
+    """Print the recorded runs as ``lev ps`` does: running runs, then finished ones (the newest
+    20 unless ``all_runs``), as a table or, with ``as_json``, as one JSON object."""
+    metas = list_runs()
+    running = [m for m in metas if m.get("status") not in TERMINAL_STATUSES and not m.get("broken")]
+    finished = [m for m in metas if m not in running]
+    if not all_runs:
+        finished = finished[:RECENT_FINISHED]
+    if as_json:
+        print(json.dumps({"runs": [_row(m) for m in running], "finished": [_row(m) for m in finished]}, indent=2))
+        return
+    rows = _with_children_under_parents([_row(m) for m in running + finished], metas)
+    if not rows:
+        print("no runs yet; start one with `lev run PATH --task ...`")
+        return
+    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "UPDATED")
+    table = [header] + [
+        (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], r["status_text"],
+         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), r["updated_at"])
+        for r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+
+
+def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worker runs listed right under the run that started them (or alone, when it is not shown)."""
+    parents = {m.get("run_id"): m.get("parent_run_id") for m in metas}
+    shown = {r["run_id"] for r in rows}
+    for row in rows:
+        parent = parents.get(row["run_id"])
+        row["parent_run_id"] = parent if parent in shown else None
+    top = [r for r in rows if not r["parent_run_id"]]
+    ordered: list[dict[str, Any]] = []
+    for row in top:
+        ordered.append(row)
+        ordered.extend(r for r in rows if r["parent_run_id"] == row["run_id"])
+    return ordered
+
+
+def _row(meta: dict[str, Any]) -> dict[str, Any]:
+    """One run as a ``lev ps --json`` row."""
+    flags = meta.get("flags") or {}
+    return {
+        "run_id": meta.get("run_id", "?"),
+        "agent_name": meta.get("agent_name", "?"),
+        "status": meta.get("status", "?"),
+        "status_text": status_text(meta) if not meta.get("broken") else f"broken: {meta.get('error')}",
+        "current_stage": meta.get("current_stage") or "",
+        "iteration": meta.get("iteration", 0),
+        "tool_calls": meta.get("tool_calls", 0),
+        "started_at": meta.get("started_at", ""),
+        "updated_at": meta.get("updated_at", ""),
+        "empty_output": bool(flags.get("empty_output")),
+        "has_final_output": bool(meta.get("final_output")),
+        "parent_run_id": meta.get("parent_run_id"),
+    }
