@@ -5,6 +5,8 @@ from typing import Any
 
 RHAI_VERSION: str
 MAX_VARIADIC_ARITY: int
+DEFAULT_LIMITS: dict[str, int | None]
+"""The default of every limit, keyed by ``Engine``'s keyword arguments (from ``Limits::DEFAULT``)."""
 
 class RhaiError(Exception):
     """Any error raised by a Rhai script."""
@@ -43,17 +45,19 @@ class Engine:
     def __new__(
         cls,
         *,
-        max_operations: int = 100_000,
-        max_string_size: int = 1_000_000,
-        max_array_size: int = 10_000,
-        max_map_size: int = 10_000,
-        max_call_levels: int = 64,
-        max_expr_depth: int = 128,
-        max_function_expr_depth: int = 128,
-        timeout_ms: int | None = 10_000,
+        max_operations: int = ...,
+        max_string_size: int = ...,
+        max_array_size: int = ...,
+        max_map_size: int = ...,
+        max_call_levels: int = ...,
+        max_expr_depth: int = ...,
+        max_function_expr_depth: int = ...,
+        timeout_ms: int | None = ...,
         on_print: Callable[[str], object] | None = None,
         on_debug: Callable[[str], object] | None = None,
-    ) -> Engine: ...
+    ) -> Engine:
+        """Each limit left out takes its value in ``DEFAULT_LIMITS``; ``max_operations=0`` or
+        ``timeout_ms=None`` lifts that bound."""
     @property
     def limits(self) -> dict[str, int | None]: ...
     @property

@@ -57,17 +57,9 @@ __all__ = [
     "arities_of",
 ]
 
-# The upstream sandbox numbers (spec/rhai.md §1) plus lev_nb's wall-clock deadline.
-DEFAULT_LIMITS: dict[str, int | None] = {
-    "max_operations": 100_000,
-    "max_string_size": 1_000_000,
-    "max_array_size": 10_000,
-    "max_map_size": 10_000,
-    "max_call_levels": 64,
-    "max_expr_depth": 128,
-    "max_function_expr_depth": 128,
-    "timeout_ms": 10_000,
-}
+# The default of every limit: the upstream sandbox numbers (spec/rhai.md §1) plus lev_nb's
+# wall-clock deadline, read from the native module so they are stated once, in Rust.
+DEFAULT_LIMITS: dict[str, int | None] = dict(_rhai.DEFAULT_LIMITS)
 
 # Exceptions report themselves as part of this module.
 for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError, NotPlainDataError):

@@ -122,6 +122,7 @@ async def _tools(runner: Runner, seed: SeedPlan) -> str:
 
 def _rhai(workdir: Path, script: str, task: str) -> str:
     from lev_nb.rhai import Engine, RhaiError
+    from lev_nb.scripting.budgets import SEED_MAX_OPERATIONS
 
     try:
         target = confine(workdir, script)
@@ -130,7 +131,7 @@ def _rhai(workdir: Path, script: str, task: str) -> str:
     if target is None or not target.is_file():
         raise SeedFailure(f"rhai seed '{script}' is not a file inside the working directory")
     try:
-        value = Engine(max_operations=100_000).eval(
+        value = Engine(max_operations=SEED_MAX_OPERATIONS).eval(
             target.read_text(encoding="utf-8"), input={"task": task, "workdir": str(workdir)}
         )
     except RhaiError as exc:

@@ -25,9 +25,7 @@ from ._common import (
     require_unary,
     shared_engine,
 )
-
-# Operation budget (spec/rhai.md §1).
-HOOK_MAX_OPERATIONS = 100_000
+from .budgets import HOOK_MAX_OPERATIONS
 
 HOOK_NAMES: tuple[str, ...] = (
     "on_stage_enter",

@@ -18,9 +18,7 @@ from typing import Protocol, runtime_checkable
 from lev_nb.rhai import Engine
 
 from ._common import rhai_type_name
-
-# Operation budget of tool scripts (spec/rhai.md §1).
-TOOL_MAX_OPERATIONS = 500_000
+from .budgets import TOOL_MAX_OPERATIONS
 
 # Host I/O results are cut to this many UTF-8 bytes before they reach a script, so a large
 # response cannot trip the (uncatchable) string-size limit.

@@ -23,9 +23,7 @@ from ._common import (
     require_unary,
     shared_engine,
 )
-
-# Operation budget (spec/rhai.md §1).
-REGION_MAX_OPERATIONS = 100_000
+from .budgets import REGION_MAX_OPERATIONS
 
 
 @dataclass(frozen=True)

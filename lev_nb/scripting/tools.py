@@ -33,7 +33,8 @@ from ._common import (
     load_script,
     shared_engine,
 )
-from .host import TOOL_MAX_OPERATIONS, ToolHost, serving, tool_engine
+from .budgets import TOOL_MAX_OPERATIONS
+from .host import ToolHost, serving, tool_engine
 
 
 @dataclass(frozen=True)

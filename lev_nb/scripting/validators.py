@@ -19,9 +19,7 @@ from ._common import (
     rhai_type_name,
     shared_engine,
 )
-
-# Operation budget (spec/rhai.md §1).
-VALIDATOR_MAX_OPERATIONS = 100_000
+from .budgets import VALIDATOR_MAX_OPERATIONS
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ pub const MAX_VARIADIC_ARITY: usize = 10;
 // The policy (pure Rust, unit-tested without Python)
 // ---------------------------------------------------------------------------------------------
 
-/// Every limit of the sandbox. `Default` holds the upstream numbers of spec/rhai.md §1.
+/// Every limit of the sandbox; `Limits::DEFAULT` (also `Default`) holds the default numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
     /// Operation budget (0 = unlimited, as in Rhai).
@@ -52,18 +52,39 @@ pub struct Limits {
     pub timeout_ms: Option<u64>,
 }
 
+impl Limits {
+    /// The default of every limit: the upstream numbers of spec/rhai.md §1 plus lev_nb's
+    /// wall-clock deadline. The one statement of these numbers: the `Engine` constructor's
+    /// defaults and the module's `DEFAULT_LIMITS` are read from it.
+    pub const DEFAULT: Limits = Limits {
+        max_operations: 100_000,
+        max_string_size: 1_000_000,
+        max_array_size: 10_000,
+        max_map_size: 10_000,
+        max_call_levels: 64,
+        max_expr_depth: 128,
+        max_function_expr_depth: 128,
+        timeout_ms: Some(10_000),
+    };
+
+    /// The limits as a dict keyed by the `Engine` constructor's keyword arguments.
+    pub fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("max_operations", self.max_operations)?;
+        d.set_item("max_string_size", self.max_string_size)?;
+        d.set_item("max_array_size", self.max_array_size)?;
+        d.set_item("max_map_size", self.max_map_size)?;
+        d.set_item("max_call_levels", self.max_call_levels)?;
+        d.set_item("max_expr_depth", self.max_expr_depth)?;
+        d.set_item("max_function_expr_depth", self.max_function_expr_depth)?;
+        d.set_item("timeout_ms", self.timeout_ms)?;
+        Ok(d)
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_operations: 100_000,
-            max_string_size: 1_000_000,
-            max_array_size: 10_000,
-            max_map_size: 10_000,
-            max_call_levels: 64,
-            max_expr_depth: 128,
-            max_function_expr_depth: 128,
-            timeout_ms: Some(10_000),
-        }
+        Limits::DEFAULT
     }
 }
 
@@ -415,17 +436,19 @@ fn compile_with(engine: &Engine, source: &str) -> Result<AST, Box<EvalAltResult>
 
 #[pymethods]
 impl PyEngine {
+    /// Every limit defaults to `Limits::DEFAULT`; `max_operations = 0` or `timeout_ms = None`
+    /// lifts that bound.
     #[new]
     #[pyo3(signature = (
         *,
-        max_operations = 100_000,
-        max_string_size = 1_000_000,
-        max_array_size = 10_000,
-        max_map_size = 10_000,
-        max_call_levels = 64,
-        max_expr_depth = 128,
-        max_function_expr_depth = 128,
-        timeout_ms = Some(10_000),
+        max_operations = Limits::DEFAULT.max_operations,
+        max_string_size = Limits::DEFAULT.max_string_size,
+        max_array_size = Limits::DEFAULT.max_array_size,
+        max_map_size = Limits::DEFAULT.max_map_size,
+        max_call_levels = Limits::DEFAULT.max_call_levels,
+        max_expr_depth = Limits::DEFAULT.max_expr_depth,
+        max_function_expr_depth = Limits::DEFAULT.max_function_expr_depth,
+        timeout_ms = Limits::DEFAULT.timeout_ms,
         on_print = None,
         on_debug = None,
     ))]
@@ -467,17 +490,7 @@ impl PyEngine {
     /// The limits in force, as a dict of the constructor's keyword arguments.
     #[getter]
     fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let l = &self.limits;
-        let d = PyDict::new(py);
-        d.set_item("max_operations", l.max_operations)?;
-        d.set_item("max_string_size", l.max_string_size)?;
-        d.set_item("max_array_size", l.max_array_size)?;
-        d.set_item("max_map_size", l.max_map_size)?;
-        d.set_item("max_call_levels", l.max_call_levels)?;
-        d.set_item("max_expr_depth", l.max_expr_depth)?;
-        d.set_item("max_function_expr_depth", l.max_function_expr_depth)?;
-        d.set_item("timeout_ms", l.timeout_ms)?;
-        Ok(d)
+        self.limits.to_dict(py)
     }
 
     /// Compile a script with this (hardened) engine.

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RHAI_VERSION", "1.27")?;
     m.add("MAX_VARIADIC_ARITY", engine::MAX_VARIADIC_ARITY)?;
+    m.add("DEFAULT_LIMITS", engine::Limits::DEFAULT.to_dict(m.py())?)?;
     m.add_class::<engine::PyEngine>()?;
     m.add_class::<engine::PyAst>()?;
     errors::add_to_module(m)?;
