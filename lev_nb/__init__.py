@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__version__ = "0.1.0"
+from lev_nb.version import __version__
 
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",

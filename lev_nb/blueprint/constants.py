@@ -9,6 +9,7 @@ from __future__ import annotations
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-6"
 IMPLICIT_STAGE_NAME = "main"
+MANIFEST_NAME = "agent.leviath"  # the blueprint file inside an agent folder
 
 # --- stage / edge / gate / hook keys (strict tables) -------------------------------------------
 STAGE_KEYS: tuple[str, ...] = (

@@ -51,7 +51,6 @@ from .model import (
     parse_percent,
 )
 
-MANIFEST_NAME = "agent.leviath"
 _U64 = (1 << 64) - 1
 
 
@@ -108,7 +107,7 @@ def _choices(values: tuple[str, ...]) -> str:
 def resolve_manifest(path: str | os.PathLike[str]) -> Path:
     """The agent.leviath for PATH: PATH itself if it is a file, else PATH/agent.leviath."""
     p = Path(path)
-    return p if p.is_file() else p / MANIFEST_NAME
+    return p if p.is_file() else p / C.MANIFEST_NAME
 
 
 def load(source: str | os.PathLike[str]) -> Blueprint:
@@ -121,7 +120,7 @@ def load(source: str | os.PathLike[str]) -> Blueprint:
         return load_text(source)
     manifest = resolve_manifest(source)
     if not manifest.is_file():
-        shown = manifest if Path(source).name == MANIFEST_NAME else Path(source)
+        shown = manifest if Path(source).name == C.MANIFEST_NAME else Path(source)
         raise BlueprintError(
             f"No agent.leviath found at {shown}", path=manifest, kind="read",
             hint="pass an agent folder or its agent.leviath file",

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from lev_nb import __version__
+from lev_nb.version import __version__
 from lev_nb.cli import blueprint_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.blueprint.constants import MANIFEST_NAME
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan import FanOutPlan, RunPlan
 from lev_nb.messages import ToolCall
@@ -158,16 +159,17 @@ def _agent_dirs(runner: Runner) -> list[Path]:
     dirs = []
     if base is not None:
         dirs += [base, base.parent]
+    from lev_nb.blueprint.bundled import bundled_agents_dir
     from lev_nb.store import lev_home
 
     dirs.append(lev_home() / "agents")
-    dirs.append(Path(__file__).resolve().parents[2] / "blueprints")
+    dirs.append(bundled_agents_dir())
     return dirs
 
 
 def _find_agent(runner: Runner, name: str) -> Path:
     for folder in _agent_dirs(runner):
-        candidate = folder / name / "agent.leviath"
+        candidate = folder / name / MANIFEST_NAME
         if candidate.is_file():
             return candidate
     raise LookupError(f"no agent named '{name}' was found beside this blueprint or in $LEV_HOME/agents")
@@ -179,7 +181,7 @@ def _find_agent_by_query(runner: Runner, query: str) -> str | None:
         if not folder.is_dir():
             continue
         for child in sorted(folder.iterdir()):
-            if (child / "agent.leviath").is_file() and needle in child.name.lower():
+            if (child / MANIFEST_NAME).is_file() and needle in child.name.lower():
                 return child.name
     return None
 
