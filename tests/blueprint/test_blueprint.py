@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from support import FIXTURES
 
 from lev_nb.blueprint import (
     Blueprint,
@@ -20,7 +21,6 @@ from lev_nb.blueprint import (
     load_text,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
 ALL_FIXTURES = sorted(p.parent for p in FIXTURES.glob("*/*/agent.leviath"))
 
 

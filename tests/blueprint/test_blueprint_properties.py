@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,7 @@ BLUEPRINT = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(BLUEPRINT)
 def test_random_blueprints_load_or_raise_blueprint_error(data: dict) -> None:

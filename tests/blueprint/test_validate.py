@@ -12,7 +12,7 @@ import pytest
 import lev_nb
 from lev_nb.blueprint import BlueprintError, Finding, extra_checks, load, validate
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 INVALID = sorted(p for p in (FIXTURES / "invalid").iterdir() if (p / "agent.leviath").is_file())
 LEV = str(Path(sys.executable).parent / "lev")
 

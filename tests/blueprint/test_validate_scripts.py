@@ -147,5 +147,5 @@ def test_cli_json_lists_script_errors_and_exits_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["code-fixer", "research-brief", "triage"])
 def test_bundled_agents_scripts_compile(name: str) -> None:
-    root = Path(__file__).resolve().parents[1] / "blueprints" / name
+    root = Path(__file__).resolve().parents[2] / "blueprints" / name
     assert script_errors(root) == []

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from support import FIXTURES
 
 from lev_nb.blueprint import load, validate
 
-UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"
+UPSTREAM = FIXTURES / "upstream"
 
 # agent -> (unbounded-percentage-budget count, model named in the message, notes)
 EXPECTED = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import call, say
+from support import call, say
 
 from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
 

@@ -196,7 +196,7 @@ def test_a_killed_run_leaves_a_meta_json_that_says_where_it_was(tmp_path: Path, 
 
 
 def test_ps_lists_worker_runs_under_their_parent(tmp_path: Path, env: dict[str, str]) -> None:
-    agent = Path(__file__).resolve().parents[1] / "blueprints" / "research-brief"
+    agent = Path(__file__).resolve().parents[2] / "blueprints" / "research-brief"
     parent = lev("run", str(agent), "--task", "q", "--model", "mock", "--quiet", env=env).stdout.strip()
     lines = lev("ps", env=env).stdout.splitlines()[1:]
     assert lines[0].startswith(parent)

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import call, say
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import call, say
 
 from lev_nb.engine.artifacts import read_window
 
@@ -120,6 +120,7 @@ def test_bad_windows_and_offsets_are_refused(files, window, offset):
         read_window(files, "ascii.csv", offset=offset, window=window)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(min_size=0, max_size=400), window=st.integers(min_value=4, max_value=64))
 def test_any_text_and_window_round_trips(tmp_path_factory, text, window):
@@ -141,6 +142,7 @@ nudge = { enabled = false }
 """
 
 
+@pytest.mark.slow
 def test_run_read_artifact_reads_what_the_answer_names(engine):
     turns = [
         call("write_file", path="out/big.txt", content=MIXED),

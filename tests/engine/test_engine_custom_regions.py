@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import blueprint, call, events_of, say
+from support import blueprint, call, events_of, say
 
 from lev_nb.engine.custom_regions import (
     RegionHost,

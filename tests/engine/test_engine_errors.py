@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import call, events_of, fail, purposes, request_text, say
+from support import call, events_of, fail, purposes, request_text, say
 
 from lev_nb.engine.runner import RetryPolicy
 from lev_nb.providers.base import ModelRequest, ModelResponse, ToolCall

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from conftest import call, events_of, say
+from support import call, events_of, say
 
 from lev_nb.providers.base import ModelRequest, ModelResponse, ProviderError, ToolCall, ToolResultBlock
 from lev_nb.providers.base import request_text as flatten

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import call, calls, events_of, request_text, say
+from support import call, calls, events_of, request_text, say
 
 from lev_nb.providers.scripted import ScriptedModel
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import call, events_of, request_text, say
+from support import call, events_of, request_text, say
 
 REGIONS = """
 [context.regions.system]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import blueprint, call, events_of, fail, request_text, say
+from support import blueprint, call, events_of, fail, request_text, say
 
 from lev_nb.scripting import ScriptError
 

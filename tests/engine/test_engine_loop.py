@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import call, events_of, kinds, purposes, request_text, say
+import pytest
+from support import call, events_of, kinds, purposes, request_text, say
 
 from lev_nb.engine.plan import DEFAULT_NUDGE_TEXT
 
@@ -294,6 +295,7 @@ def test_condition_edges_are_looked_up_in_declaration_order(engine):
     assert run.stage_history == ["work", "zeta"]
 
 
+@pytest.mark.slow  # waits out the 1 s request timeout
 def test_request_timeout_is_a_failed_model_call(engine):
     import asyncio
 

@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RUN_TIMEOUT_S
+from support import BLUEPRINTS, FIXTURES, ROOT, RUN_TIMEOUT_S
 
 from lev_nb.blueprint import load, validate
 from lev_nb.engine.api import start_run
 
-ROOT = Path(__file__).resolve().parent.parent
 ALL_AGENTS = sorted(
-    list((ROOT / "tests" / "fixtures").rglob("agent.leviath")) + list((ROOT / "blueprints").rglob("agent.leviath"))
+    list(FIXTURES.rglob("agent.leviath")) + list(BLUEPRINTS.rglob("agent.leviath"))
 )
 # Blueprints `lev validate` refuses are not expected to run (tests/fixtures/invalid, error lints).
 AGENTS = [path for path in ALL_AGENTS if validate(path.parent).valid]

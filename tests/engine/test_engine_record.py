@@ -7,7 +7,7 @@ import json
 import threading
 from pathlib import Path
 
-from conftest import call, events_of, kinds, say
+from support import call, events_of, kinds, say
 
 from lev_nb.providers.base import ModelRequest, ModelResponse
 

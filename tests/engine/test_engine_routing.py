@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import call, events_of, purposes, say
+from support import call, events_of, purposes, say
 
 LINEAR = """
 [stages.first]

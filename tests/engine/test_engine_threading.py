@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import RUN_TIMEOUT_S, blueprint, call, say
+from support import RUN_TIMEOUT_S, blueprint, call, say
 
 from lev_nb.engine.api import start_run
 from lev_nb.engine.loop import engine_loop
@@ -104,6 +104,7 @@ def test_sync_iteration_over_events_ends_with_the_run(home: Path, workdir: Path)
     assert run.done() or run.wait(RUN_TIMEOUT_S)
 
 
+@pytest.mark.slow
 def test_a_thousand_concurrent_mock_runs_all_complete(home: Path, workdir: Path):
     bp = blueprint(SIMPLE)
     runs = [start_run(bp, task=f"t{i}", model="mock", workdir=workdir, home=home) for i in range(1000)]

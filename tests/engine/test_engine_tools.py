@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import call, calls, events_of, say
+from support import call, calls, events_of, say
 
 from lev_nb.providers.base import ToolResultBlock
 

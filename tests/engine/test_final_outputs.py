@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import RUN_TIMEOUT_S, call, events_of, request_text, say
+from support import RUN_TIMEOUT_S, call, events_of, request_text, say
 
 from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine.holds import OWED_OUTPUT_NUDGE

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import call, say
+from support import call, say
 
 from lev_nb.engine.outputs import (
     PRESENTATION_CLAUSE,

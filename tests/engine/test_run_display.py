@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lev_nb
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+import lev_nb
 
 
 def test_run_displays_a_summary_with_status_path_and_output(tmp_path: Path) -> None:

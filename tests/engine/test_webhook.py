@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import call, events_of, say
+from support import call, events_of, say
 
 from lev_nb.engine.webhook import completion_payload, post_json
 

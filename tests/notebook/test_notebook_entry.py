@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lev_nb
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+import lev_nb
 
 
 def test_load_ext_lev_nb_registers_the_magics() -> None:

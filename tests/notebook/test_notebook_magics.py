@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from support import ROOT
 
 import lev_nb
 from lev_nb.engine.handle import Run
@@ -16,7 +17,6 @@ from lev_nb.notebook.magics import LevMagics, interpolate
 from lev_nb.notebook.widget import RunWidget
 from lev_nb.scripting import Invalid, Valid, Validator
 
-ROOT = Path(__file__).resolve().parents[1]
 TRIAGE = str(ROOT / "blueprints" / "triage")
 RUN_TIMEOUT_S = 60
 

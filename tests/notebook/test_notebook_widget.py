@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT
 
 import lev_nb
 from lev_nb.notebook import widget as widget_module
 from lev_nb.notebook.widget import RunText, RunWidget, watch
 
-ROOT = Path(__file__).resolve().parents[1]
 TRIAGE = ROOT / "blueprints" / "triage"
 RUN_TIMEOUT_S = 60
 

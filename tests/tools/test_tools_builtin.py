@@ -165,6 +165,7 @@ def test_shell_failure_shape(ctx):
     assert result == "[exit code 3]\nstdout:\nout\n\nstderr:\nerr\n"
 
 
+@pytest.mark.slow
 def test_shell_timeout_kills_the_process_group(tmp_path):
     ctx = ToolContext(Workspace(tmp_path), shell_timeout_s=1)
     # The background child writes a marker after 3 s unless the whole group was killed.

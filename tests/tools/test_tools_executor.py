@@ -91,6 +91,7 @@ def test_path_escape_becomes_an_error_result(ctx):
     assert result.modified_path is None
 
 
+@pytest.mark.slow
 def test_allowed_calls_run_concurrently(ctx):
     """Two slow shell calls overlap: each starts before the other ends."""
     registry = default_registry()
