@@ -1,20 +1,15 @@
-"""Shared fixtures for the engine tests: a private LEV_HOME, a working directory, and helpers to
-build a blueprint from TOML text, run it with a scripted model and read what happened; and
-``lev``, the command line run in this process."""
+"""Fixtures shared by every test folder: no real model, a private LEV_HOME, a working directory,
+the ``engine`` run harness and the ``write_allowed`` header. Plain helpers live in support.py."""
 
 from __future__ import annotations
 
 import subprocess
 import textwrap
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
-
-Lev = Callable[..., subprocess.CompletedProcess[str]]  # the ``lev`` fixture
-RUN_TIMEOUT_S = 60  # generous: a hung run fails the test instead of blocking the suite
-AGENT_HEADER = '[agent]\nname = "engine-test"\n'
+from support import AGENT_HEADER, Lev, RunHarness
 
 
 @pytest.fixture(autouse=True)
@@ -56,87 +51,6 @@ def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "work"
     path.mkdir()
     return path
-
-
-def blueprint(text: str) -> Any:
-    """Load a blueprint from TOML text; an ``[agent]`` header is added when the text has none."""
-    from lev_nb.blueprint.loader import load_text
-
-    body = textwrap.dedent(text).strip() + "\n"
-    if "[agent]" not in body:
-        body = AGENT_HEADER + body
-    return load_text(body)
-
-
-def say(text: str) -> dict[str, Any]:
-    """A scripted turn that answers with text only."""
-    return {"text": text}
-
-
-def call(name: str, text: str = "", **arguments: Any) -> dict[str, Any]:
-    """A scripted turn that makes one tool call."""
-    return {"text": text, "tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    """A scripted turn that makes several tool calls in one batch."""
-    return {"tool_calls": [{"name": n, "arguments": a} for n, a in pairs]}
-
-
-def fail(kind: str = "api", message: str = "boom") -> dict[str, Any]:
-    """A scripted turn that is a provider error."""
-    return {"error": {"kind": kind, "message": message}}
-
-
-def kinds(run: Any) -> list[str]:
-    """The kinds of every event the run emitted, in order."""
-    return [e.kind for e in run.events.snapshot()]
-
-
-def events_of(run: Any, kind: str) -> list[Any]:
-    """The run's events of one kind."""
-    return [e for e in run.events.snapshot() if e.kind == kind]
-
-
-def purposes(model: Any) -> list[str]:
-    """The purpose (stage / routing / summary) of every request the scripted model received."""
-    return [r.purpose for r in model.requests]
-
-
-def request_text(request: Any) -> str:
-    """Everything a request shows the model: system blocks and message texts, joined."""
-    from lev_nb.messages import request_text as flatten
-
-    return flatten(request)
-
-
-@dataclass
-class RunHarness:
-    """Starts runs of TOML blueprints in this test's home and workdir."""
-
-    home: Path
-    workdir: Path
-
-    def start(self, toml: str | Any, turns: Any = None, *, task: str = "do the task", **kw: Any) -> tuple[Any, Any]:
-        """Start a run; ``turns`` is a ScriptedModel script (or a Provider / "mock")."""
-        from lev_nb.engine.api import start_run
-        from lev_nb.engine.runner import RetryPolicy
-        from lev_nb.providers.scripted import ScriptedModel
-
-        bp = blueprint(toml) if isinstance(toml, str) else toml
-        model = ScriptedModel(turns) if isinstance(turns, (list, dict)) else turns
-        kw.setdefault("workdir", self.workdir)
-        kw.setdefault("home", self.home)
-        kw.setdefault("retry", RetryPolicy(max_attempts=1))
-        run = start_run(bp, task=task, model=model, **kw)
-        return run, model
-
-    def run(self, toml: str | Any, turns: Any = None, **kw: Any) -> tuple[Any, Any]:
-        """Start a run and wait for it to end."""
-        run, model = self.start(toml, turns, **kw)
-        run.wait(RUN_TIMEOUT_S)
-        assert run.done()
-        return run, model
 
 
 @pytest.fixture

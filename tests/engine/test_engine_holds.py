@@ -1,0 +1,257 @@
+"""Exit holds (required regions, owed final outputs; spec/runtime.md §5.1) and edge transforms (§6.5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import call, events_of, request_text, say
+
+REGIONS = """
+[context.regions.system]
+kind = "pinned"
+max_tokens = 2000
+[context.regions.findings]
+kind = "pinned"
+max_tokens = 1000
+required = true
+{extra}
+[context.regions.conversation]
+kind = "sliding_window"
+max_tokens = 8000
+"""
+
+
+def regions(extra: str = "") -> str:
+    return REGIONS.replace("{extra}", extra)
+
+
+# ------------------------------------------------------------------------------ required regions
+def test_required_region_nudges_until_written(engine):
+    toml = regions() + """
+    [stages.work]
+    available_tools = ["context_write"]
+    [stages.work.transitions]
+    """
+    turns = [call("context_write", region="notes", content="x"), say("done"),
+             call("context_write", region="findings", content="found it"), say("done")]
+    run, model = engine.run(toml, turns)
+    assert run.status == "complete", run.error
+    nudges = events_of(run, "nudge")
+    assert [n.reason for n in nudges] == ["required_region"]
+    assert "'findings'" in nudges[0].text
+    assert run.flags["required_regions_abandoned"] == []
+
+
+def test_required_region_message_substitutes_the_region_name(engine):
+    toml = regions().replace("required = true", 'required = true\nrequired_message = "Put your results in {region}."') + """
+    [stages.work]
+    available_tools = ["context_write"]
+    [stages.work.transitions]
+    """
+    turns = [call("context_write", region="findings", content=""), say("done"),
+             call("context_write", region="findings", content="ok"), say("done")]
+    run, _ = engine.run(toml, turns)
+    assert [n.text for n in events_of(run, "nudge")] == ["Put your results in findings."]
+
+
+def test_required_region_cap_then_abandoned(engine):
+    toml = regions() + """
+    [stages.work]
+    available_tools = ["context_write"]
+    max_revisits = 2
+    [stages.work.transitions]
+    """
+    turns = [call("context_write", region="notes", content="x"), say("d1"), say("d2"), say("d3")]
+    run, model = engine.run(toml, turns)
+    assert run.status == "complete", run.error
+    assert len(events_of(run, "nudge")) == 2  # cap = max_revisits
+    assert run.flags["required_regions_abandoned"] == ["findings"]
+    assert len(model.requests) == 4
+
+
+def test_required_region_not_enforced_without_context_write(engine):
+    toml = regions() + """
+    [stages.work]
+    available_tools = ["list_dir"]
+    [stages.work.transitions]
+    """
+    run, _ = engine.run(toml, [call("list_dir"), say("done")])
+    assert run.status == "complete", run.error
+    assert events_of(run, "nudge") == []
+    assert run.flags["required_regions_abandoned"] == []
+
+
+# ------------------------------------------------------------------------------ owed outputs
+OUTPUT_STAGE = """
+[stages.answer]
+mode = "output"
+available_tools = ["submit_output"]
+nudge = { enabled = false }
+[stages.answer.transitions]
+"""
+
+
+def test_output_stage_submission_completes_the_run(engine):
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("submitted")])
+    assert run.status == "complete", run.error
+    assert run.result.content == "42"
+    assert run.flags["produced_output"] is True
+    assert run.flags["output_forced"] == 0
+
+
+def test_owed_output_nudged_three_times_then_forced_and_the_run_errors(engine):
+    run, model = engine.run(OUTPUT_STAGE, [say("a"), say("b"), say("c"), say("d")])
+    nudges = events_of(run, "nudge")
+    assert [n.reason for n in nudges] == ["required_output"] * 3
+    assert "submit_output" in nudges[0].text
+    assert len(model.requests) == 4
+    assert run.flags["output_forced"] == 1
+    assert run.status == "error"
+    assert "final output" in run.error
+    assert run.result is None
+
+
+def test_late_submission_after_an_output_nudge_is_accepted(engine):
+    run, _ = engine.run(OUTPUT_STAGE, [say("a"), call("submit_output", content="late"), say("ok")])
+    assert run.status == "complete", run.error
+    assert run.flags["output_forced"] == 0
+    assert run.result.content == "late"
+
+
+def test_owed_output_on_max_iterations_is_forced_without_nudges(engine):
+    toml = OUTPUT_STAGE.replace('mode = "output"', 'mode = "output"\nmax_iterations = 1')
+    run, model = engine.run(toml, [say("a")])
+    assert run.flags["max_iterations_hit"] == 1
+    assert run.flags["output_forced"] == 1
+    # One nudge was queued, but the next turn hit the cap first: the cap path wins.
+    assert len(events_of(run, "nudge")) == 1
+    assert len(model.requests) == 1
+    assert run.status == "error"
+
+
+def test_done_answer_still_applies_the_owed_output_check(engine):
+    toml = """
+    [stages.hub]
+    available_tools = ["list_dir"]
+    allow_complete = true
+    [stages.hub.transitions.answer]
+    hint = "write the answer"
+    [stages.answer]
+    mode = "output"
+    available_tools = ["submit_output"]
+    [stages.answer.transitions]
+    """
+    run, model = engine.run(toml, [call("list_dir"), say("done"), say("DONE")])
+    assert run.stage_history == ["hub"]
+    assert model.requests[-1].purpose == "routing"
+    assert run.status == "error"
+    assert "final output" in run.error
+
+
+def test_done_with_an_output_already_submitted_completes(engine):
+    toml = """
+    [stages.hub]
+    available_tools = ["submit_output"]
+    allow_complete = true
+    [stages.hub.transitions.answer]
+    hint = "more"
+    [stages.answer]
+    mode = "output"
+    available_tools = ["submit_output"]
+    [stages.answer.transitions]
+    """
+    run, _ = engine.run(toml, [call("submit_output", content="early"), say("done"), say("DONE")])
+    assert run.status == "complete", run.error
+    assert run.result.content == "early"
+
+
+# ------------------------------------------------------------------------------ transforms
+TRANSFORM = """
+[context.regions.system]
+kind = "pinned"
+max_tokens = 2000
+[context.regions.keep]
+kind = "pinned"
+max_tokens = 1000
+[context.regions.scratch]
+kind = "clearable"
+max_tokens = 1000
+[context.regions.conversation]
+kind = "sliding_window"
+max_tokens = 8000
+[stages.a]
+available_tools = ["context_write", "list_dir"]
+[stages.a.transitions.b]
+transform = "{transform}"
+{config}
+[stages.b]
+nudge = {{ enabled = false }}
+[stages.b.transitions]
+"""
+
+A_TURNS = [
+    call("context_write", region="keep", content="PINNED-FACT"),
+    call("context_write", region="scratch", content="SCRATCH-NOTE"),
+    call("list_dir", text="A-CONVERSATION"),
+    say("a done"),
+    say("b done"),
+]
+
+
+def transform(kind: str, config: str = "") -> str:
+    return TRANSFORM.format(transform=kind, config=config)
+
+
+def test_direct_transform_carries_everything(engine):
+    run, model = engine.run(transform("direct"), A_TURNS)
+    seen = request_text(model.requests[-1])
+    assert "PINNED-FACT" in seen and "SCRATCH-NOTE" in seen and "A-CONVERSATION" in seen
+
+
+def test_clear_transform_empties_stage_specific_regions_and_keeps_pinned(engine):
+    run, model = engine.run(transform("clear"), A_TURNS)
+    assert run.status == "complete", run.error
+    seen = request_text(model.requests[-1])
+    assert "PINNED-FACT" in seen
+    assert "SCRATCH-NOTE" not in seen
+    assert "A-CONVERSATION" not in seen
+    assert events_of(run, "transition")[0].transform == "clear"
+
+
+def test_compact_transform_carries_regions_with_a_warning(engine):
+    run, model = engine.run(transform("compact"), A_TURNS)
+    assert run.status == "complete", run.error
+    warnings = [w.message for w in events_of(run, "warning") if "compaction" in w.message]
+    assert len(warnings) == 1
+    assert "conversation" in warnings[0] and "scratch" in warnings[0]
+    assert "A-CONVERSATION" in request_text(model.requests[-1])
+
+
+def test_summarize_is_an_alias_of_compact(engine):
+    run, _ = engine.run(transform("summarize"), A_TURNS)
+    assert events_of(run, "transition")[0].transform == "compact"
+    assert any("compaction" in w.message for w in events_of(run, "warning"))
+
+
+def test_custom_transform_clears_and_carries_and_warns_about_compact(engine):
+    config = '[stages.a.transitions.b.transform_config]\ncarry = ["keep"]\nclear = ["scratch"]\ncompact = ["conversation"]'
+    run, model = engine.run(transform("custom", config), A_TURNS)
+    assert run.status == "complete", run.error
+    system = "\n".join(model.requests[-1].system)
+    assert "SCRATCH-NOTE" not in system
+    assert "PINNED-FACT" in system
+    assert "A-CONVERSATION" in request_text(model.requests[-1])  # compaction is not available: carried as is
+    warnings = [w.message for w in events_of(run, "warning") if "compaction" in w.message]
+    assert len(warnings) == 1 and "conversation" in warnings[0]
+
+
+def test_custom_carry_wins_over_clear(engine):
+    config = '[stages.a.transitions.b.transform_config]\ncarry = ["scratch"]\nclear = ["scratch"]'
+    run, model = engine.run(transform("custom", config), A_TURNS)
+    assert "SCRATCH-NOTE" in "\n".join(model.requests[-1].system)
+    assert not any("compaction" in w.message for w in events_of(run, "warning"))
+
+
+def test_workdir_untouched_by_transforms(engine, workdir: Path):
+    engine.run(transform("clear"), A_TURNS)
+    assert list(workdir.iterdir()) == []

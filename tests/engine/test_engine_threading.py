@@ -1,0 +1,119 @@
+"""The engine thread: runs behave the same from a notebook-like running loop, a plain script, and
+by the thousand."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from support import RUN_TIMEOUT_S, blueprint, call, say
+
+from lev_nb.engine.api import start_run
+from lev_nb.engine.loop import engine_loop
+from lev_nb.providers.scripted import ScriptedModel
+
+SIMPLE = """
+[stages.work]
+available_tools = ["list_dir"]
+[stages.work.transitions]
+"""
+
+
+def script() -> ScriptedModel:
+    return ScriptedModel([call("list_dir"), say("done")])
+
+
+def test_run_started_inside_a_running_loop_can_be_awaited(home: Path, workdir: Path):
+    bp = blueprint(SIMPLE)
+
+    async def cell():
+        # As in a notebook: the caller's loop is running when the run starts.
+        run = start_run(bp, task="t", model=script(), workdir=workdir, home=home)
+        assert not engine_loop().in_engine_thread()
+        finished = await asyncio.wait_for(run, RUN_TIMEOUT_S)
+        return run, finished, threading.current_thread()
+
+    run, finished, thread = asyncio.run(cell())
+    assert finished is run
+    assert run.status == "complete", run.error
+    assert thread is threading.main_thread()
+
+
+def test_blocking_wait_inside_a_running_loop_does_not_stall_the_run(home: Path, workdir: Path):
+    bp = blueprint(SIMPLE)
+
+    async def cell():
+        run = start_run(bp, task="t", model=script(), workdir=workdir, home=home)
+        run.wait(RUN_TIMEOUT_S)  # blocks the caller's loop; the engine loop is elsewhere
+        return run
+
+    run = asyncio.run(cell())
+    assert run.status == "complete", run.error
+
+
+def test_run_from_a_plain_script_with_wait(home: Path, workdir: Path):
+    run = start_run(blueprint(SIMPLE), task="t", model=script(), workdir=workdir, home=home)
+    assert run.wait(RUN_TIMEOUT_S) is run
+    assert run.done()
+    assert run.status == "complete", run.error
+    assert run.stage_history == ["work"]
+
+
+def test_wait_with_a_timeout_raises_while_the_run_is_still_going(home: Path, workdir: Path):
+    class Slow:
+        name = "slow"
+
+        async def complete(self, request):
+            await asyncio.sleep(3600)
+
+    run = start_run(blueprint(SIMPLE), task="t", model=Slow(), workdir=workdir, home=home)
+    with pytest.raises((TimeoutError, concurrent.futures.TimeoutError)):
+        run.wait(0.05)
+    run.cancel()
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "cancelled"
+
+
+def test_async_for_over_events_sees_every_event_then_ends(home: Path, workdir: Path):
+    bp = blueprint(SIMPLE)
+
+    async def follow():
+        run = start_run(bp, task="t", model=script(), workdir=workdir, home=home)
+        seen = []
+
+        async def consume():
+            async for event in run.events:
+                seen.append(event.kind)
+
+        await asyncio.wait_for(consume(), RUN_TIMEOUT_S)
+        return run, seen
+
+    run, seen = asyncio.run(follow())
+    assert seen == [e.kind for e in run.events.snapshot()]
+    assert seen[0] == "run_started" and seen[-1] == "completed"
+
+
+def test_sync_iteration_over_events_ends_with_the_run(home: Path, workdir: Path):
+    run = start_run(blueprint(SIMPLE), task="t", model=script(), workdir=workdir, home=home)
+    kinds = [e.kind for e in run.events]
+    assert kinds[-1] == "completed"
+    assert run.done() or run.wait(RUN_TIMEOUT_S)
+
+
+@pytest.mark.slow
+def test_a_thousand_concurrent_mock_runs_all_complete(home: Path, workdir: Path):
+    bp = blueprint(SIMPLE)
+    runs = [start_run(bp, task=f"t{i}", model="mock", workdir=workdir, home=home) for i in range(1000)]
+    for run in runs:
+        run.wait(RUN_TIMEOUT_S * 4)
+    statuses = {run.status for run in runs}
+    assert statuses == {"complete"}
+    assert len({run.run_id for run in runs}) == 1000
+    folders = list((home / "runs").iterdir())
+    assert len(folders) == 1000
+    sample = json.loads((Path(runs[-1].run_dir) / "meta.json").read_text())
+    assert sample["status"] == "complete" and sample["task"] == "t999"

@@ -1,0 +1,224 @@
+"""The completion webhook: one JSON POST of the run's result, to a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from support import call, events_of, say
+
+from lev_nb.engine.webhook import completion_payload, post_json
+
+OUTPUT_STAGE = """
+[stages.answer]
+mode = "output"
+available_tools = ["submit_output"]
+nudge = { enabled = false }
+[stages.answer.transitions]
+"""
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 (port 0) recording every POST; answers with ``status``."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.requests: list[dict[str, Any]] = []
+        self.received = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                receiver.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                receiver.received.set()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # A short poll interval: shutdown() waits up to one interval (0.5 s by default) per test.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/hooks/lev"
+
+    def json(self, index: int = 0) -> dict[str, Any]:
+        return json.loads(self.requests[index]["body"].decode("utf-8"))
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture
+def failing_receiver() -> Iterator[Receiver]:
+    server = Receiver(status=500)
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+# ------------------------------------------------------------------------- from Python
+def test_the_webhook_receives_the_result_json(engine, receiver):
+    turns = [call("submit_output", content='{"verdict": "ship it"}', artifacts=["r.md"]), say("ok")]
+    run, _ = engine.run(OUTPUT_STAGE, turns, webhook=receiver.url, output_format="json")
+    assert run.status == "complete", run.error
+    assert len(receiver.requests) == 1  # posted before the run counts as finished
+    request = receiver.requests[0]
+    assert request["path"] == "/hooks/lev"
+    assert request["headers"]["Content-Type"] == "application/json"
+    payload = receiver.json()
+    assert payload["run_id"] == run.run_id
+    assert payload["agent_name"] == "engine-test"
+    assert payload["status"] == "complete"
+    assert payload["error"] is None
+    assert payload["stage"] == "answer"
+    assert payload["stage_history"] == ["answer"]
+    assert payload["flags"]["produced_output"] is True
+    assert payload["final_output"] == run.result.to_json()
+    assert payload["final_output"] == {
+        "content": '{"verdict": "ship it"}',
+        "format": "json",
+        "stage": "answer",
+        "submitted_at": run.result.submitted_at,
+        "truncated": False,
+        "artifacts": ["r.md"],
+    }
+
+
+def test_a_run_ending_in_error_posts_its_error_and_no_output(engine, receiver):
+    run, _ = engine.run(OUTPUT_STAGE, [say("a"), say("b"), say("c"), say("d")], webhook=receiver.url)
+    assert run.status == "error"
+    payload = receiver.json()
+    assert payload["status"] == "error"
+    assert payload["error"] == run.error
+    assert payload["final_output"] is None
+    assert payload["flags"]["output_forced"] == 1
+
+
+def test_unicode_survives_the_post(engine, receiver):
+    _run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="Zürich ✓ 😀"), say("ok")], webhook=receiver.url)
+    assert receiver.json()["final_output"]["content"] == "Zürich ✓ 😀"
+
+
+def test_a_failing_webhook_is_a_warning_and_the_run_still_completes(engine, failing_receiver):
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")], webhook=failing_receiver.url)
+    assert run.status == "complete", run.error
+    assert len(failing_receiver.requests) == 1
+    warnings = [e.message for e in events_of(run, "warning")]
+    assert any("webhook" in w and "500" in w for w in warnings)
+
+
+def test_an_unreachable_webhook_is_a_warning(engine):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                        webhook=f"http://127.0.0.1:{port}/")
+    assert run.status == "complete", run.error
+    assert any("webhook failed" in e.message for e in events_of(run, "warning"))
+
+
+def test_on_complete_and_webhook_both_fire(engine, receiver):
+    seen: list[str] = []
+    _run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                        webhook=receiver.url, on_complete=lambda r: seen.append(r.result.content))
+    assert seen == ["42"]
+    assert receiver.json()["final_output"]["content"] == "42"
+
+
+def test_post_json_refuses_non_http_urls():
+    with pytest.raises(OSError, match="http"):
+        post_json("file:///some/file", {})
+
+
+def test_completion_payload_without_output():
+    meta = {"run_id": "r", "agent_name": "a", "status": "cancelled", "current_stage": "s",
+            "stage_history": ["s"], "flags": {"empty_output": True}}
+    assert completion_payload(meta, None) == {
+        "run_id": "r", "agent_name": "a", "status": "cancelled", "error": None, "stage": "s",
+        "stage_history": ["s"], "flags": {"empty_output": True}, "final_output": None,
+    }
+
+
+# ------------------------------------------------------------------------- from the CLI
+def test_lev_run_webhook_posts_the_result(tmp_path, receiver, lev):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "hooked"\n' + OUTPUT_STAGE)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([call("submit_output", content="<ok/>"), say("done")]))
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = lev("run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work),
+               "--output-format", "xml", "--webhook", receiver.url, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    run_id = proc.stdout.strip()
+    assert len(receiver.requests) == 1
+    payload = receiver.json()
+    assert payload["run_id"] == run_id
+    assert payload["agent_name"] == "hooked"
+    assert payload["status"] == "complete"
+    assert payload["final_output"]["content"] == "<ok/>"
+    assert payload["final_output"]["format"] == "xml"
+
+
+# Regressions: these used to raise out of the run's clean-up, so run.wait() raised and
+# on_complete was never called.
+@pytest.mark.parametrize("url", ["http://[::1/", "http://bad host/"])
+def test_a_malformed_webhook_url_is_a_warning_and_the_run_ends_normally(engine, url):
+    seen: list[str] = []
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                        webhook=url, on_complete=lambda r: seen.append(r.status))
+    assert run.status == "complete", run.error
+    assert seen == ["complete"]
+    assert any("could not be delivered" in e.message for e in events_of(run, "warning"))
+
+
+def test_a_receiver_that_does_not_speak_http_is_a_warning(engine):
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    got: list[bytes] = []
+
+    def answer_garbage() -> None:
+        conn, _ = server.accept()
+        with conn:
+            got.append(conn.recv(65536))
+            conn.sendall(b"this is not an HTTP response\r\n\r\n")
+
+    thread = threading.Thread(target=answer_garbage, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")],
+                            webhook=f"http://127.0.0.1:{port}/")
+    finally:
+        thread.join(30)
+        server.close()
+    assert run.status == "complete", run.error
+    assert got and got[0].startswith(b"POST / HTTP/1.1")
+    assert any("could not be delivered" in e.message for e in events_of(run, "warning"))

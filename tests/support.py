@@ -1,0 +1,102 @@
+"""Plain helpers shared by the test modules (``from support import ...``; tests/ is on pythonpath):
+where the repository's files are, building a blueprint from TOML text, scripted model turns, reading
+what a run emitted, and the harness behind the ``engine`` fixture. Fixtures live in conftest.py."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+BLUEPRINTS = ROOT / "blueprints"  # the bundled agents
+FIXTURES = ROOT / "tests" / "fixtures"  # fixture blueprints: invalid/, lints/, upstream/
+SNAPSHOTS = ROOT / "tests" / "snapshots"  # expected Mermaid flowcharts of the bundled agents
+
+RUN_TIMEOUT_S = 60  # generous: a hung run fails the test instead of blocking the suite
+Lev = Callable[..., subprocess.CompletedProcess[str]]  # the ``lev`` fixture: the command line in this process
+AGENT_HEADER = '[agent]\nname = "engine-test"\n'
+
+
+def blueprint(text: str) -> Any:
+    """Load a blueprint from TOML text; an ``[agent]`` header is added when the text has none."""
+    from lev_nb.blueprint.loader import load_text
+
+    body = textwrap.dedent(text).strip() + "\n"
+    if "[agent]" not in body:
+        body = AGENT_HEADER + body
+    return load_text(body)
+
+
+def say(text: str) -> dict[str, Any]:
+    """A scripted turn that answers with text only."""
+    return {"text": text}
+
+
+def call(name: str, text: str = "", **arguments: Any) -> dict[str, Any]:
+    """A scripted turn that makes one tool call."""
+    return {"text": text, "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A scripted turn that makes several tool calls in one batch."""
+    return {"tool_calls": [{"name": n, "arguments": a} for n, a in pairs]}
+
+
+def fail(kind: str = "api", message: str = "boom") -> dict[str, Any]:
+    """A scripted turn that is a provider error."""
+    return {"error": {"kind": kind, "message": message}}
+
+
+def kinds(run: Any) -> list[str]:
+    """The kinds of every event the run emitted, in order."""
+    return [e.kind for e in run.events.snapshot()]
+
+
+def events_of(run: Any, kind: str) -> list[Any]:
+    """The run's events of one kind."""
+    return [e for e in run.events.snapshot() if e.kind == kind]
+
+
+def purposes(model: Any) -> list[str]:
+    """The purpose (stage / routing / summary) of every request the scripted model received."""
+    return [r.purpose for r in model.requests]
+
+
+def request_text(request: Any) -> str:
+    """Everything a request shows the model: system blocks and message texts, joined."""
+    from lev_nb.messages import request_text as flatten
+
+    return flatten(request)
+
+
+@dataclass
+class RunHarness:
+    """Starts runs of TOML blueprints in this test's home and workdir."""
+
+    home: Path
+    workdir: Path
+
+    def start(self, toml: str | Any, turns: Any = None, *, task: str = "do the task", **kw: Any) -> tuple[Any, Any]:
+        """Start a run; ``turns`` is a ScriptedModel script (or a Provider / "mock")."""
+        from lev_nb.engine.api import start_run
+        from lev_nb.engine.runner import RetryPolicy
+        from lev_nb.providers.scripted import ScriptedModel
+
+        bp = blueprint(toml) if isinstance(toml, str) else toml
+        model = ScriptedModel(turns) if isinstance(turns, (list, dict)) else turns
+        kw.setdefault("workdir", self.workdir)
+        kw.setdefault("home", self.home)
+        kw.setdefault("retry", RetryPolicy(max_attempts=1))
+        run = start_run(bp, task=task, model=model, **kw)
+        return run, model
+
+    def run(self, toml: str | Any, turns: Any = None, **kw: Any) -> tuple[Any, Any]:
+        """Start a run and wait for it to end."""
+        run, model = self.start(toml, turns, **kw)
+        run.wait(RUN_TIMEOUT_S)
+        assert run.done()
+        return run, model

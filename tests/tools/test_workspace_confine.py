@@ -1,0 +1,183 @@
+"""The one confinement rule (lev_nb.workspace.confine), attacked from every side it has."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from support import ROOT
+
+from lev_nb.workspace import PathEscape, Workspace, confine
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "root"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("a")
+    (tmp_path / "outside.txt").write_text("secret")
+    return folder
+
+
+def test_a_relative_path_lands_inside(root: Path) -> None:
+    assert confine(root, "sub/a.txt") == (root / "sub" / "a.txt").resolve()
+
+
+def test_the_root_itself_and_dot_are_inside(root: Path) -> None:
+    assert confine(root, ".") == root.resolve()
+    assert confine(root, "sub/..") == root.resolve()
+
+
+def test_a_path_that_does_not_exist_yet_is_inside(root: Path) -> None:
+    assert confine(root, "new/deeper/file.txt") == root.resolve() / "new" / "deeper" / "file.txt"
+
+
+def test_a_path_like_is_accepted(root: Path) -> None:
+    assert confine(root, Path("sub") / "a.txt") == (root / "sub" / "a.txt").resolve()
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "sub/../../outside.txt", "sub/../..", ".."])
+def test_dot_dot_cannot_leave(root: Path, path: str) -> None:
+    with pytest.raises(PathEscape, match="outside the working directory"):
+        confine(root, path)
+
+
+def test_an_absolute_path_inside_is_allowed_and_outside_is_not(root: Path) -> None:
+    assert confine(root, str(root / "sub" / "a.txt")) == (root / "sub" / "a.txt").resolve()
+    with pytest.raises(PathEscape):
+        confine(root, str(root.parent / "outside.txt"))
+    with pytest.raises(PathEscape):
+        confine(root, "/etc/passwd")
+
+
+def test_a_sibling_folder_sharing_the_prefix_is_outside(root: Path) -> None:
+    evil = root.parent / (root.name + "-evil")
+    evil.mkdir()
+    with pytest.raises(PathEscape):
+        confine(root, str(evil / "x"))
+    with pytest.raises(PathEscape):
+        confine(root, f"../{root.name}-evil/x")
+
+
+def test_a_symlink_to_outside_is_refused(root: Path) -> None:
+    (root / "link").symlink_to(root.parent / "outside.txt")
+    with pytest.raises(PathEscape):
+        confine(root, "link")
+
+
+def test_a_symlinked_folder_to_outside_is_refused_for_paths_beneath_it(root: Path) -> None:
+    (root / "door").symlink_to(root.parent, target_is_directory=True)
+    with pytest.raises(PathEscape):
+        confine(root, "door/outside.txt")
+    with pytest.raises(PathEscape):
+        confine(root, "door/not-yet-there.txt")
+
+
+def test_a_dangling_symlink_pointing_outside_is_refused(root: Path) -> None:
+    # Writing through it would create a file outside the root.
+    (root / "dangling").symlink_to(root.parent / "created-outside.txt")
+    with pytest.raises(PathEscape):
+        confine(root, "dangling")
+
+
+def test_a_symlink_chain_is_followed_to_its_end(root: Path) -> None:
+    (root / "one").symlink_to(root / "two")
+    (root / "two").symlink_to(root.parent / "outside.txt")
+    with pytest.raises(PathEscape):
+        confine(root, "one")
+
+
+def test_a_symlink_inside_to_inside_is_fine(root: Path) -> None:
+    (root / "alias").symlink_to(root / "sub", target_is_directory=True)
+    assert confine(root, "alias/a.txt") == (root / "sub" / "a.txt").resolve()
+
+
+def test_dot_dot_after_a_symlinked_folder_is_taken_from_where_the_link_lands(root: Path) -> None:
+    (root.parent / "elsewhere" / "deep").mkdir(parents=True)
+    (root / "jump").symlink_to(root.parent / "elsewhere" / "deep", target_is_directory=True)
+    with pytest.raises(PathEscape):
+        confine(root, "jump/../x")  # lands in elsewhere/, not in root/
+
+
+def test_a_root_given_through_a_symlink_works(root: Path) -> None:
+    alias = root.parent / "root-alias"
+    alias.symlink_to(root, target_is_directory=True)
+    assert confine(alias, "sub/a.txt") == (root / "sub" / "a.txt").resolve()
+    with pytest.raises(PathEscape):
+        confine(alias, "../outside.txt")
+
+
+@pytest.mark.parametrize("path", ["", "a\x00b", "\x00"])
+def test_empty_and_nul_are_refused_with_a_reason(root: Path, path: str) -> None:
+    with pytest.raises(PathEscape) as info:
+        confine(root, path)
+    assert ("empty" in str(info.value)) or ("NUL" in str(info.value))
+
+
+def test_home_is_not_a_way_out(root: Path) -> None:
+    with pytest.raises(PathEscape):
+        confine(root, "~/.ssh/id_rsa")
+
+
+def test_a_folder_named_tilde_inside_is_not_confused_with_home(root: Path) -> None:
+    assert confine(root, "sub/~") == root.resolve() / "sub" / "~"
+
+
+def test_unicode_names_are_fine(root: Path) -> None:
+    assert confine(root, "sub/naïve-日本.txt") == root.resolve() / "sub" / "naïve-日本.txt"
+
+
+def test_extra_roots_widen_only_what_is_asked(root: Path, tmp_path: Path) -> None:
+    grant = tmp_path / "grant"
+    grant.mkdir()
+    (grant / "g.txt").write_text("g")
+    assert confine(root, str(grant / "g.txt"), also=[grant]) == (grant / "g.txt").resolve()
+    with pytest.raises(PathEscape):
+        confine(root, str(grant / "g.txt"))
+    with pytest.raises(PathEscape):
+        confine(root, str(tmp_path / "outside.txt"), also=[grant])
+
+
+def test_the_workspace_reads_through_grants_but_never_writes_there(root: Path, tmp_path: Path) -> None:
+    grant = tmp_path / "grant"
+    grant.mkdir()
+    ws = Workspace(root, read_roots=[grant])
+    assert ws.resolve(str(grant / "x")) == (grant / "x").resolve()
+    with pytest.raises(PathEscape):
+        ws.resolve(str(grant / "x"), for_write=True)
+
+
+def test_a_long_path_is_refused_or_confined_never_a_crash(root: Path) -> None:
+    deep = "/".join(["d"] * 2000)
+    assert confine(root, deep).is_relative_to(root.resolve())
+    with pytest.raises(PathEscape):
+        confine(root, "/".join([".."] * 2000))
+
+
+def test_a_symlink_loop_does_not_hang(root: Path) -> None:
+    (root / "loop1").symlink_to(root / "loop2")
+    (root / "loop2").symlink_to(root / "loop1")
+    try:
+        result = confine(root, "loop1")
+    except (PathEscape, OSError):
+        return
+    assert result.is_relative_to(root.resolve())
+
+
+def test_every_caller_goes_through_confine() -> None:
+    """No other module in lev_nb re-implements the rule with realpath/resolve checks of its own."""
+    package = ROOT / "lev_nb"
+    offenders = []
+    for file in package.rglob("*.py"):
+        if file.name == "workspace.py" and file.parent == package:
+            continue
+        text = file.read_text(encoding="utf-8")
+        if "is_relative_to(" in text or "os.path.realpath(" in text:
+            offenders.append(str(file.relative_to(package)))
+    assert offenders == [], f"confinement re-implemented in {offenders}; call lev_nb.workspace.confine"
+
+
+if os.name != "posix":  # pragma: no cover - the project runs on Linux
+    pytest.skip("symlink semantics are POSIX", allow_module_level=True)
