@@ -3,13 +3,32 @@ the ``engine`` run harness and the ``write_allowed`` header. Plain helpers live 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support import AGENT_HEADER, Lev, RunHarness
+
+
+_SESSION_HOME: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No test writes into a user's run store (~/.lev, ./.lev): the whole session, notebook kernels
+    included (they inherit this environment), gets a LEV_HOME of its own."""
+    global _SESSION_HOME
+    _SESSION_HOME = tempfile.mkdtemp(prefix="lev-test-home-")
+    os.environ["LEV_HOME"] = _SESSION_HOME
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION_HOME is not None:
+        shutil.rmtree(_SESSION_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
