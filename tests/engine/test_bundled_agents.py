@@ -53,3 +53,29 @@ def test_features_the_agents_are_meant_to_show() -> None:
     assert any(st.mode == "fan_out" and st.merge_stage for bp in bps.values() for st in bp.stages.values())
     assert all(bp.output_stages for bp in bps.values())
     assert all(list((BLUEPRINTS / n / "tools").glob("*.rhai")) for n in ("code-fixer", "research-brief"))
+
+
+def test_the_bundled_agents_are_package_data_found_by_name() -> None:
+    from lev_nb.blueprint.bundled import bundled_agent, bundled_agent_names, bundled_agents_dir
+
+    assert bundled_agent_names() == AGENTS
+    assert bundled_agents_dir().parent == Path(lev_nb.__file__).parent  # inside the package, not the repo
+    assert bundled_agent("triage") == bundled_agents_dir() / "triage" / "agent.leviath"
+    for hostile in ("", ".", "..", "../triage", "triage/../triage", "nosuch"):
+        assert bundled_agent(hostile) is None
+
+
+def test_a_fan_out_outside_the_source_tree_finds_a_bundled_worker_agent(tmp_path: Path, home: Path) -> None:
+    folder = tmp_path / "elsewhere" / "parent"
+    folder.mkdir(parents=True)
+    (folder / "agent.leviath").write_text(
+        '[agent]\nname = "parent"\n'
+        '[stages.split]\nmode = "fan_out"\nworker_agent = "triage"\nmerge_stage = "merge"\n'
+        'system_prompt = "split the work"\n'
+        '[stages.merge]\nsystem_prompt = "merge the reports"\n',
+        encoding="utf-8",
+    )
+    run = lev_nb.run(folder, "two bug reports", model="mock", home=home).wait(60)
+    assert run.status == "complete", run.error
+    children = run.meta["children"]
+    assert children and all(child.startswith("triage-") for child in children)
