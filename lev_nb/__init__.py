@@ -12,6 +12,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+    # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
+    from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
+    from lev_nb.engine.api import run
+    from lev_nb.engine.handle import Run
+    from lev_nb.providers import MockModel, ScriptedModel
+    from lev_nb.scripting.checks import validate
+
 from lev_nb.version import __version__
 
 __all__ = [

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from . import constants as C
 from .model import Blueprint, Region, Stage
-from .report import Finding, sort_findings
+from .report import Finding, Severity, sort_findings
 from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
 from .script_tools import script_tool_names
 
@@ -58,16 +58,18 @@ def lint(bp: Blueprint, env: LintEnv | None = None) -> list[Finding]:
     """Every §10 finding for ``bp`` (which must already have passed the hard checks), sorted."""
     env = env if env is not None else LintEnv.for_blueprint(bp)
     out: list[Finding] = []
-    for check in AGENT_CHECKS:
-        out.extend(check(bp, env))
+    for agent_check in AGENT_CHECKS:
+        out.extend(agent_check(bp, env))
     for stage in bp.stages.values():
-        for check in STAGE_CHECKS:
-            out.extend(check(bp, stage, env))
+        for stage_check in STAGE_CHECKS:
+            out.extend(stage_check(bp, stage, env))
     return sort_findings(out)
 
 
-def _f(code: str, severity: str, message: str, fix: str | None, stage: str | None = None) -> Finding:
-    return Finding(code=code, severity=severity, message=message, stage=stage, fix=fix)  # type: ignore[arg-type]
+def _f(
+    code: str, severity: Severity, message: str, fix: str | None, stage: str | None = None
+) -> Finding:
+    return Finding(code=code, severity=severity, message=message, stage=stage, fix=fix)
 
 
 def _raw_global_regions(bp: Blueprint) -> dict:

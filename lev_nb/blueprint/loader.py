@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,8 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
-def _extras(table: dict[str, Any], known: set[str] | tuple[str, ...]) -> dict[str, Any]:
+def _extras(table: dict[str, Any], known: Container[str]) -> dict[str, Any]:
+    # KNOWN is any container of key names: a set, a tuple or a model's ``model_fields`` dict.
     return {k: v for k, v in table.items() if k not in known}
 
 

@@ -11,6 +11,7 @@ defaults, sugar and checks (spec/blueprint.md §2-§7).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -30,7 +31,11 @@ SeedKind = Literal["caller", "glob", "files", "literal", "rhai", "command", "too
 
 
 _M = TypeVar("_M", bound=BaseModel)
-_FIELD_PLANS: dict[type, tuple[dict[str, str], list[tuple[str, Any, Any]]]] = {}
+# Per model class: alias -> field name, and (name, default, factory, factory_takes_data) per field.
+# A pydantic default factory takes either nothing or the data built so far; which one is decided
+# once here, so the factory is typed loosely as ``Callable[..., Any]``.
+_FieldPlan = tuple[str, Any, Callable[..., Any] | None, bool]
+_FIELD_PLANS: dict[type, tuple[dict[str, str], list[_FieldPlan]]] = {}
 
 
 def construct(cls: type[_M], **values: Any) -> _M:
@@ -43,7 +48,10 @@ def construct(cls: type[_M], **values: Any) -> _M:
     plan = _FIELD_PLANS.get(cls)
     if plan is None:
         aliases = {f.alias: n for n, f in cls.model_fields.items() if f.alias and f.alias != n}
-        fields = [(n, f.default, f.default_factory) for n, f in cls.model_fields.items()]
+        fields: list[_FieldPlan] = [
+            (n, f.default, f.default_factory, bool(f.default_factory_takes_validated_data))
+            for n, f in cls.model_fields.items()
+        ]
         plan = _FIELD_PLANS[cls] = (aliases, fields)
     aliases, fields = plan
     for alias, name in aliases.items():
@@ -51,12 +59,14 @@ def construct(cls: type[_M], **values: Any) -> _M:
             values[name] = values.pop(alias)
     data: dict[str, Any] = {}
     fields_set: set[str] = set()
-    for name, default, factory in fields:
+    for name, default, factory, takes_data in fields:
         if name in values:
             data[name] = values.pop(name)
             fields_set.add(name)
+        elif factory is None:
+            data[name] = default
         else:
-            data[name] = factory() if factory is not None else default
+            data[name] = factory(data) if takes_data else factory()
     instance = cls.__new__(cls)
     object.__setattr__(instance, "__dict__", data)
     allow_extra = cls.model_config.get("extra") == "allow"
@@ -65,7 +75,11 @@ def construct(cls: type[_M], **values: Any) -> _M:
     object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
     object.__setattr__(instance, "__pydantic_extra__", dict(values) if allow_extra else None)
     private = {
-        k: (v.default_factory() if v.default_factory is not None else v.default)
+        k: (
+            v.get_default(call_default_factory=True, validated_data=data)
+            if v.default_factory is not None
+            else v.default
+        )
         for k, v in cls.__private_attributes__.items()
     } or None
     object.__setattr__(instance, "__pydantic_private__", private)

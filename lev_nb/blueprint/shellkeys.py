@@ -232,10 +232,10 @@ def _segment_keys(words: list[_Word]) -> list[str]:
     flags = _ESCAPE_FLAGS.get(program.text, ())
     if any(w.text.startswith(f) for w in rest[1:] for f in flags):
         raise _Unreadable
-    arg = rest[1] if len(rest) > 1 else None
-    if (arg is not None and arg.literal and not arg.quoted and program.text not in _NEVER_FOLD
-            and arg.text and not arg.text.startswith("-") and not arg.text[0].isdigit()):
-        keys.append(f"{program.text} {arg.text}")
+    first = rest[1] if len(rest) > 1 else None
+    if (first is not None and first.literal and not first.quoted and program.text not in _NEVER_FOLD
+            and first.text and not first.text.startswith("-") and not first.text[0].isdigit()):
+        keys.append(f"{program.text} {first.text}")
     else:
         keys.append(program.text)
     return keys

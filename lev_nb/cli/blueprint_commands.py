@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 
-def add_validate(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev validate``."""
     p = subparsers.add_parser("validate", help="check a blueprint: parse, validate and lint it",
                               description="Check an agent blueprint (exit 1 on errors).")
@@ -23,13 +23,13 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     p.set_defaults(func=run_validate)
 
 
-def add_schema(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev schema``."""
     s = subparsers.add_parser("schema", help="print the JSON Schema of the blueprint format")
     s.set_defaults(func=run_schema)
 
 
-def add_graph(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_graph(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev graph``."""
     graph = subparsers.add_parser("graph", help="print the blueprint as a Mermaid flowchart")
     graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")

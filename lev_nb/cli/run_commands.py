@@ -7,12 +7,15 @@ This module owns the command lines, their messages and their exit statuses.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 
-def add_run(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev run``."""
     run = subparsers.add_parser(
         "run",
@@ -40,7 +43,7 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[typ
     run.set_defaults(func=cmd_run, accepts_extra=True)
 
 
-def add_ps(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev ps``."""
     ps = subparsers.add_parser("ps", help="list runs", description="List runs recorded under $LEV_HOME/runs.")
     ps.add_argument("--json", action="store_true", help="print JSON")
@@ -48,7 +51,7 @@ def add_ps(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type
     ps.set_defaults(func=cmd_ps)
 
 
-def add_result(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_result(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev result``."""
     result = subparsers.add_parser("result", help="print a run's final output")
     result.add_argument("run_id", help="a run id (or a unique prefix of one)")
@@ -73,8 +76,12 @@ def _read_at(value: str, what: str) -> str:
     return value
 
 
-def parse_inputs(extra: list[str]) -> dict[str, str]:
-    """``--name VALUE`` / ``--name=VALUE`` pairs left over by argparse, as caller inputs."""
+def parse_inputs(extra: list[str], *, reserved: Collection[str] = ()) -> dict[str, str]:
+    """``--name VALUE`` / ``--name=VALUE`` pairs left over by argparse, as caller inputs.
+
+    A name in ``reserved`` (the run's own keyword parameters) is a usage error: passed on, it would
+    set that parameter instead of a caller input.
+    """
     inputs: dict[str, str] = {}
     i = 0
     while i < len(extra):
@@ -87,9 +94,20 @@ def parse_inputs(extra: list[str]) -> dict[str, str]:
                 raise UsageError(f"--{name} needs a value")
             value = extra[i + 1]
             i += 1
-        inputs[name.replace("-", "_")] = _read_at(value, f"--{name}")
+        key = name.replace("-", "_")
+        if key in reserved:
+            raise UsageError(f"--{name} is not an option of lev run and cannot name a caller input")
+        inputs[key] = _read_at(value, f"--{name}")
         i += 1
     return inputs
+
+
+def _run_parameters(start: Callable[..., Any]) -> frozenset[str]:
+    """The named keyword parameters of ``start`` (``start_run``): names no caller input may take."""
+    return frozenset(
+        p.name for p in inspect.signature(start).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -101,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lev_nb.scripting import ScriptError
 
     try:
-        inputs = parse_inputs(getattr(args, "extra", []))
+        inputs = parse_inputs(getattr(args, "extra", []), reserved=_run_parameters(start_run))
         task = _read_at(args.task, "--task")
         schema = None
         if args.output_schema:
@@ -111,6 +129,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise UsageError(f"--output-schema is not valid JSON: {exc}") from None
         bp = load(args.path)
+        # parse_inputs refused every name of start_run's own parameters, so these only fill
+        # ``**inputs``; typed Any because mypy cannot see that the keys never hit those parameters.
+        caller_inputs: dict[str, Any] = inputs
         run = start_run(
             bp,
             task=task,
@@ -120,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             output_instructions=args.output_instructions,
             output_schema=schema,
             webhook=args.webhook,
-            **inputs,
+            **caller_inputs,
         )
     except (UsageError, BlueprintError, ValueError, ScriptError) as exc:
         print(f"lev run: {exc}", file=sys.stderr)

@@ -118,8 +118,15 @@ class LevMagics(Magics):
         "Empty means each stage uses its own model block.",
     ).tag(config=True)
 
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The notebook's variables. ``Magics.shell`` is Optional, but registered magics always have one."""
+        if self.shell is None:
+            raise UsageError("lev_nb magics need an IPython shell; load them with %load_ext lev_nb.notebook")
+        return self.shell.user_ns
+
     # -- %lev and %%lev ----------------------------------------------------------------------
-    @line_magic("lev")
+    @line_magic("lev")  # type: ignore[arg-type]  # IPython types line_magic(name) as `_F | Callable[[_F], _F]`
     def lev_line(self, line: str) -> Any:
         """``%lev validate|graph|ps|help ...`` (see ``%lev help``)."""
         command, _, rest = line.strip().partition(" ")
@@ -173,7 +180,7 @@ class LevMagics(Magics):
     @argument("--model", "-m", default=None, help="mock, scripted:FILE or provider/model (all stages)")
     @argument("--workdir", default=None, help="working directory of the run")
     @argument("--no-widget", action="store_true", help="store the Run without showing the widget")
-    @cell_magic("lev")
+    @cell_magic("lev")  # type: ignore[arg-type]  # IPython types cell_magic(name) as `_F | Callable[[_F], _F]`
     def lev(self, line: str, cell: str) -> None:
         """Run a blueprint on the task written in the cell body; returns at once (the run is live).
 
@@ -186,12 +193,12 @@ class LevMagics(Magics):
         var = _check_identifier(args.var)
         bp = self._load(args.path)
         model = args.model if args.model is not None else (self.default_model or None)
-        task = interpolate(cell.strip(), self.shell.user_ns)
+        task = interpolate(cell.strip(), self._user_ns)
         try:
             run = bp.run(task, model=model, workdir=args.workdir)
         except (ValueError, TypeError, ScriptError) as exc:
             raise UsageError(f"%%lev: {_one_line(exc)}") from None
-        self.shell.user_ns[var] = run
+        self._user_ns[var] = run
         if not args.no_widget:
             watch(run, stages=bp.stage_names)
 
@@ -201,7 +208,7 @@ class LevMagics(Magics):
     @argument("--validate", action="store_true", help="compile the cell as an output validator")
     @argument("--call", default=None, metavar="FN", help="call this function of the cell")
     @argument("--arg", action="append", default=[], metavar="NAME", help="notebook variable passed to FN (repeat)")
-    @cell_magic("rhai")
+    @cell_magic("rhai")  # type: ignore[arg-type]  # IPython types cell_magic(name) as `_F | Callable[[_F], _F]`
     def rhai(self, line: str, cell: str) -> Any:
         """Evaluate the cell as Rhai in lev_nb's hardened engine and return its value."""
         args = parse_argstring(self.rhai, line)
@@ -211,7 +218,7 @@ class LevMagics(Magics):
             return self._compile_validator(cell, _check_identifier(args.var or DEFAULT_VALIDATOR_VAR))
         value = self._evaluate(cell, args.call, args.arg)
         if args.var is not None:
-            self.shell.user_ns[_check_identifier(args.var)] = value
+            self._user_ns[_check_identifier(args.var)] = value
         return value
 
     def _compile_validator(self, cell: str, var: str) -> None:
@@ -221,13 +228,13 @@ class LevMagics(Magics):
             validator = compile_validator(source=cell, label=CELL_LABEL)
         except ScriptError as exc:
             raise UsageError(_one_line(exc)) from None
-        self.shell.user_ns[var] = validator
+        self._user_ns[var] = validator
         print(f"validator compiled; try {var}.check(\"...\")")
 
     def _evaluate(self, cell: str, fn: str | None, arg_names: list[str]) -> Any:
         from lev_nb.rhai import Engine, NotPlainDataError, RhaiError
 
-        missing = [n for n in arg_names if n not in self.shell.user_ns]
+        missing = [n for n in arg_names if n not in self._user_ns]
         if missing:
             raise UsageError(f"%%rhai: no notebook variable named {', '.join(repr(n) for n in missing)}")
         if arg_names and fn is None:
@@ -237,7 +244,7 @@ class LevMagics(Magics):
             if fn is None:
                 return engine.eval(cell)
             ast = engine.compile(cell)
-            return engine.call(ast, fn, *(self.shell.user_ns[n] for n in arg_names))
+            return engine.call(ast, fn, *(self._user_ns[n] for n in arg_names))
         except RhaiError as exc:
             raise UsageError(f"Rhai: {_one_line(exc)}") from None
         except (NotPlainDataError, TypeError) as exc:

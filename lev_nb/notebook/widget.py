@@ -106,7 +106,7 @@ def events_html(state: RunState) -> str:
     return f"<div style='font-family:monospace;font-size:smaller'>{lines}</div>"
 
 
-class RunWidget(_VBox):  # type: ignore[misc]
+class RunWidget(_VBox):
     """A live view of a :class:`~lev_nb.engine.handle.Run` (requires ipywidgets).
 
     ``stages`` (the blueprint's stage names) sets the progress bar's length; without it the bar

@@ -78,7 +78,11 @@ class ProviderError(Exception):
 class Provider(Protocol):
     """A model backend. The engine only ever calls :meth:`complete`."""
 
-    name: str
+    # Read-only: a plain attribute, a property or a frozen dataclass field all satisfy it.
+    @property
+    def name(self) -> str:
+        """The provider's display name (``provider/model`` for an override)."""
+        ...
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request or raise :class:`ProviderError`."""

@@ -183,6 +183,7 @@ class MockModel:
         """Answer one request following the rules in the module docstring."""
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
+        calls: list[ToolCall]
         if request.purpose == "routing":
             text, calls = self._route(request), []
         elif request.purpose == "summary":

@@ -54,8 +54,8 @@ def load_script(path: str | Path | None, source: str | None, label: str | None) 
         except (OSError, UnicodeDecodeError) as exc:
             raise ScriptError(f"{COMPILE_PREFIX}{label or file}: cannot read the script: {exc}", file) from exc
         return text, label or str(file), file
-    file = Path(path) if path is not None else None
-    return source, label or (str(file) if file else "<script>"), file
+    given = Path(path) if path is not None else None
+    return source, label or (str(given) if given else "<script>"), given
 
 
 def compile_script(engine: Engine, source: str, label: str) -> AST:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lev_nb.tools.context import ToolContext
-from lev_nb.tools.registry import ToolDef
+from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.workspace import Workspace
+
+if TYPE_CHECKING:
+    from lev_nb.scripting import ToolScript
 
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
@@ -99,7 +102,7 @@ def script_tool_defs(agent_dir: str | Path | None, reserved: set[str]) -> tuple[
     return [_tool_def(tool) for tool in found.values()], skipped
 
 
-def _tool_def(tool: Any) -> ToolDef:
+def _tool_def(tool: ToolScript) -> ToolDef:
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -109,7 +112,7 @@ def _tool_def(tool: Any) -> ToolDef:
 
     # A script that asks for no capability can only compute, so it runs without asking;
     # one that wants the shell, files or network is asked for like any other such tool.
-    policy = "allow" if not tool.requires else "ask"
+    policy: PolicyName = "allow" if not tool.requires else "ask"
     description = tool.description or f"Rhai tool '{tool.name}'"
     return ToolDef(
         tool.name, description, tool.parameters_schema, handler=handler, default_policy=policy,

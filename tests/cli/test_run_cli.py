@@ -144,6 +144,15 @@ def test_bad_arguments_are_one_clear_line(tmp_path: Path, agent: Path, lev: Lev,
     assert needle in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("option", ["--home", "--retry", "--on-complete", "--blueprint", "--output_schema"])
+def test_a_run_parameter_is_not_taken_as_a_caller_input(tmp_path: Path, agent: Path, lev: Lev, option: str) -> None:
+    # Passed on as **inputs, these would set start_run's own parameter (e.g. move the run store).
+    out = lev("run", str(agent), "--task", "t", option, str(tmp_path / "elsewhere"), "--model", "mock")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{option} is not an option of lev run" in out.stderr
+    assert not (tmp_path / "elsewhere").exists()
+
+
 def test_unknown_option_on_other_commands_is_refused(lev: Lev) -> None:
     out = lev("ps", "--bogus")
     assert out.returncode == 2 and "unrecognized arguments: --bogus" in out.stderr
