@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import call, events_of, kinds, purposes, request_text, say
 
-from lev_nb.engine.plan import DEFAULT_NUDGE_TEXT
+from lev_nb.engine.plan.types import DEFAULT_NUDGE_TEXT
 
 ONE_STAGE = """
 [stages.work]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import RUN_TIMEOUT_S, call, events_of, request_text, say
 
-from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
-from lev_nb.engine.holds import OWED_OUTPUT_NUDGE
-from lev_nb.engine.transitions import OWED_AT_END
+from lev_nb.engine.pipeline.outputs import MAX_FINAL_OUTPUT_BYTES
+from lev_nb.engine.pipeline.holds import OWED_OUTPUT_NUDGE
+from lev_nb.engine.pipeline.transitions import OWED_AT_END
 
 OUTPUT_STAGE = """
 [stages.answer]

@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 from lev_nb.engine.handle import Run
 from lev_nb.engine.loop import engine_loop
-from lev_nb.engine.outputs import OutputSpec
-from lev_nb.engine.planner import plan_from_blueprint
+from lev_nb.engine.plan.types import OutputSpec
+from lev_nb.engine.plan.build import plan_from_blueprint
 from lev_nb.engine.runner import RetryPolicy, Runner
 from lev_nb.providers.base import Provider
 from lev_nb.workspace import PathEscape, confine
@@ -143,8 +143,8 @@ def compile_run_scripts(plan: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compile the stage hooks and custom-region scripts of ``plan`` (each file once), so a
     broken one fails before any model call. Returns (hook scripts, region scripts) keyed by the
     paths the blueprint writes; raises ScriptError naming the stage or region and the file."""
-    from lev_nb.engine.custom_regions import compile_region_scripts
-    from lev_nb.engine.hooks import compile_stage_hooks
+    from lev_nb.engine.context.custom import compile_region_scripts
+    from lev_nb.engine.pipeline.hooks import compile_stage_hooks
 
     return compile_stage_hooks(plan), compile_region_scripts(plan)
 

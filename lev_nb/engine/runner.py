@@ -16,20 +16,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.context_adapter import StageInstructionsError
+from lev_nb.engine.context.run_context import StageInstructionsError
 from lev_nb.engine.eventlog import EventLog
-from lev_nb.engine.gates import modifying_tools
-from lev_nb.engine.hooks import HookFailure, RunHooks
-from lev_nb.engine.outputs import OWED_OUTPUT_PROMPT, FinalOutput, OutputSpec, describe_spec
-from lev_nb.engine.plan import RunPlan, StagePlan
-from lev_nb.engine.holds import ExitHolds
-from lev_nb.engine.progress import Outcome, RunFailure, StageProgress
-from lev_nb.engine.transitions import Transitions
+from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
+from lev_nb.engine.pipeline.outputs import OWED_OUTPUT_PROMPT, FinalOutput, describe_spec
+from lev_nb.engine.plan.types import OutputSpec, RunPlan, StagePlan
+from lev_nb.engine.pipeline.holds import ExitHolds
+from lev_nb.engine.state import Outcome, RunFailure, StageProgress
+from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.record import Recorder
-from lev_nb.engine.routing import (
+from lev_nb.engine.pipeline.routing import (
     find_conditioned,
 )
-from lev_nb.engine.watchdogs import (
+from lev_nb.engine.pipeline.watchdogs import (
     iteration_cap_hit,
     iteration_cap_note,
     stuck_note,
@@ -74,8 +74,8 @@ class Runner(ExitHolds, Transitions):
         region_scripts: dict[str, Any] | None = None,
     ) -> None:
         from lev_nb import store
-        from lev_nb.engine.context_adapter import build_context
-        from lev_nb.engine.tooling import StageTools
+        from lev_nb.engine.context.run_context import build_context
+        from lev_nb.engine.pipeline.tools import StageTools
 
         self.plan = plan
         self.task = task
@@ -207,7 +207,7 @@ class Runner(ExitHolds, Transitions):
 
     async def _seed_context(self) -> None:
         """Fill regions from their seeds; the task goes where no caller seed takes it."""
-        from lev_nb.engine.seeds import SeedFailure, seed_text
+        from lev_nb.engine.context.seeds import SeedFailure, seed_text
 
         inputs = dict(self.inputs)
         inputs.setdefault("task", self.task)
@@ -548,8 +548,8 @@ class Runner(ExitHolds, Transitions):
 
     # ------------------------------------------------------------------ fan-out
     async def fan_out(self, call: ToolCall) -> str:
-        """Answer a fan_out call by running its workers (see :mod:`lev_nb.engine.fanout`)."""
-        from lev_nb.engine.fanout import run_fan_out
+        """Answer a fan_out call by running its workers (see :mod:`lev_nb.engine.pipeline.fanout`)."""
+        from lev_nb.engine.pipeline.fanout import run_fan_out
 
         return await run_fan_out(self, call)
 

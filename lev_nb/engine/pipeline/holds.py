@@ -4,8 +4,8 @@ regions, the owed final output and a fan-out stage that never fanned out."""
 from __future__ import annotations
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.plan import StagePlan
-from lev_nb.engine.progress import Outcome, RunFailure
+from lev_nb.engine.plan.types import StagePlan
+from lev_nb.engine.state import Outcome, RunFailure
 from lev_nb.messages import ModelResponse
 
 OUTPUT_REENTRY_CAP = 3

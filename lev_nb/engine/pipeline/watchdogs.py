@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from lev_nb.engine.plan import EdgePlan, StagePlan
-from lev_nb.engine.progress import StageProgress
+from lev_nb.engine.plan.types import EdgePlan, StagePlan
+from lev_nb.engine.state import StageProgress
 
 
 def iteration_cap_hit(stage: StagePlan, progress: StageProgress) -> bool:

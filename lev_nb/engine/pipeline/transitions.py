@@ -4,11 +4,11 @@ the routing call, gates, transforms and entering the next stage's neighbour."""
 from __future__ import annotations
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.gates import gate_block_message
-from lev_nb.engine.plan import EdgePlan
-from lev_nb.engine.progress import Outcome
-from lev_nb.engine.routing import find_conditioned, match_choice, resolve_normal, routing_prompt
-from lev_nb.engine.watchdogs import error_note
+from lev_nb.engine.pipeline.gates import gate_block_message
+from lev_nb.engine.plan.types import EdgePlan
+from lev_nb.engine.state import Outcome
+from lev_nb.engine.pipeline.routing import find_conditioned, match_choice, resolve_normal, routing_prompt
+from lev_nb.engine.pipeline.watchdogs import error_note
 from lev_nb.providers.base import ProviderError
 
 OWED_AT_END = (

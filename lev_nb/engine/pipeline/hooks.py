@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.regions import Entry, RegionFullError
+from lev_nb.engine.context.regions import Entry, RegionFullError
 from lev_nb.messages import ModelResponse, ToolCall
 from lev_nb.workspace import PathEscape, confine
 from lev_nb.scripting import (
@@ -40,7 +40,7 @@ from lev_nb.scripting import (
 )
 
 if TYPE_CHECKING:
-    from lev_nb.engine.plan import RunPlan, StagePlan
+    from lev_nb.engine.plan.types import RunPlan, StagePlan
     from lev_nb.engine.runner import Runner
 
 __all__ = [
@@ -314,7 +314,7 @@ class RunHooks:
 
     def _replace_output(self, content: str) -> None:
         """Replace the final output's content (on disk, in meta.json and in context)."""
-        from lev_nb.engine.outputs import cap_content
+        from lev_nb.engine.pipeline.outputs import cap_content
         from lev_nb.store import FINAL_OUTPUT
 
         runner = self.runner

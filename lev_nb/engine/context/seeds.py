@@ -12,32 +12,17 @@ from __future__ import annotations
 import asyncio
 import glob as globlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lev_nb.workspace import PathEscape, confine
 
 if TYPE_CHECKING:
+    from lev_nb.engine.plan.types import SeedPlan
     from lev_nb.engine.runner import Runner
 
 COMMAND_TIMEOUT_S = 60
 MAX_SEED_FILES = 200
-
-
-@dataclass(frozen=True)
-class SeedPlan:
-    """One region's seed, as the engine runs it."""
-
-    region: str
-    kind: str
-    key: str | None = None
-    value: str | None = None
-    files: tuple[str, ...] = ()
-    tools: tuple[tuple[str, str], ...] = ()  # (tool name, JSON arguments)
-    refresh: str = "once"
-    required: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class SeedFailure(Exception):
@@ -138,20 +123,3 @@ def _rhai(workdir: Path, script: str, task: str) -> str:
     if not isinstance(value, str):
         raise SeedFailure(f"rhai seed '{script}' must return a string, got {type(value).__name__}")
     return value
-
-
-def seed_plans(bp: Any) -> tuple[SeedPlan, ...]:
-    """The seeds of the blueprint's global layout, in declaration order."""
-    plans = []
-    for name, region in bp.global_layout.items():
-        seed = region.seed
-        if seed is None:
-            continue
-        tools = tuple((t.name, json.dumps(t.args)) for t in seed.tools)
-        plans.append(
-            SeedPlan(
-                region=name, kind=seed.kind, key=seed.key, value=seed.value, files=tuple(seed.files),
-                tools=tools, refresh=seed.refresh, required=region.required,
-            )
-        )
-    return tuple(plans)

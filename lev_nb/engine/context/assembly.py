@@ -7,7 +7,7 @@ send it.
 
 from __future__ import annotations
 
-from lev_nb.engine.regions import Entry, Region, render_checklist
+from lev_nb.engine.context.regions import Entry, Region, render_checklist
 from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 __all__ = ["assemble", "render_system_block", "entries_to_messages"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lev_nb.engine.context import ContextWindow, StageInstructionsError
-from lev_nb.engine.custom_regions import RegionHost, ScriptedRegion, custom_region_names
-from lev_nb.engine.plan import RunPlan, StagePlan
+from lev_nb.engine.context.window import ContextWindow, StageInstructionsError
+from lev_nb.engine.context.custom import RegionHost, ScriptedRegion, custom_region_names
+from lev_nb.engine.plan.types import RunPlan, StagePlan
 
 
 class RunContext(ContextWindow):

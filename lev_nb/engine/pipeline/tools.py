@@ -7,11 +7,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.context import ContextTools, ToolRouting
-from lev_nb.engine.gates import modifying_tools
-from lev_nb.engine.outputs import OutputSpec, resolve_output_spec, submit_output_description
-from lev_nb.engine.plan import StagePlan
-from lev_nb.engine.submission import evaluate_submission
+from lev_nb.engine.context.access import ContextTools
+from lev_nb.engine.context.window import ToolRouting
+from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
+from lev_nb.engine.plan.types import OutputSpec, StagePlan
+from lev_nb.engine.pipeline.submission import evaluate_submission
 from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
@@ -125,7 +126,7 @@ class StageTools:
         runner.rec.save()
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
-        from lev_nb.engine.repetition import RepetitionPolicy, RepetitionWatch
+        from lev_nb.engine.pipeline.repetition import RepetitionPolicy, RepetitionWatch
 
         progress = self.runner.progress
         if progress.repetition is None:

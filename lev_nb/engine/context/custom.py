@@ -21,13 +21,13 @@ import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.engine.regions import Entry, Region, RegionConfig
+from lev_nb.engine.context.regions import Entry, Region, RegionConfig
 from lev_nb.text import estimate_tokens
 from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lev_nb.scripting import RegionScript, ScriptError, compile_region_script
 
 if TYPE_CHECKING:
-    from lev_nb.engine.plan import RunPlan
+    from lev_nb.engine.plan.types import RunPlan
     from lev_nb.engine.runner import Runner
 
 __all__ = [
@@ -61,7 +61,7 @@ def compile_region_scripts(plan: RunPlan) -> dict[str, RegionScript]:
     Keys are the paths as the blueprint writes them. Raises ScriptError naming the region and
     the file when a script is outside the agent folder, unreadable, or does not compile.
     """
-    from lev_nb.engine.hooks import resolve_agent_script
+    from lev_nb.engine.pipeline.hooks import resolve_agent_script
 
     compiled: dict[str, RegionScript] = {}
     for stage, config in _custom_configs(plan):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.plan import FanOutPlan, RunPlan
+from lev_nb.engine.plan.types import FanOutPlan, RunPlan
 from lev_nb.messages import ToolCall
 from lev_nb.text import cut_text_marked
 
@@ -145,7 +145,7 @@ def _worker_plan(runner: Runner, config: FanOutPlan, agent: str | None) -> tuple
             raise LookupError("the stage names no worker (worker_stage, worker_agent or worker_query)")
         return runner.plan, config.worker_stage
     from lev_nb.blueprint import load
-    from lev_nb.engine.planner import plan_from_blueprint
+    from lev_nb.engine.plan.build import plan_from_blueprint
 
     path = _find_agent(runner, name)
     bp = load(path)
