@@ -561,7 +561,7 @@ def test_blueprint_text_loaded_by_the_public_loader_runs(tmp_path):
     """The brief's own recipe: load(TOML text), start_run with a ScriptedModel, wait, read."""
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
-    from lev_nb.engine.runner import RetryPolicy
+    from lev_nb.engine.pipeline.inference import RetryPolicy
     from lev_nb.providers import ScriptedModel
 
     (tmp_path / "w").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lev_nb.engine.context.window import ContextWindow, StageInstructionsError
-from lev_nb.engine.context.custom import RegionHost, ScriptedRegion, custom_region_names
+from lev_nb.engine.context.custom import RegionHost, ScriptedRegion
 from lev_nb.engine.plan.types import RunPlan, StagePlan
 
 
@@ -63,7 +63,7 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     ``region_scripts`` (compiled custom-region scripts by path) makes the scripted custom regions
     render, admit and evict through their scripts.
     """
-    names = custom_region_names(plan)
+    names = {config.name for _, config in plan.scripted_regions()}
     host = RegionHost(region_scripts or {}, names) if names else None
     ctx = RunContext(list(plan.layout), region_host=host)
     for stage in plan.stages:

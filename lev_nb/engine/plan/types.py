@@ -227,6 +227,14 @@ class RunPlan:
                 pending.append(stage.fan_out.merge_stage)
         return list(seen.values())
 
+    def scripted_regions(self) -> list[tuple[str | None, Any]]:
+        """Every custom-region declaration with a script, as (stage name or None for the global
+        layout, RegionConfig), global layout first."""
+        found: list[tuple[str | None, Any]] = [(None, c) for c in self.layout if c.kind == "custom" and c.script]
+        for stage in self.stages:
+            found += [(stage.name, c) for c in stage.layout or () if c.kind == "custom" and c.script]
+        return found
+
     def owes_output_from(self, entry: str) -> bool:
         """True when a stage reachable from ``entry`` requires a final output, so a run entered
         there must end with one (a worker run owes only what its own part of the graph owes)."""
