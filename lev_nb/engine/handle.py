@@ -1,4 +1,6 @@
-"""``Run``: the handle a user holds while a blueprint runs on the engine thread."""
+"""``Run``: the handle a user holds while a blueprint runs on the engine thread: its live state,
+its events, its result and artifacts, waiting and cancelling (spec/runtime.md §8.4, §9; streaming
+in notebooks as spec/notebook.md §1c describes)."""
 
 from __future__ import annotations
 

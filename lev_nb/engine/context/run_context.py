@@ -1,11 +1,15 @@
-"""The run's context window: :class:`ContextWindow` plus the few questions the run loop asks."""
+"""The context window of one run, built from its plan (spec/runtime.md §2.1, §3.1):
+:class:`RunContext` is a :class:`~lev_nb.engine.context.window.ContextWindow` that holds every
+region any layout of the plan declares, hosts the scripted custom regions, and answers the few
+questions the run loop asks (required regions, seeding the task, transforms).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lev_nb.engine.context.window import ContextWindow, StageInstructionsError
 from lev_nb.engine.context.custom import RegionHost, ScriptedRegion
+from lev_nb.engine.context.window import ContextWindow
 from lev_nb.engine.plan.types import RunPlan, StagePlan
 
 
@@ -72,4 +76,4 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     return ctx
 
 
-__all__ = ["RunContext", "build_context", "StageInstructionsError"]
+__all__ = ["RunContext", "build_context"]

@@ -1,5 +1,8 @@
-"""Final outputs: the spec an answer must meet, the checks a submission goes through, and the
-record of the accepted answer (spec/runtime.md §8, seeds/final-outputs.md)."""
+"""Final outputs (spec/runtime.md §8, seeds/final-outputs.md): resolving the spec an answer
+must meet across agent, stage and launch request and describing it to the model, the checks a
+submission goes through (format, schema, artifact paths), and :class:`FinalOutput`, the accepted
+answer. The spec type itself is :class:`~lev_nb.engine.plan.types.OutputSpec`; the order of the
+checks is :mod:`~lev_nb.engine.pipeline.submission`'s."""
 
 from __future__ import annotations
 

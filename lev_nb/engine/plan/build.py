@@ -1,6 +1,9 @@
-"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`.
+"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`
+(spec/runtime.md §1, spec/blueprint.md §4-§6).
 
-This is the one place where the run engine reads the blueprint model.
+This is the one place where the run engine reads the blueprint model. Where the model already
+derives a value (``Gate.attempts``, ``Edge.transform_kind``, ``Stage.effective_tools``, ...), the
+plan takes it from there rather than deriving it again.
 """
 
 from __future__ import annotations

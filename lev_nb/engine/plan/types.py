@@ -1,7 +1,9 @@
-"""The engine's view of a blueprint: plain, precomputed per-stage facts.
+"""The engine's view of a blueprint: plain, frozen, precomputed facts (spec/runtime.md §1).
 
-Only this module reads the pydantic blueprint model; the run loop works on these small
-dataclasses, so the format can grow without the loop noticing.
+The run loop reads only these dataclasses, never the pydantic blueprint model
+(:mod:`lev_nb.engine.plan.build` is the one place that does), so the format can grow without the
+loop noticing. Defaults the blueprint layer also knows are read from
+:mod:`lev_nb.blueprint.constants`, not repeated here.
 """
 
 from __future__ import annotations
