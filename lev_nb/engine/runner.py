@@ -38,7 +38,7 @@ from lev_nb.engine.pipeline.outputs import FinalOutput
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
-from lev_nb.engine.plan.types import OutputSpec, RunPlan, StagePlan
+from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
 from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
 from lev_nb.providers.base import Provider
@@ -150,7 +150,7 @@ class Runner:
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
 
-    # ------------------------------------------------------------------ what the handle reads
+    # ------------------------------------------------------------------ what the Run handle reads
     @property
     def run_id(self) -> str:
         """The run's id (also its folder's name)."""
@@ -170,11 +170,6 @@ class Runner:
     def workdir(self) -> Path:
         """The run's working directory."""
         return self.state.workdir
-
-    @property
-    def stage(self) -> StagePlan:
-        """The current stage."""
-        return self.state.stage
 
     @property
     def progress(self) -> StageProgress:
