@@ -78,7 +78,7 @@ def overhead(turns: int, calls_per_turn: int, repeats: int) -> dict[str, float]:
     """Median seconds per turn for the engine and for the bare baseline."""
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
-    from lev_nb.engine.runner import RetryPolicy
+    from lev_nb.engine.pipeline.inference import RetryPolicy
     from lev_nb.providers import ScriptedModel
 
     def script() -> list[dict]:

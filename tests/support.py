@@ -83,7 +83,7 @@ class RunHarness:
     def start(self, toml: str | Any, turns: Any = None, *, task: str = "do the task", **kw: Any) -> tuple[Any, Any]:
         """Start a run; ``turns`` is a ScriptedModel script (or a Provider / "mock")."""
         from lev_nb.engine.api import start_run
-        from lev_nb.engine.runner import RetryPolicy
+        from lev_nb.engine.pipeline.inference import RetryPolicy
         from lev_nb.providers.scripted import ScriptedModel
 
         bp = blueprint(toml) if isinstance(toml, str) else toml

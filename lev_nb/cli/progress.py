@@ -2,7 +2,7 @@
 
 It follows the run through ``run.subscribe`` (so it is called on the engine thread) and only
 writes to the stream it was given. The run loop's own per-stage counters are
-:mod:`lev_nb.engine.progress`, not this.
+:mod:`lev_nb.engine.state`, not this.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def cmd_ps(args: argparse.Namespace) -> int:
 def cmd_result(args: argparse.Namespace) -> int:
     """``lev result RUN_ID [--raw | --json]``."""
     from lev_nb.cli.run_status import status_text
-    from lev_nb.engine.outputs import FinalOutput
+    from lev_nb.engine.pipeline.outputs import FinalOutput
     from lev_nb.store import RunNotFound, find_run
 
     try:

@@ -1,4 +1,4 @@
-"""Typed run events.
+"""Typed run events (spec/runtime.md §9, live events).
 
 Every event a run emits is one of the dataclasses below. They are written to ``events.jsonl`` as
 ``{"type": <kind>, "ts": ..., "run_id": ..., ...fields}`` and delivered live to subscribers (the

@@ -1,4 +1,6 @@
-"""``Run``: the handle a user holds while a blueprint runs on the engine thread."""
+"""``Run``: the handle a user holds while a blueprint runs on the engine thread: its live state,
+its events, its result and artifacts, waiting and cancelling (spec/runtime.md §8.4, §9; streaming
+in notebooks as spec/notebook.md §1c describes)."""
 
 from __future__ import annotations
 
@@ -26,9 +28,15 @@ class Run:
     (or ``async for``); stop it with ``run.cancel()``.
     """
 
-    def __init__(self, runner: Runner, future: concurrent.futures.Future[None] | None) -> None:
+    def __init__(self, runner: Runner) -> None:
         self._runner = runner
-        self._future = future  # type: ignore[assignment]
+        self._future: concurrent.futures.Future[None] | None = None
+
+    def start(self) -> None:
+        """Schedule the run on the engine thread (``start_run`` calls it once)."""
+        from lev_nb.engine.loop import engine_loop
+
+        self._future = engine_loop().submit(self._runner.main())
 
     # -- identity and live state ---------------------------------------------------------
     @property

@@ -1,4 +1,5 @@
-"""Keeping the run record (meta.json, events.jsonl, transcript.jsonl) in step with the run."""
+"""Keeping the run record (meta.json, events.jsonl, transcript.jsonl) in step with the run
+(spec/runtime.md §9); the files themselves belong to :mod:`lev_nb.store`."""
 
 from __future__ import annotations
 
@@ -64,8 +65,3 @@ class Recorder:
 def _line(record: dict[str, Any]) -> bytes:
     # A lone surrogate from a model's text cannot be UTF-8; written as \udXXX it stays valid JSON.
     return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
-
-
-def monotonic() -> float:
-    """Seconds on a monotonic clock (patched in tests of time-based thresholds)."""
-    return time.monotonic()

@@ -1,4 +1,5 @@
-"""Slots where the layers above the engine plug in their views of engine objects.
+"""Slots where the layers above the engine plug in their views of engine objects (the layer
+contract of the package map; no spec section).
 
 The engine knows nothing of notebooks or terminals (the layer contract forbids the import), yet a
 ``Run`` and a final output should draw themselves in Jupyter and ``run.widget()`` should give the

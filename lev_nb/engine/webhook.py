@@ -1,4 +1,5 @@
-"""The completion webhook: one JSON POST with a finished run's result."""
+"""The completion webhook: one JSON POST with a finished run's result (``webhook=`` of
+``start_run``; spec/runtime.md §9, ``callback_url``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support import Lev, call, say
 
-from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
+from lev_nb.engine.pipeline.outputs import MAX_FINAL_OUTPUT_BYTES
 
 OUTPUT_AGENT = """
 [agent]

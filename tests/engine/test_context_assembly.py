@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lev_nb.engine.context import ContextWindow, RegionConfig
-from lev_nb.engine.regions import Entry
+from lev_nb.engine.context.regions import Entry, RegionConfig
+from lev_nb.engine.context.window import ContextWindow
 from lev_nb.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 

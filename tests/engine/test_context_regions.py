@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lev_nb.engine.regions import Entry, Region, RegionConfig, RegionFullError, default_layout, ensure_auto_regions, render_checklist, trim_with_note
+from lev_nb.engine.context.regions import Entry, Region, RegionConfig, RegionFullError, default_layout, ensure_auto_regions, render_checklist, trim_with_note
 from lev_nb.text import cut_text, estimate_tokens
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from lev_nb.engine.context import ContextTools, ContextWindow, RegionConfig
+from lev_nb.engine.context.access import ContextTools
+from lev_nb.engine.context.regions import RegionConfig
+from lev_nb.engine.context.window import ContextWindow
 
 
 def rc(name: str, kind: str = "temporary", **kw: object) -> RegionConfig:

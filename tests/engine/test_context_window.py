@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lev_nb.engine.context import (
+from lev_nb.engine.context.regions import RegionConfig
+from lev_nb.engine.context.window import (
     ContextWindow,
-    RegionConfig,
     StageInstructionsError,
     ToolRouting,
 )
@@ -59,7 +59,7 @@ def test_stage_only_region_is_declared_on_first_use_and_kept() -> None:
 
 
 def window_entry(text: str):
-    from lev_nb.engine.regions import Entry
+    from lev_nb.engine.context.regions import Entry
 
     return Entry.make(text)
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from support import blueprint, call, events_of, say
 
-from lev_nb.engine.custom_regions import (
+from lev_nb.engine.context.custom import (
     RegionHost,
     RenderShapeError,
     ScriptedRegion,
     parse_render,
 )
-from lev_nb.engine.regions import Entry, RegionConfig, RegionFullError
+from lev_nb.engine.context.regions import Entry, RegionConfig, RegionFullError
 from lev_nb.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from lev_nb.scripting import ScriptError, compile_region_script
 

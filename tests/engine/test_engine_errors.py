@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support import call, events_of, fail, purposes, request_text, say
 
-from lev_nb.engine.runner import RetryPolicy
+from lev_nb.engine.pipeline.inference import RetryPolicy
 from lev_nb.messages import ModelRequest, ModelResponse, ToolCall
 
 WITH_ERROR_EDGE = """

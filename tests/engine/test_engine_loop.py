@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support import call, events_of, kinds, purposes, request_text, say
 
-from lev_nb.engine.plan import DEFAULT_NUDGE_TEXT
+from lev_nb.engine.plan.types import DEFAULT_NUDGE_TEXT
 
 ONE_STAGE = """
 [stages.work]

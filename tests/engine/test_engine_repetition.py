@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import lev_nb
-from lev_nb.engine.repetition import RepetitionPolicy, RepetitionWatch
+from lev_nb.engine.pipeline.repetition import RepetitionWatch
+from lev_nb.engine.plan.types import RepetitionPolicy
 from lev_nb.providers import ScriptedModel
 
 AGENT = """

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from support import RUN_TIMEOUT_S, call, events_of, request_text, say
 
-from lev_nb.engine.outputs import MAX_FINAL_OUTPUT_BYTES
-from lev_nb.engine.holds import OWED_OUTPUT_NUDGE
-from lev_nb.engine.transitions import OWED_AT_END
+from lev_nb.engine.pipeline.outputs import MAX_FINAL_OUTPUT_BYTES
+from lev_nb.engine.pipeline.holds import OWED_OUTPUT_NUDGE
+from lev_nb.engine.pipeline.transitions import OWED_AT_END
 
 OUTPUT_STAGE = """
 [stages.answer]
@@ -561,7 +561,7 @@ def test_blueprint_text_loaded_by_the_public_loader_runs(tmp_path):
     """The brief's own recipe: load(TOML text), start_run with a ScriptedModel, wait, read."""
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
-    from lev_nb.engine.runner import RetryPolicy
+    from lev_nb.engine.pipeline.inference import RetryPolicy
     from lev_nb.providers import ScriptedModel
 
     (tmp_path / "w").mkdir()

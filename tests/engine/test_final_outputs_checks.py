@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from lev_nb.engine.outputs import (
+from lev_nb.engine.pipeline.outputs import (
     MAX_FINAL_OUTPUT_BYTES,
-    OutputSpec,
     artifacts_outside,
     cap_content,
     check_schema,
     check_well_formed,
 )
-from lev_nb.engine.submission import RECORDED, evaluate_submission
+from lev_nb.engine.pipeline.submission import RECORDED, evaluate_submission
+from lev_nb.engine.plan.types import OutputSpec
 from lev_nb.scripting import Invalid, Unusable, Valid, compile_validator
 
 STAGES = ["research", "Summary"]

@@ -8,14 +8,14 @@ import json
 import pytest
 from support import call, say
 
-from lev_nb.engine.outputs import (
+from lev_nb.engine.pipeline.outputs import (
     PRESENTATION_CLAUSE,
     SUBMIT_OUTPUT_BASE,
-    OutputSpec,
     describe_spec,
     resolve_output_spec,
     submit_output_description,
 )
+from lev_nb.engine.plan.types import OutputSpec
 
 SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
 OTHER_SCHEMA = {"type": "array"}

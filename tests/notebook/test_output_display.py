@@ -7,7 +7,7 @@ import json
 import pytest
 from lxml import etree
 
-from lev_nb.engine.outputs import FinalOutput
+from lev_nb.engine.pipeline.outputs import FinalOutput
 from lev_nb.notebook.display import csv_table_html, output_bundle, pretty_xml
 
 

@@ -434,7 +434,7 @@ def test_engine_retries_an_overload_once_and_the_sdk_adds_nothing(
     stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lev_nb import load
-    from lev_nb.engine.runner import RetryPolicy
+    from lev_nb.engine.pipeline.inference import RetryPolicy
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)
@@ -450,7 +450,7 @@ def test_engine_retries_an_overload_once_and_the_sdk_adds_nothing(
 
 def test_engine_retry_recovers_after_one_overload(stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lev_nb import load
-    from lev_nb.engine.runner import RetryPolicy
+    from lev_nb.engine.pipeline.inference import RetryPolicy
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)

@@ -1,10 +1,11 @@
-"""Context regions: their declaration, their entries, and how each kind makes room.
+"""Context regions: their declaration, their entries, and how each kind makes room
+(spec/blueprint.md §6.1-6.2, spec/runtime.md §3).
 
 A region is a named slice of the prompt with its own token budget and a *kind* that decides what
 happens when a write does not fit (evict the oldest, wipe everything, evict the least recently
 updated key, or refuse). This module knows nothing about stages, tools or requests; the
-:mod:`lev_nb.engine.context` window composes regions into a run's memory and
-:mod:`lev_nb.engine.assembly` turns them into a model request.
+:mod:`lev_nb.engine.context.window` window composes regions into a run's memory and
+:mod:`lev_nb.engine.context.assembly` turns them into a model request.
 """
 
 from __future__ import annotations

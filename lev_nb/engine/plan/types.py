@@ -1,7 +1,9 @@
-"""The engine's view of a blueprint: plain, precomputed per-stage facts.
+"""The engine's view of a blueprint: plain, frozen, precomputed facts (spec/runtime.md §1).
 
-Only this module reads the pydantic blueprint model; the run loop works on these small
-dataclasses, so the format can grow without the loop noticing.
+The run loop reads only these dataclasses, never the pydantic blueprint model
+(:mod:`lev_nb.engine.plan.build` is the one place that does), so the format can grow without the
+loop noticing. Defaults the blueprint layer also knows are read from
+:mod:`lev_nb.blueprint.constants`, not repeated here.
 """
 
 from __future__ import annotations
@@ -9,15 +11,58 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lev_nb.engine.outputs import OutputSpec
+from lev_nb.blueprint.constants import (
+    DEFAULT_FAN_OUT_ATTEMPTS,
+    DEFAULT_GATE_ATTEMPTS,
+    DEFAULT_MAX_CHILD_DEPTH,
+    DEFAULT_MAX_WORKERS,
+)
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
-DEFAULT_GATE_ATTEMPTS = 3
 DEFAULT_MAX_NUDGES = 3
 DEFAULT_NUDGE_TEXT = (
     "You have tools available. Use them to make progress on the task - for instance, start by "
     "looking at the relevant files in the working directory."
 )
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The shape a final answer must take; every field optional."""
+
+    format: str | None = None
+    instructions: str | None = None
+    example: str | None = None
+    schema: dict[str, Any] | None = None
+    validator: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when the spec asks for nothing at all."""
+        return not any((self.format, self.instructions, self.example, self.schema, self.validator))
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """One region's seed, as the engine runs it."""
+
+    region: str
+    kind: str
+    key: str | None = None
+    value: str | None = None
+    files: tuple[str, ...] = ()
+    tools: tuple[tuple[str, str], ...] = ()  # (tool name, JSON arguments)
+    refresh: str = "once"
+    required: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RepetitionPolicy:
+    """The thresholds in force (``[repetition_detection]``, runtime defaults otherwise)."""
+
+    enabled: bool = True
+    max_repeat_calls: int = 3
+    max_readonly_streak: int = 10
 
 
 @dataclass(frozen=True)
@@ -81,9 +126,9 @@ class FanOutPlan:
     worker_query: str | None = None
     merge_stage: str | None = None
     results_region: str = "conversation"
-    max_workers: int = 30
+    max_workers: int = DEFAULT_MAX_WORKERS
     max_items: int = 0
-    max_attempts: int = 3
+    max_attempts: int = DEFAULT_FAN_OUT_ATTEMPTS
     on_worker_failure: str = "continue"
 
 
@@ -143,9 +188,9 @@ class RunPlan:
     caller_regions: tuple[str, ...] = ("task",)
     script_tools: dict[str, Any] = field(default_factory=dict)  # name -> ToolDef
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
-    seeds: tuple[Any, ...] = ()  # SeedPlans of the global layout, in declaration order
-    repetition: Any = None  # RepetitionPolicy; None means the runtime defaults
-    max_child_depth: int = 3  # how deep worker runs may nest ([agent] max_child_depth)
+    seeds: tuple[SeedPlan, ...] = ()  # the global layout's seeds, in declaration order
+    repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
+    max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH  # how deep worker runs may nest
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
@@ -183,6 +228,14 @@ class RunPlan:
             if stage.fan_out is not None and stage.fan_out.merge_stage:
                 pending.append(stage.fan_out.merge_stage)
         return list(seen.values())
+
+    def scripted_regions(self) -> list[tuple[str | None, Any]]:
+        """Every custom-region declaration with a script, as (stage name or None for the global
+        layout, RegionConfig), global layout first."""
+        found: list[tuple[str | None, Any]] = [(None, c) for c in self.layout if c.kind == "custom" and c.script]
+        for stage in self.stages:
+            found += [(stage.name, c) for c in stage.layout or () if c.kind == "custom" and c.script]
+        return found
 
     def owes_output_from(self, entry: str) -> bool:
         """True when a stage reachable from ``entry`` requires a final output, so a run entered

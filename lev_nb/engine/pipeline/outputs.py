@@ -1,5 +1,8 @@
-"""Final outputs: the spec an answer must meet, the checks a submission goes through, and the
-record of the accepted answer (spec/runtime.md §8, seeds/final-outputs.md)."""
+"""Final outputs (spec/runtime.md §8, seeds/final-outputs.md): resolving the spec an answer
+must meet across agent, stage and launch request and describing it to the model, the checks a
+submission goes through (format, schema, artifact paths), and :class:`FinalOutput`, the accepted
+answer. The spec type itself is :class:`~lev_nb.engine.plan.types.OutputSpec`; the order of the
+checks is :mod:`~lev_nb.engine.pipeline.submission`'s."""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lev_nb.blueprint.constants import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine import views
+from lev_nb.engine.plan.types import OutputSpec
 from lev_nb.text import cut_text_marked
 from lev_nb.workspace import PathEscape, confine
 
-MAX_FINAL_OUTPUT_BYTES = 256 * 1024
 FINAL_OUTPUT_REGION_TOKENS = 2000
 MAX_SCHEMA_VIOLATIONS = 3
 
@@ -33,21 +37,6 @@ OWED_OUTPUT_PROMPT = (
     "Before this stage ends you must call `submit_output` with your final answer. It is the only "
     "thing the caller receives."
 )
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """The shape a final answer must take; every field optional."""
-
-    format: str | None = None
-    instructions: str | None = None
-    example: str | None = None
-    schema: dict[str, Any] | None = None
-    validator: str | None = None
-
-    def is_empty(self) -> bool:
-        """True when the spec asks for nothing at all."""
-        return not any((self.format, self.instructions, self.example, self.schema, self.validator))
 
 
 def resolve_output_spec(

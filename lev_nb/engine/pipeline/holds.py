@@ -1,12 +1,18 @@
-"""Holding a stage open while it owes something (spec/runtime.md §5): the text-only nudge, required
-regions, the owed final output and a fan-out stage that never fanned out."""
+"""Holding a stage open while it owes something (spec/runtime.md §5, §5.1, §12.3): the text-only
+nudge, required regions, the owed final output, a fan-out stage that never fanned out, and the
+stage's interaction points (passed unattended or refused)."""
 
 from __future__ import annotations
 
-from lev_nb.engine import events as ev
-from lev_nb.engine.plan import StagePlan
-from lev_nb.engine.progress import Outcome, RunFailure
+from typing import TYPE_CHECKING
+
+from lev_nb.blueprint.constants import DEFAULT_FAN_OUT_ATTEMPTS
+from lev_nb.engine.plan.types import StagePlan
+from lev_nb.engine.state import Outcome, RunFailure
 from lev_nb.messages import ModelResponse
+
+if TYPE_CHECKING:
+    from lev_nb.engine.state import RunState
 
 OUTPUT_REENTRY_CAP = 3
 REQUIRED_REENTRY_CAP = 3
@@ -21,46 +27,49 @@ REQUIRED_REGION_NUDGE = (
     "The required context region '{region}' is still empty. Fill it (for example with "
     "context_write, region=\"{region}\") before this stage can finish."
 )
+FAN_OUT_NUDGE = (
+    "This stage has not started its workers yet. Call `fan_out` with the work items "
+    "(an empty `items` array if there is nothing to split)."
+)
 
 
 class ExitHolds:
-    """Mixed into :class:`~lev_nb.engine.runner.Runner`: the checks run before a stage may leave."""
+    """The checks run before a stage may leave; receives only the run state."""
 
-    def _nudge_text_only(self, response: ModelResponse) -> bool:
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def nudge_text_only(self, response: ModelResponse) -> bool:
         """Nudge a stage that answered in text before using any tool; True when nudged."""
-        stage, progress = self.stage, self.progress
+        state = self.state
+        stage, progress = state.stage, state.progress
         progress.last_text = response.text
         nudge = stage.nudge
         if progress.total_tool_calls > 0 or not nudge.enabled or progress.text_only_nudges >= nudge.max:
             return False
         progress.text_only_nudges += 1
-        self.ctx.add_assistant(response.text, [])
+        state.ctx.add_assistant(response.text, [])
         text = nudge.text.replace("{stage}", stage.name).replace(
-            "{regions}", ", ".join(self.ctx.required_regions())
+            "{regions}", ", ".join(state.ctx.required_regions())
         )
-        self._nudge("text_only", text)
+        state.nudge("text_only", text)
         return True
 
-    def _nudge(self, reason: str, text: str) -> None:
-        self.ctx.nudge(text)
-        self.rec.emit(ev.Nudge(self.run_id, self.stage.name, reason=reason, text=text))
-
-    def _exit_hold(self, outcome: Outcome | None) -> bool:
+    def hold(self, outcome: Outcome | None) -> bool:
         """Keep the stage running while it owes something; True when it must go on."""
-        stage, progress, flags = self.stage, self.progress, self.meta.flags
+        state = self.state
+        stage, progress, flags, ctx = state.stage, state.progress, state.meta.flags, state.ctx
         abandoned = flags.required_regions_abandoned
-        abandoned[:] = [r for r in abandoned if not self.ctx.has_content(r)]
+        abandoned[:] = [r for r in abandoned if not ctx.has_content(r)]
         if outcome is None and set(stage.tools) & CONTEXT_WRITERS:
-            unmet = [
-                r for r in self.ctx.required_regions() if r not in self._caller_seeded() and self.ctx.is_empty(r)
-            ]
+            unmet = [r for r in ctx.required_regions() if r not in self._caller_seeded() and ctx.is_empty(r)]
             if unmet:
                 cap = stage.max_revisits if stage.max_revisits is not None else REQUIRED_REENTRY_CAP
                 if progress.required_reentries < cap:
                     progress.required_reentries += 1
                     for region in unmet:
-                        template = self.ctx.required_message(region) or REQUIRED_REGION_NUDGE
-                        self._nudge("required_region", template.replace("{region}", region))
+                        template = ctx.required_message(region) or REQUIRED_REGION_NUDGE
+                        state.nudge("required_region", template.replace("{region}", region))
                     return True
                 for region in unmet:
                     if region not in abandoned:
@@ -68,28 +77,18 @@ class ExitHolds:
         if stage.require_output and not self._has_output_from(stage.name):
             if outcome is None and progress.output_reentries < OUTPUT_REENTRY_CAP:
                 progress.output_reentries += 1
-                self._nudge("required_output", OWED_OUTPUT_NUDGE)
+                state.nudge("required_output", OWED_OUTPUT_NUDGE)
                 return True
             flags.output_forced += 1
-            self.rec.emit(
-                ev.Warning_(
-                    self.run_id,
-                    stage.name,
-                    message=f"stage '{stage.name}' is leaving without the final output it owes",
-                )
-            )
+            state.warn(f"stage '{stage.name}' is leaving without the final output it owes")
         if stage.mode == "fan_out" and not progress.fanned_out:
-            cap = stage.fan_out.max_attempts if stage.fan_out else 3
+            cap = stage.fan_out.max_attempts if stage.fan_out else DEFAULT_FAN_OUT_ATTEMPTS
             if outcome is None and progress.fan_out_reentries < cap:
                 progress.fan_out_reentries += 1
-                self._nudge(
-                    "fan_out",
-                    "This stage has not started its workers yet. Call `fan_out` with the work items "
-                    "(an empty `items` array if there is nothing to split).",
-                )
+                state.nudge("fan_out", FAN_OUT_NUDGE)
                 return True
             flags.splits_degraded += 1
-            self.ctx.note(
+            ctx.note(
                 "error_report",
                 f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
                 "`fan_out`, so no workers ran and nothing was merged.",
@@ -111,15 +110,11 @@ class ExitHolds:
                     f"checkpoint '{name}' of stage '{stage.name}' asks a person to approve it, and this "
                     "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass"
                 )
-            self.rec.emit(
-                ev.Warning_(
-                    self.run_id, stage.name,
-                    message=f"checkpoint '{name}' approved without a person (unattended = auto_approve)",
-                )
-            )
+            self.state.warn(f"checkpoint '{name}' approved without a person (unattended = auto_approve)")
 
     def _has_output_from(self, stage: str) -> bool:
-        return self.final_output is not None and self.final_output.stage == stage
+        output = self.state.final_output
+        return output is not None and output.stage == stage
 
     def _caller_seeded(self) -> set[str]:
-        return set(self.plan.caller_regions) | set(self.inputs)
+        return set(self.state.plan.caller_regions) | set(self.state.inputs)

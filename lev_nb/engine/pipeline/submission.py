@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lev_nb.engine.plan.types import OutputSpec
 from lev_nb.store import utc_now
-from lev_nb.engine.outputs import (
+from lev_nb.engine.pipeline.outputs import (
     FinalOutput,
-    OutputSpec,
     artifacts_outside,
     cap_content,
     check_schema,

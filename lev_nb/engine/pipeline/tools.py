@@ -1,50 +1,71 @@
 """A stage's tools inside a run: what is advertised, how a batch of calls runs, and the
-bookkeeping that follows (modification tracking, events, context routing, inline tools)."""
+bookkeeping that follows (modification tracking, events, context routing, repetition nudges), plus
+the tools the engine answers itself: ``submit_output``, ``runtime_info`` and ``fan_out``
+(spec/runtime.md §4, §8.1-8.3, §11.2).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.context import ContextTools, ToolRouting
-from lev_nb.engine.gates import modifying_tools
-from lev_nb.engine.outputs import OutputSpec, resolve_output_spec, submit_output_description
-from lev_nb.engine.plan import StagePlan
-from lev_nb.engine.submission import evaluate_submission
+from lev_nb.engine.context.access import ContextTools
+from lev_nb.engine.context.window import ToolRouting
+from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
+from lev_nb.engine.plan.types import OutputSpec, StagePlan
+from lev_nb.engine.pipeline.submission import evaluate_submission
 from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
-from lev_nb.store import FINAL_OUTPUT
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
-    from lev_nb.engine.runner import Runner
+    from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
 SUMMARY_CHARS = 200
 
 
 class StageTools:
-    """Everything about tools for one run; the current stage is read from the runner."""
+    """Everything about tools for one run; the current stage is read from the run state.
 
-    def __init__(self, runner: Runner) -> None:
-        self.runner = runner
+    Receives the run state, the launch's ``approver`` (asked for tools whose policy is ``ask``),
+    the compiled output ``validators`` (keyed as the output specs name them), the launch's
+    ``output_request`` and ``fan_out`` (answers a ``fan_out`` call). Public: ``registry`` (every
+    tool of the run, built-in and script) and ``tool_context`` (what a tool handler receives).
+    """
+
+    def __init__(
+        self,
+        state: RunState,
+        *,
+        approver: Callable[[str, dict[str, Any]], bool] | None,
+        validators: dict[str, Any],
+        output_request: OutputSpec | None,
+        fan_out: Callable[[ToolCall], Awaitable[str]],
+    ) -> None:
+        self.state = state
+        self.approver = approver
+        self.validators = validators
+        self.output_request = output_request
+        self.fan_out = fan_out
         self.registry = default_registry()
-        for tool in runner.plan.script_tools.values():
+        for tool in state.plan.script_tools.values():
             self.registry.register(tool)
-        self.context_tools = ContextTools(runner.ctx)
+        self.context_tools = ContextTools(state.ctx)
         self.tool_context = ToolContext(
-            workspace=Workspace(runner.workdir), run_id=runner.run_id, context=self.context_tools
+            workspace=Workspace(state.workdir), run_id=state.run_id, context=self.context_tools
         )
         self._specs: dict[str, list[ToolSpec]] = {}
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
         """The final-output spec in force for ``stage`` (agent < stage < launch request)."""
-        return resolve_output_spec(self.runner.plan.agent_output, stage.output, self.runner.output_request)
+        return resolve_output_spec(self.state.plan.agent_output, stage.output, self.output_request)
 
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
@@ -62,8 +83,8 @@ class StageTools:
     # -- running a batch --------------------------------------------------------------------
     async def run_batch(self, response: ModelResponse) -> None:
         """Run the calls of one model turn and put the turn and its results into context."""
-        runner = self.runner
-        stage, progress, meta = runner.stage, runner.progress, runner.meta
+        state = self.state
+        stage, progress, meta = state.stage, state.progress, state.meta
         calls = response.tool_calls
         progress.total_tool_calls += len(calls)
         meta.tool_calls += len(calls)
@@ -75,12 +96,12 @@ class StageTools:
 
         def on_start(call: ToolCall) -> None:
             started.add(call.id)
-            runner.rec.emit(
-                ev.ToolCallStarted(runner.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
+            state.rec.emit(
+                ev.ToolCallStarted(state.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
             )
 
         policies = Policies(
-            stage=stage.tool_permissions, agent=runner.plan.tool_permissions, approver=runner.approver
+            stage=stage.tool_permissions, agent=state.plan.tool_permissions, approver=self.approver
         )
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
@@ -92,13 +113,13 @@ class StageTools:
             if result.inline:
                 on_start(by_id[result.call_id])
                 results[i] = await self._run_inline(by_id[result.call_id], result)
-        runner.ctx.add_assistant(response.text, calls)
+        state.ctx.add_assistant(response.text, calls)
         nudges = self._repetition_nudges(calls)
         routing = _routing(stage)
         counted = modifying_tools(stage)
         for result in results:
             self._account(result, counted)
-            runner.ctx.route_tool_result(
+            state.ctx.route_tool_result(
                 result.call_id,
                 self.registry.canonical(result.name),
                 result.content,
@@ -107,12 +128,12 @@ class StageTools:
             )
             if result.call_id not in started:
                 call = by_id[result.call_id]
-                runner.rec.emit(
-                    ev.ToolCallStarted(runner.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
+                state.rec.emit(
+                    ev.ToolCallStarted(state.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
                 )
-            runner.rec.emit(
+            state.rec.emit(
                 ev.ToolCallFinished(
-                    runner.run_id,
+                    state.run_id,
                     stage.name,
                     call_id=result.call_id,
                     tool=result.name,
@@ -121,15 +142,15 @@ class StageTools:
                 )
             )
         for text in nudges:
-            runner._nudge("repetition", text)
-        runner.rec.save()
+            state.nudge("repetition", text)
+        state.rec.save()
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
-        from lev_nb.engine.repetition import RepetitionPolicy, RepetitionWatch
+        from lev_nb.engine.pipeline.repetition import RepetitionWatch
 
-        progress = self.runner.progress
+        progress = self.state.progress
         if progress.repetition is None:
-            progress.repetition = RepetitionWatch(self.runner.plan.repetition or RepetitionPolicy())
+            progress.repetition = RepetitionWatch(self.state.plan.repetition)
         nudges: list[str] = []
         for call in calls:
             for text in progress.repetition.observe(self.registry.canonical(call.name), call.arguments or {}):
@@ -142,7 +163,7 @@ class StageTools:
         canon = self.registry.canonical(result.name)
         if canon not in counted:
             return
-        progress, flags = self.runner.progress, self.runner.meta.flags
+        progress, flags = self.state.progress, self.state.meta.flags
         if result.content.startswith("[denied]"):
             progress.blocked_modification_calls += 1
             return
@@ -162,7 +183,7 @@ class StageTools:
         elif canon == "runtime_info":
             content = self._runtime_info()
         elif canon == "fan_out":
-            content = await self.runner.fan_out(call)
+            content = await self.fan_out(call)
         else:
             content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
         return ToolResult(
@@ -170,33 +191,30 @@ class StageTools:
         )
 
     def _submit_output(self, call: ToolCall) -> str:
-        runner = self.runner
-        stage = runner.stage
+        state = self.state
+        stage = state.stage
         spec = self.output_spec(stage)
-        validator = runner.validators.get(spec.validator) if spec and spec.validator else None
+        validator = self.validators.get(spec.validator) if spec and spec.validator else None
         outcome = evaluate_submission(
             call.arguments or {},
             spec=spec,
             stage=stage.name,
-            stage_names=[s.name for s in runner.plan.stages],
-            workdir=runner.workdir,
+            stage_names=[s.name for s in state.plan.stages],
+            workdir=state.workdir,
             validator=validator,
         )
         for warning in outcome.warnings:
-            runner.rec.emit(ev.Warning_(runner.run_id, stage.name, message=warning))
+            state.warn(warning)
         if outcome.output is None:
-            runner.rec.emit(ev.OutputRejected(runner.run_id, stage.name, reason=outcome.text))
+            state.rec.emit(ev.OutputRejected(state.run_id, stage.name, reason=outcome.text))
             return outcome.text
         output = outcome.output
-        runner.final_output = output
-        runner.rec.writer.write_file(runner.store, FINAL_OUTPUT, output.content.encode("utf-8"))
-        runner.meta.final_output = output.descriptor()
-        runner.meta.flags.produced_output = True
-        runner.ctx.mirror_final_output(output.content)
-        runner.rec.save(force=True)
-        runner.rec.emit(
+        state.keep_final_output(output)
+        state.meta.flags.produced_output = True
+        state.rec.save(force=True)
+        state.rec.emit(
             ev.OutputSubmitted(
-                runner.run_id,
+                state.run_id,
                 stage.name,
                 format=output.format,
                 bytes=len(output.content.encode("utf-8")),
@@ -207,19 +225,19 @@ class StageTools:
         return outcome.text
 
     def _runtime_info(self) -> str:
-        runner = self.runner
-        stage = runner.stage
+        state = self.state
+        stage = state.stage
         info = {
-            "run_id": runner.run_id,
-            "agent": runner.plan.agent_name,
+            "run_id": state.run_id,
+            "agent": state.plan.agent_name,
             "stage": stage.name,
-            "stage_visit": runner.visits.get(stage.name, 0),
-            "stage_iterations": runner.progress.iterations,
+            "stage_visit": state.visits.get(stage.name, 0),
+            "stage_iterations": state.progress.iterations,
             "max_iterations": stage.max_iterations,
-            "run_iterations": runner.meta.iteration,
-            "tool_calls": runner.meta.tool_calls,
-            "workdir": str(runner.workdir),
-            "has_final_output": runner.final_output is not None,
+            "run_iterations": state.meta.iteration,
+            "tool_calls": state.meta.tool_calls,
+            "workdir": str(state.workdir),
+            "has_final_output": state.final_output is not None,
         }
         return json.dumps(info, indent=2)
 

@@ -1,8 +1,9 @@
-"""Stage hooks in a run: compiling the scripts a blueprint names and firing them in the loop.
+"""Stage hooks in a run: firing the Rhai scripts a stage names at each point of the loop.
 
 A stage may name a Rhai file for any of the hooks in ``HOOK_NAMES`` (``[stages.S.hooks]``). The
-files are compiled when the run starts (a broken one stops the run before any model call), and
-the run loop asks :class:`RunHooks` at each point (spec/rhai.md §2.3, spec/runtime.md §2):
+files are compiled before the run starts (:mod:`lev_nb.engine.prepare`; a broken one stops the run
+before any model call), and the run loop asks :class:`RunHooks` at each point (spec/rhai.md §2.3,
+spec/runtime.md §2):
 
 - ``on_stage_enter``: the stage was entered, before its first inference;
 - ``before_inference``: the request is assembled; Cancel skips the inference and fails the run;
@@ -22,33 +23,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
-from lev_nb.engine.regions import Entry, RegionFullError
+from lev_nb.engine.context.regions import Entry, RegionFullError
 from lev_nb.messages import ModelResponse, ToolCall
-from lev_nb.workspace import PathEscape, confine
-from lev_nb.scripting import (
-    Allow,
-    Cancel,
-    HookScript,
-    Modify,
-    Retry,
-    ScriptError,
-    compile_hooks,
-)
+from lev_nb.scripting import Allow, Cancel, HookScript, Modify, Retry, ScriptError
 
 if TYPE_CHECKING:
-    from lev_nb.engine.plan import RunPlan, StagePlan
-    from lev_nb.engine.runner import Runner
+    from lev_nb.engine.plan.types import StagePlan
+    from lev_nb.engine.state import RunState
 
-__all__ = [
-    "HookFailure",
-    "RunHooks",
-    "compile_stage_hooks",
-    "resolve_agent_script",
-]
+__all__ = ["HookFailure", "RunHooks"]
 
 # What a Cancel stops, per hook, for the run's error message.
 CANCEL_MEANING: dict[str, str] = {
@@ -68,55 +54,6 @@ class HookFailure(Exception):
     """A hook failed, cancelled or asked for a retry; the run ends in error with this message."""
 
 
-def resolve_agent_script(plan: RunPlan, relative: str, what: str) -> Path:
-    """The absolute path of a script named relative to the agent folder.
-
-    Raises ScriptError when the blueprint has no folder (it was loaded from text) or when the
-    path resolves outside the folder (through ``..`` or a symlink). ``what`` names the script in
-    the message, e.g. ``"stage 'a': the on_stage_enter hook script"``.
-    """
-    if not plan.base_dir:
-        raise ScriptError(
-            f"{what} '{relative}' is a path, but this blueprint was loaded from text and has no "
-            "folder to find it in; load the blueprint from its folder",
-            path=relative,
-        )
-    try:
-        return confine(plan.base_dir, relative)
-    except PathEscape:
-        raise ScriptError(
-            f"{what} '{relative}' resolves outside the agent folder; keep scripts inside it",
-            path=relative,
-        ) from None
-
-
-def compile_stage_hooks(plan: RunPlan) -> dict[str, HookScript]:
-    """Compile every hook file the stages of ``plan`` name, each file once.
-
-    Keys are the paths as written in the blueprint. A file is compiled for the union of the hooks
-    any stage names it for, so each of them must be defined. Raises ScriptError (naming the stage,
-    the hook and the file) for the first file that is outside the agent folder or does not compile.
-    """
-    wanted: dict[str, list[str]] = {}
-    first_use: dict[str, tuple[str, str]] = {}
-    for stage in plan.stages:
-        for hook, path in stage.hooks.items():
-            names = wanted.setdefault(path, [])
-            if hook not in names:
-                names.append(hook)
-            first_use.setdefault(path, (stage.name, hook))
-    compiled: dict[str, HookScript] = {}
-    for path, hooks in wanted.items():
-        stage_name, hook = first_use[path]
-        where = f"stage '{stage_name}' (stages.{stage_name}.hooks.{hook}): the hook script"
-        target = resolve_agent_script(plan, path, where)
-        try:
-            compiled[path] = compile_hooks(target, hooks, label=path)
-        except ScriptError as exc:
-            raise ScriptError(f"stage '{stage_name}' hooks: {exc.message}", exc.path, exc.line) from exc
-    return compiled
-
-
 def _summary(value: Any) -> str:
     text = value if isinstance(value, str) else repr(value)
     flat = " ".join(text.split())
@@ -129,22 +66,25 @@ def _type_name(value: Any) -> str:
 
 
 class RunHooks:
-    """Fires one run's stage hooks; every method raises :class:`HookFailure` on failure."""
+    """Fires one run's stage hooks; every method raises :class:`HookFailure` on failure.
 
-    def __init__(self, runner: Runner, scripts: Mapping[str, HookScript]) -> None:
-        self.runner = runner
+    Receives the run state and the compiled hook scripts, keyed by the paths the blueprint writes.
+    """
+
+    def __init__(self, state: RunState, scripts: Mapping[str, HookScript]) -> None:
+        self.state = state
         self.scripts = dict(scripts)
         self.terminal_fired = False
 
     # -- plumbing ---------------------------------------------------------------------------
     def has(self, hook: str, stage: StagePlan | None = None) -> bool:
         """Whether the (current) stage names a script for ``hook``."""
-        stage = stage or self.runner.stage
+        stage = stage or self.state.stage
         return hook in stage.hooks
 
     async def _fire(self, hook: str, ctx: dict[str, Any]) -> Any:
         """Run ``hook`` of the current stage; returns the Modify value, or None for Allow."""
-        stage = self.runner.stage
+        stage = self.state.stage
         path = stage.hooks.get(hook)
         if path is None:
             return None
@@ -170,25 +110,25 @@ class RunHooks:
         raise HookFailure(f"{hook}: unexpected outcome {outcome!r}")  # pragma: no cover
 
     def _modified(self, hook: str, what: str, value: Any) -> None:
-        runner = self.runner
-        runner.rec.emit(
-            ev.HookModified(runner.run_id, runner.stage.name, hook=hook, target=what, summary=_summary(value))
+        state = self.state
+        state.rec.emit(
+            ev.HookModified(state.run_id, state.stage.name, hook=hook, target=what, summary=_summary(value))
         )
 
     def _base_ctx(self) -> dict[str, Any]:
-        stage = self.runner.stage
+        stage = self.state.stage
         return {"stage": stage.name, "stage_index": stage.index}
 
     def _region_ctx(self) -> dict[str, Any]:
         regions = {
             region.name: "\n".join(entry.content for entry in region.entries)
-            for region in self.runner.ctx.visible_regions()
+            for region in self.state.ctx.visible_regions()
         }
         return {**self._base_ctx(), "regions": regions}
 
     def _replace_regions(self, hook: str, value: Any) -> None:
         """Apply a region-map Modify: each named region gets exactly the given text."""
-        window = self.runner.ctx
+        window = self.state.ctx
         if not isinstance(value, dict):
             raise HookFailure(
                 f"{hook}: 'modify' needs a map of region name to text, got {_type_name(value)}"
@@ -288,8 +228,8 @@ class RunHooks:
         if not self.has(hook):
             return status, error
         self.terminal_fired = True
-        runner = self.runner
-        output = runner.final_output.content if runner.final_output is not None else ""
+        final = self.state.final_output
+        output = final.content if final is not None else ""
         ctx = {
             **self._base_ctx(),
             "status": status,
@@ -314,20 +254,15 @@ class RunHooks:
 
     def _replace_output(self, content: str) -> None:
         """Replace the final output's content (on disk, in meta.json and in context)."""
-        from lev_nb.engine.outputs import cap_content
-        from lev_nb.store import FINAL_OUTPUT
+        from lev_nb.engine.pipeline.outputs import cap_content
 
-        runner = self.runner
-        if runner.final_output is None:
+        state = self.state
+        if state.final_output is None:
             raise HookFailure(
                 "on_completion: 'modify' replaces the final output, but this run submitted none"
             )
         capped, cut = cap_content(content)
-        output = dataclasses.replace(runner.final_output, content=capped, truncated=cut)
-        runner.final_output = output
-        runner.rec.writer.write_file(runner.store, FINAL_OUTPUT, capped.encode("utf-8"))
-        runner.meta.final_output = output.descriptor()
-        runner.ctx.mirror_final_output(capped)
+        state.keep_final_output(dataclasses.replace(state.final_output, content=capped, truncated=cut))
         self._modified("on_completion", "final_output", capped)
 
 

@@ -1,12 +1,16 @@
-"""The run's context window: :class:`ContextWindow` plus the few questions the run loop asks."""
+"""The context window of one run, built from its plan (spec/runtime.md §2.1, §3.1):
+:class:`RunContext` is a :class:`~lev_nb.engine.context.window.ContextWindow` that holds every
+region any layout of the plan declares, hosts the scripted custom regions, and answers the few
+questions the run loop asks (required regions, seeding the task, transforms).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lev_nb.engine.context import ContextWindow, StageInstructionsError
-from lev_nb.engine.custom_regions import RegionHost, ScriptedRegion, custom_region_names
-from lev_nb.engine.plan import RunPlan, StagePlan
+from lev_nb.engine.context.custom import RegionHost, ScriptedRegion
+from lev_nb.engine.context.window import ContextWindow
+from lev_nb.engine.plan.types import RunPlan, StagePlan
 
 
 class RunContext(ContextWindow):
@@ -63,7 +67,7 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     ``region_scripts`` (compiled custom-region scripts by path) makes the scripted custom regions
     render, admit and evict through their scripts.
     """
-    names = custom_region_names(plan)
+    names = {config.name for _, config in plan.scripted_regions()}
     host = RegionHost(region_scripts or {}, names) if names else None
     ctx = RunContext(list(plan.layout), region_host=host)
     for stage in plan.stages:
@@ -72,4 +76,4 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     return ctx
 
 
-__all__ = ["RunContext", "build_context", "StageInstructionsError"]
+__all__ = ["RunContext", "build_context"]

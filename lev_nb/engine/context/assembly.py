@@ -1,4 +1,5 @@
-"""Turning the regions a stage sees into a model request: system blocks and messages.
+"""Turning the regions a stage sees into a model request: system blocks and messages
+(spec/runtime.md §3.2).
 
 Sliding-window regions become the conversation's messages; every other kind becomes one system
 block. The result is engine-neutral (:mod:`lev_nb.messages` types), so any provider can
@@ -7,7 +8,7 @@ send it.
 
 from __future__ import annotations
 
-from lev_nb.engine.regions import Entry, Region, render_checklist
+from lev_nb.engine.context.regions import Entry, Region, render_checklist
 from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 __all__ = ["assemble", "render_system_block", "entries_to_messages"]
@@ -154,7 +155,7 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
         if region.kind == "sliding_window":
             messages.extend(entries_to_messages(region.entries))
             continue
-        # A custom region with a script renders itself (see engine/custom_regions.py).
+        # A custom region with a script renders itself (see context/custom.py).
         scripted = getattr(region, "render_parts", None)
         parts = scripted() if scripted is not None else None
         if parts is not None:

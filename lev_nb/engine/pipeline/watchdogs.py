@@ -1,11 +1,50 @@
-"""Watchdogs that end a stage the model will not end itself (spec/runtime.md §7)."""
+"""Watchdogs that end a stage the model will not end itself (spec/runtime.md §7): the iteration
+cap, the stuck thresholds of a ``stuck`` edge and a working directory that went away.
+
+The deciders (:func:`iteration_cap_hit`, :func:`stuck_reason`) and the notes are pure;
+:func:`check_watchdogs` applies them to the run before each inference.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from lev_nb.engine.plan import EdgePlan, StagePlan
-from lev_nb.engine.progress import StageProgress
+from lev_nb.engine import events as ev
+from lev_nb.engine.pipeline.routing import find_conditioned
+from lev_nb.engine.plan.types import EdgePlan, StagePlan
+from lev_nb.engine.state import Outcome, StageProgress
+
+if TYPE_CHECKING:
+    from lev_nb.engine.state import RunState
+
+# The workdir is checked every this many inferences of a stage.
+WORKSPACE_CHECK_INTERVAL = 5
+
+
+def check_watchdogs(state: RunState) -> Outcome | None:
+    """Stop the current stage when a watchdog trips (recording why), else None."""
+    stage, progress = state.stage, state.progress
+    if iteration_cap_hit(stage, progress):
+        cap = stage.max_iterations or 0
+        state.meta.flags.max_iterations_hit += 1
+        state.rec.emit(ev.MaxIterationsHit(state.run_id, stage.name, limit=cap))
+        state.ctx.note("error_report", iteration_cap_note(stage.name, cap))
+        return Outcome("max_iterations")
+    if not progress.stuck_fired:
+        edge = find_conditioned(state.plan, stage, state.visits, "stuck")
+        if edge is not None:
+            reason = stuck_reason(edge, progress)
+            if reason is not None:
+                progress.stuck_fired = True
+                state.rec.emit(ev.Stuck(state.run_id, stage.name, reason=reason))
+                state.ctx.note("stuck_report", stuck_note(stage.name, reason))
+                return Outcome("stuck", reason)
+    if progress.iterations and progress.iterations % WORKSPACE_CHECK_INTERVAL == 0:
+        if not state.workdir.is_dir():
+            state.meta.flags.workspace_lost = True
+            return Outcome("error", f"the working directory '{state.workdir}' is no longer accessible")
+    return None
 
 
 def iteration_cap_hit(stage: StagePlan, progress: StageProgress) -> bool:

@@ -1,15 +1,17 @@
-"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`.
+"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`
+(spec/runtime.md §1, spec/blueprint.md §4-§6).
 
-This is the one place where the run engine reads the blueprint model.
+This is the one place where the run engine reads the blueprint model. Where the model already
+derives a value (``Gate.attempts``, ``Edge.transform_kind``, ``Stage.effective_tools``, ...), the
+plan takes it from there rather than deriving it again.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from lev_nb.engine.outputs import OutputSpec
-from lev_nb.engine.plan import (
-    DEFAULT_GATE_ATTEMPTS,
+from lev_nb.engine.plan.types import (
     DEFAULT_MAX_NUDGES,
     DEFAULT_NUDGE_TEXT,
     EdgePlan,
@@ -17,12 +19,13 @@ from lev_nb.engine.plan import (
     GatePlan,
     ModelChoice,
     NudgePlan,
+    OutputSpec,
+    RepetitionPolicy,
     RunPlan,
+    SeedPlan,
     StagePlan,
 )
-from lev_nb.engine.regions import RegionConfig
-from lev_nb.engine.repetition import RepetitionPolicy
-from lev_nb.engine.seeds import seed_plans
+from lev_nb.engine.context.regions import RegionConfig
 
 DEFAULT_WINDOW = 200_000
 
@@ -57,7 +60,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         caller_regions=caller,
         script_tools={d.name: d for d in script_defs},
         skipped_scripts=tuple(skipped),
-        seeds=seed_plans(bp),
+        seeds=_seed_plans(bp),
         repetition=_repetition(bp),
         max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
     )
@@ -134,7 +137,6 @@ def _edge_plan(edge: Any) -> EdgePlan:
     gate = None
     if edge.gate is not None:
         g = edge.gate
-        attempts = g.max_attempts if g.max_attempts is not None and g.max_attempts >= 0 else DEFAULT_GATE_ATTEMPTS
         gate = GatePlan(
             require_modifications=g.require_modifications,
             require_regions=tuple(g.require_regions),
@@ -143,15 +145,14 @@ def _edge_plan(edge: Any) -> EdgePlan:
             region=g.region,
             tools=tuple(g.tools),
             message=g.message,
-            max_attempts=attempts,
+            max_attempts=g.attempts,
         )
-    transform = "compact" if edge.transform == "summarize" else edge.transform
     config = edge.transform_config.model_dump() if edge.transform_config is not None else {}
     return EdgePlan(
         target=edge.target,
         condition=edge.condition,
         hint=edge.hint,
-        transform=transform,
+        transform=edge.transform_kind,
         transform_config=config,
         gate=gate,
         stuck_after_iterations=_positive(edge.stuck_after_iterations),
@@ -212,3 +213,20 @@ def _region_config(region: Any, window: int) -> RegionConfig:
         persistent=region.persistent,
         script=region.script,
     )
+
+
+def _seed_plans(bp: Any) -> tuple[SeedPlan, ...]:
+    """The seeds of the blueprint's global layout, in declaration order."""
+    plans = []
+    for name, region in bp.global_layout.items():
+        seed = region.seed
+        if seed is None:
+            continue
+        tools = tuple((t.name, json.dumps(t.args)) for t in seed.tools)
+        plans.append(
+            SeedPlan(
+                region=name, kind=seed.kind, key=seed.key, value=seed.value, files=tuple(seed.files),
+                tools=tools, refresh=seed.refresh, required=region.required,
+            )
+        )
+    return tuple(plans)

@@ -11,19 +11,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from lev_nb.engine.plan.types import RepetitionPolicy
+
 PRODUCTIVE_TOOLS = frozenset(
     {"write_file", "edit_file", "bash", "shell", "run_command", "execute",
      "context_write", "context_append", "context_delete"}
 )
-
-
-@dataclass(frozen=True)
-class RepetitionPolicy:
-    """The thresholds in force (``[repetition_detection]``, runtime defaults otherwise)."""
-
-    enabled: bool = True
-    max_repeat_calls: int = 3
-    max_readonly_streak: int = 10
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lev_nb.engine.plan import EdgePlan, RunPlan, StagePlan
+from lev_nb.engine.plan.types import EdgePlan, RunPlan, StagePlan
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ A region declared ``kind = "custom"`` with ``script = "context_hooks/x.rhai"`` (
 - ``on_overflow(ctx)`` (optional, non-persistent regions) names the entries to drop when the
   region must make room; oldest-first eviction still covers any shortfall.
 
-Scripts are compiled once per distinct path when the run starts (:func:`compile_region_scripts`).
+Scripts are compiled once per distinct path before the run starts (:mod:`lev_nb.engine.prepare`).
 """
 
 from __future__ import annotations
@@ -21,62 +21,20 @@ import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.engine.regions import Entry, Region, RegionConfig
+from lev_nb.engine.context.regions import Entry, Region, RegionConfig
 from lev_nb.text import estimate_tokens
 from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
-from lev_nb.scripting import RegionScript, ScriptError, compile_region_script
+from lev_nb.scripting import RegionScript, ScriptError
 
 if TYPE_CHECKING:
-    from lev_nb.engine.plan import RunPlan
-    from lev_nb.engine.runner import Runner
+    from lev_nb.engine.state import RunState
 
 __all__ = [
     "RegionHost",
     "RenderShapeError",
     "ScriptedRegion",
-    "compile_region_scripts",
-    "custom_region_names",
     "parse_render",
 ]
-
-
-def _custom_configs(plan: RunPlan) -> list[tuple[str | None, RegionConfig]]:
-    """Every custom region declaration with a script: (stage or None for global, config)."""
-    found: list[tuple[str | None, RegionConfig]] = [
-        (None, c) for c in plan.layout if c.kind == "custom" and c.script
-    ]
-    for stage in plan.stages:
-        found += [(stage.name, c) for c in stage.layout or () if c.kind == "custom" and c.script]
-    return found
-
-
-def custom_region_names(plan: RunPlan) -> set[str]:
-    """Names of the regions some layout of ``plan`` declares as scripted custom regions."""
-    return {config.name for _, config in _custom_configs(plan)}
-
-
-def compile_region_scripts(plan: RunPlan) -> dict[str, RegionScript]:
-    """Compile every custom-region script of ``plan``, each distinct path once.
-
-    Keys are the paths as the blueprint writes them. Raises ScriptError naming the region and
-    the file when a script is outside the agent folder, unreadable, or does not compile.
-    """
-    from lev_nb.engine.hooks import resolve_agent_script
-
-    compiled: dict[str, RegionScript] = {}
-    for stage, config in _custom_configs(plan):
-        path = config.script
-        assert path is not None
-        if path in compiled:
-            continue
-        prefix = f"stages.{stage}.context.regions" if stage else "context.regions"
-        where = f"region '{config.name}' ({prefix}.{config.name}.script): the custom region script"
-        target = resolve_agent_script(plan, path, where)
-        try:
-            compiled[path] = compile_region_script(target, label=path)
-        except ScriptError as exc:
-            raise ScriptError(f"region '{config.name}': {exc.message}", exc.path, exc.line) from exc
-    return compiled
 
 
 class RenderShapeError(ValueError):
@@ -192,20 +150,20 @@ class RegionHost:
         self.warn: Callable[[str, str], None] = lambda region, message: None
         self._warned: set[tuple[str, str]] = set()
 
-    def bind(self, runner: Runner) -> None:
-        """Take facts from ``runner`` and report warnings as its ``warning`` events."""
-        from lev_nb.engine import events as ev
+    def bind(self, state: RunState, model_label: Callable[[], str]) -> None:
+        """Take facts from the run ``state`` (``model_label`` names the current stage's model) and
+        report warnings as the run's ``warning`` events."""
 
         def facts() -> dict[str, Any]:
             return {
-                "stage_name": runner.stage.name,
-                "stage_iterations": runner.progress.iterations,
-                "model": _model_label(runner),
-                "window": {"total_tokens": runner.ctx.total_tokens(), "max_tokens": runner.ctx.window_tokens},
+                "stage_name": state.stage.name,
+                "stage_iterations": state.progress.iterations,
+                "model": model_label(),
+                "window": {"total_tokens": state.ctx.total_tokens(), "max_tokens": state.ctx.window_tokens},
             }
 
         def warn(region: str, message: str) -> None:
-            runner.rec.emit(ev.Warning_(runner.run_id, runner.stage.name, message=f"region '{region}': {message}"))
+            state.warn(f"region '{region}': {message}")
 
         self.facts, self.warn = facts, warn
 
@@ -215,19 +173,6 @@ class RegionHost:
         if key not in self._warned:
             self._warned.add(key)
             self.warn(region, message)
-
-
-def _model_label(runner: Runner) -> str:
-    """``provider/model`` of the current stage, without building a provider."""
-    from lev_nb.providers.resolve import ModelOverride
-
-    provider = runner.provider
-    if isinstance(provider, ModelOverride):
-        return f"{provider.provider}/{provider.model}"
-    models = runner.stage.models
-    if provider is not None:
-        return getattr(provider, "name", "custom")
-    return f"{models[0].provider}/{models[0].model}" if models else "anthropic/claude-sonnet-4-6"
 
 
 class ScriptedRegion(Region):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from lev_nb.engine.plan import GatePlan, StagePlan
-from lev_nb.engine.progress import StageProgress
+from lev_nb.engine.plan.types import GatePlan, StagePlan
+from lev_nb.engine.state import StageProgress
 
 MODIFYING_TOOLS = frozenset({"write_file", "edit_file"})
 

@@ -5,6 +5,8 @@ files of the workdir; ``command`` runs a shell command in the workdir; ``tools``
 script tools; ``rhai`` runs a workdir script with ``input = #{task, workdir}`` in scope. A seed that
 fails leaves a bracketed note in its region instead of stopping the run, except a ``rhai`` seed,
 which fails the run as upstream does (its script is part of the blueprint's contract).
+
+The run loop calls :func:`seed_context` once, before it enters the first stage.
 """
 
 from __future__ import annotations
@@ -12,41 +14,67 @@ from __future__ import annotations
 import asyncio
 import glob as globlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lev_nb.engine import events as ev
+from lev_nb.engine.state import RunFailure
 from lev_nb.workspace import PathEscape, confine
 
 if TYPE_CHECKING:
-    from lev_nb.engine.runner import Runner
+    from lev_nb.engine.plan.types import SeedPlan
+    from lev_nb.engine.state import RunState
+    from lev_nb.tools.context import ToolContext
+    from lev_nb.tools.registry import ToolRegistry
 
 COMMAND_TIMEOUT_S = 60
 MAX_SEED_FILES = 200
-
-
-@dataclass(frozen=True)
-class SeedPlan:
-    """One region's seed, as the engine runs it."""
-
-    region: str
-    kind: str
-    key: str | None = None
-    value: str | None = None
-    files: tuple[str, ...] = ()
-    tools: tuple[tuple[str, str], ...] = ()  # (tool name, JSON arguments)
-    refresh: str = "once"
-    required: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class SeedFailure(Exception):
     """A seed that must not fail did (its message ends the run)."""
 
 
-async def seed_text(runner: Runner, seed: SeedPlan, inputs: dict[str, str]) -> str:
+async def seed_context(state: RunState, registry: ToolRegistry, tool_context: ToolContext) -> None:
+    """Fill regions from their seeds; the task goes where no caller seed takes it.
+
+    ``registry`` and ``tool_context`` run the tools of a ``tools`` seed. Raises RunFailure for a
+    required caller input that is missing and for a ``rhai`` seed that fails.
+    """
+    inputs = dict(state.inputs)
+    inputs.setdefault("task", state.task)
+    used: set[str] = set()
+    for seed in state.plan.seeds:
+        if seed.kind == "caller":
+            used.add(seed.key or seed.region)
+        try:
+            text = await seed_text(seed, inputs, state.workdir, state.task, registry, tool_context)
+        except SeedFailure as exc:
+            raise RunFailure(str(exc)) from None
+        if text and state.ctx.has_region(seed.region):
+            state.ctx.seed(seed.region, text)
+        elif seed.required and seed.kind == "caller":
+            raise RunFailure(
+                f"the input '{seed.key}' is required (it fills region '{seed.region}'); pass it "
+                f"as --{seed.key} on the command line or {seed.key}=... in Python"
+            )
+    if "task" not in used and state.task:
+        state.ctx.seed_input("task", state.task)
+    for name in sorted(set(state.inputs) - used):
+        state.rec.emit(
+            ev.Warning_(state.run_id, None, message=f"input '{name}' fills no region of this blueprint, so it was ignored")
+        )
+
+
+async def seed_text(
+    seed: SeedPlan,
+    inputs: dict[str, str],
+    workdir: Path,
+    task: str,
+    registry: ToolRegistry,
+    tool_context: ToolContext,
+) -> str:
     """The text a seed puts into its region ("" when there is nothing)."""
-    workdir = runner.workdir
     if seed.kind == "caller":
         return inputs.get(seed.key or seed.region, "")
     if seed.kind == "literal":
@@ -59,9 +87,9 @@ async def seed_text(runner: Runner, seed: SeedPlan, inputs: dict[str, str]) -> s
     if seed.kind == "command":
         return await _command(workdir, seed.value or "")
     if seed.kind == "tools":
-        return await _tools(runner, seed)
+        return await _tools(seed, registry, tool_context)
     if seed.kind == "rhai":
-        return await asyncio.to_thread(_rhai, workdir, seed.value or "", runner.task)
+        return await asyncio.to_thread(_rhai, workdir, seed.value or "", task)
     return ""
 
 
@@ -97,10 +125,9 @@ async def _command(workdir: Path, command: str) -> str:
     return text.strip()
 
 
-async def _tools(runner: Runner, seed: SeedPlan) -> str:
+async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolContext) -> str:
     from lev_nb.tools.validation import validate_arguments
 
-    registry = runner.tools.registry
     parts = []
     for name, raw_args in seed.tools:
         args = json.loads(raw_args)
@@ -113,7 +140,7 @@ async def _tools(runner: Runner, seed: SeedPlan) -> str:
             parts.append(f"[{name}]: {problem}")
             continue
         try:
-            result = await tool.handler(runner.tools.tool_context, args)
+            result = await tool.handler(tool_context, args)
         except Exception as exc:  # a seed never stops the run
             result = f"[error] {name}: {exc}"
         parts.append(f"[{name}]:\n{result}")
@@ -139,20 +166,3 @@ def _rhai(workdir: Path, script: str, task: str) -> str:
     if not isinstance(value, str):
         raise SeedFailure(f"rhai seed '{script}' must return a string, got {type(value).__name__}")
     return value
-
-
-def seed_plans(bp: Any) -> tuple[SeedPlan, ...]:
-    """The seeds of the blueprint's global layout, in declaration order."""
-    plans = []
-    for name, region in bp.global_layout.items():
-        seed = region.seed
-        if seed is None:
-            continue
-        tools = tuple((t.name, json.dumps(t.args)) for t in seed.tools)
-        plans.append(
-            SeedPlan(
-                region=name, kind=seed.kind, key=seed.key, value=seed.value, files=tuple(seed.files),
-                tools=tools, refresh=seed.refresh, required=region.required,
-            )
-        )
-    return tuple(plans)

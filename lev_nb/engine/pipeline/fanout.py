@@ -1,0 +1,252 @@
+"""Fan-out: a stage splits its work into items, a worker run handles each, and the results are
+merged into one report (spec/runtime.md §11.2).
+
+Workers are child runs on the same engine loop, each with its own run record (``parent_run_id``
+points back). A ``worker_stage`` worker runs this blueprint entered at that stage; a
+``worker_agent`` worker runs another blueprint found beside this one, in ``$LEV_HOME/agents``, or
+among the agents bundled with lev_nb.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from lev_nb.blueprint.bundled import bundled_agents_dir
+from lev_nb.blueprint.constants import MANIFEST_NAME
+from lev_nb.engine import events as ev
+from lev_nb.engine.plan.types import FanOutPlan, RunPlan
+from lev_nb.messages import ToolCall
+from lev_nb.store import lev_home
+from lev_nb.text import cut_text_marked
+
+if TYPE_CHECKING:
+    from lev_nb.engine.runner import Runner
+    from lev_nb.engine.state import RunState
+
+DEFAULT_REPORT_BYTES = 4000
+
+
+@dataclass
+class WorkerResult:
+    """What one worker brought back."""
+
+    item_id: str
+    ok: bool
+    text: str
+    run_id: str = ""
+
+
+def parse_items(arguments: Any) -> list[dict[str, Any]] | str:
+    """The work items of a fan_out call, or an ``[error]`` text saying what is wrong."""
+    if not isinstance(arguments, dict):
+        return "[error] fan_out needs an object with an `items` array"
+    items = arguments.get("items")
+    if not isinstance(items, list):
+        return "[error] fan_out requires an `items` array of {id, context} objects"
+    parsed = []
+    for n, item in enumerate(items):
+        if not isinstance(item, dict) or "id" not in item:
+            return f"[error] fan_out item {n} must be an object with an `id` (and a `context` object)"
+        context = item.get("context", {})
+        if not isinstance(context, dict):
+            return f"[error] fan_out item {n}: `context` must be an object"
+        parsed.append({"id": str(item["id"]), "context": context})
+    return parsed
+
+
+def worker_task(item: dict[str, Any]) -> str:
+    """The task text a worker run starts with."""
+    return f"Work item id: {item['id']}\nContext: {json.dumps(item['context'], ensure_ascii=False)}"
+
+
+def build_report(results: list[WorkerResult], region_tokens: int | None) -> str:
+    """The merged report of every worker, each answer bounded so the whole fits its region."""
+    good = [r for r in results if r.ok]
+    bad = [r for r in results if not r.ok]
+    if region_tokens:
+        bound = max(200, int(region_tokens * 4 * 0.9) // max(1, len(good)))
+    else:
+        bound = DEFAULT_REPORT_BYTES
+    sections: list[str] = []
+    cut_any = False
+    for result in good:
+        text, cut = cut_text_marked(result.text, bound)
+        if cut:
+            cut_any = True
+            text += "\n[...cut short; the worker's own run has the whole answer]"
+        sections.append(f"\n## worker {result.item_id}\n{text}\n")
+    for result in bad:
+        sections.append(f"\n## worker {result.item_id} FAILED\n{result.text}\n")
+    head = f"[fan_out results: {len(good)} succeeded, {len(bad)} failed]\n"
+    if cut_any:
+        head += f"[each worker's answer is shown up to {bound} bytes; read a worker's own run for the rest]\n"
+    return head + "".join(sections)
+
+
+class FanOut:
+    """Answers a stage's ``fan_out`` calls by running worker runs.
+
+    Receives the run state, ``spawn`` (makes a worker run of a plan, entered at a stage, with a
+    task), this run's ``depth`` in the tree of workers and the tree's ``max_child_depth``. What a
+    batch asked the run loop to do afterwards is taken with :meth:`take_failure` and
+    :meth:`take_merge`.
+    """
+
+    def __init__(
+        self,
+        state: RunState,
+        *,
+        spawn: Callable[[RunPlan, str, str], Runner],
+        depth: int,
+        max_child_depth: int,
+    ) -> None:
+        self.state = state
+        self.spawn = spawn
+        self.depth = depth
+        self.max_child_depth = max_child_depth
+        self._failure: str | None = None
+        self._merge: str | None = None
+
+    def take_failure(self) -> str | None:
+        """The message to fail the stage with after this batch (cleared once taken), if any."""
+        failure, self._failure = self._failure, None
+        return failure
+
+    def take_merge(self) -> str | None:
+        """After this batch: the merge stage to move to, ``""`` to resolve the fan-out stage's own
+        edges, or None when no fan-out finished (cleared once taken)."""
+        merge, self._merge = self._merge, None
+        return merge
+
+    async def run(self, call: ToolCall) -> str:
+        """Run the workers of one fan_out call and deliver their report."""
+        state = self.state
+        stage = state.stage
+        items = parse_items(call.arguments)
+        if isinstance(items, str):
+            return items
+        config = stage.fan_out or FanOutPlan()
+        from_stage = stage.fan_out is not None
+        max_workers = call.arguments.get("max_workers", config.max_workers)
+        if not isinstance(max_workers, int) or max_workers < 0:
+            max_workers = config.max_workers
+        if config.max_items and len(items) > config.max_items:
+            items = items[: config.max_items]
+        agent = call.arguments.get("agent")
+        try:
+            plan, entry = self._worker_plan(config, agent if isinstance(agent, str) else None)
+        except (LookupError, ValueError) as exc:  # ValueError: a worker blueprint that does not load
+            return f"[error] fan_out: {exc}"
+        state.progress.fanned_out = True  # only once workers can really start
+        state.rec.emit(ev.FanOutStarted(state.run_id, stage.name, workers=len(items)))
+        results = await self._run_workers(plan, entry, items, max_workers)
+        failures = [r for r in results if not r.ok]
+        state.rec.emit(
+            ev.FanOutFinished(
+                state.run_id,
+                stage.name,
+                succeeded=len(results) - len(failures),
+                failed=len(failures),
+                children=[r.run_id for r in results if r.run_id],
+            )
+        )
+        if not items:
+            state.meta.flags.splits_degraded += 1
+        region = config.results_region if from_stage else "conversation"
+        region_tokens = state.ctx.region(region).max_tokens if state.ctx.has_region(region) else None
+        report = build_report(results, region_tokens)
+        if failures and config.on_worker_failure == "fail_all" and from_stage:
+            self._failure = f"fan_out: {len(failures)} worker(s) failed (on_worker_failure = \"fail_all\")"
+            return report
+        if not from_stage:
+            return report
+        if state.ctx.has_region(region) and region != "conversation":
+            state.ctx.seed(region, report)
+        else:
+            state.ctx.add_user(report)
+        self._merge = config.merge_stage or ""
+        return (
+            f"{len(results) - len(failures)} worker(s) finished and {len(failures)} failed; their merged "
+            f"report is in the '{region}' region."
+        )
+
+    def _worker_plan(self, config: FanOutPlan, agent: str | None) -> tuple[RunPlan, str]:
+        plan = self.state.plan
+        name = agent or config.worker_agent
+        if name is None and config.worker_query is not None:
+            name = _find_agent_by_query(plan, config.worker_query)
+        if name is None:
+            if config.worker_stage is None:
+                raise LookupError("the stage names no worker (worker_stage, worker_agent or worker_query)")
+            return plan, config.worker_stage
+        from lev_nb.blueprint import load
+        from lev_nb.engine.plan.build import plan_from_blueprint
+
+        worker = plan_from_blueprint(load(_find_agent(plan, name)))
+        return worker, worker.entry
+
+    async def _run_workers(
+        self, plan: RunPlan, entry: str, items: list[dict[str, Any]], max_workers: int
+    ) -> list[WorkerResult]:
+        limit = asyncio.Semaphore(max_workers if max_workers > 0 else max(1, len(items)))
+
+        async def one(item: dict[str, Any]) -> WorkerResult:
+            async with limit:
+                depth_limit = self.max_child_depth
+                if self.depth + 1 > depth_limit:
+                    return WorkerResult(
+                        item["id"], False, f"sub-agent depth limit ({depth_limit}) reached; not starting a deeper worker"
+                    )
+                child = self.spawn(plan, entry, worker_task(item))
+                await child.main()
+                return _worker_outcome(item["id"], child.state)
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+def _agent_dirs(plan: RunPlan) -> list[Path]:
+    base = Path(plan.base_dir) if plan.base_dir else None
+    dirs = []
+    if base is not None:
+        dirs += [base, base.parent]
+    dirs.append(lev_home() / "agents")
+    dirs.append(bundled_agents_dir())
+    return dirs
+
+
+def _find_agent(plan: RunPlan, name: str) -> Path:
+    for folder in _agent_dirs(plan):
+        candidate = folder / name / MANIFEST_NAME
+        if candidate.is_file():
+            return candidate
+    raise LookupError(f"no agent named '{name}' was found beside this blueprint or in $LEV_HOME/agents")
+
+
+def _find_agent_by_query(plan: RunPlan, query: str) -> str | None:
+    needle = query.lower()
+    for folder in _agent_dirs(plan):
+        if not folder.is_dir():
+            continue
+        for child in sorted(folder.iterdir()):
+            if (child / MANIFEST_NAME).is_file() and needle in child.name.lower():
+                return child.name
+    return None
+
+
+def _worker_outcome(item_id: str, child: RunState) -> WorkerResult:
+    status = child.meta.status
+    if status == "complete":
+        if child.final_output is not None:
+            return WorkerResult(item_id, True, child.final_output.content, child.run_id)
+        if child.stage.require_output:
+            return WorkerResult(
+                item_id, False, "the worker finished without the final output its stage requires", child.run_id
+            )
+        return WorkerResult(item_id, True, child.progress.last_text, child.run_id)
+    if status == "cancelled":
+        return WorkerResult(item_id, False, "worker cancelled", child.run_id)
+    return WorkerResult(item_id, False, child.meta.error or "worker failed", child.run_id)

@@ -1,0 +1,116 @@
+"""What one run knows about itself while it runs: the shared :class:`RunState`, the per-stage
+counters (:class:`StageProgress`, reset on every stage entry, spec/runtime.md §3.1) and the small
+values the run loop passes between its steps (:class:`Outcome`, :class:`Ending`,
+:class:`RunFailure`).
+
+The run loop (:mod:`lev_nb.engine.runner`) owns one RunState and hands it to each collaborator it
+holds (inference, tools, holds, transitions, hooks, fan-out). Every attribute is public: a
+collaborator reads and updates the run through it, never through another object's private state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lev_nb.engine import events as ev
+
+if TYPE_CHECKING:
+    from lev_nb.engine.context.run_context import RunContext
+    from lev_nb.engine.pipeline.outputs import FinalOutput
+    from lev_nb.engine.plan.types import RunPlan, StagePlan
+    from lev_nb.engine.record import Recorder
+    from lev_nb.store import RunMeta, RunStore
+
+
+@dataclass
+class StageProgress:
+    """What the watchdogs and gates measure within the current stage visit."""
+
+    iterations: int = 0
+    total_tool_calls: int = 0
+    text_only_nudges: int = 0
+    modifying_tool_calls: int = 0
+    blocked_modification_calls: int = 0
+    gate_reentries: int = 0
+    output_reentries: int = 0
+    required_reentries: int = 0
+    fan_out_reentries: int = 0
+    fanned_out: bool = False
+    edits_by_path: Counter[str] = field(default_factory=Counter)
+    started_at: float = field(default_factory=time.monotonic)
+    stuck_fired: bool = False
+    digests: dict[str, str] = field(default_factory=dict)
+    last_text: str = ""
+    repetition: Any = None  # a RepetitionWatch, created at the stage's first tool batch
+    points_done: bool = False
+
+
+@dataclass
+class Outcome:
+    """Why a stage stopped other than by finishing normally."""
+
+    kind: str  # error | max_iterations | stuck
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the run ends: a terminal status and, for ``error``, the message."""
+
+    status: str  # complete | error | cancelled
+    error: str | None = None
+
+
+class RunFailure(Exception):
+    """A failure that ends the run in error with this message (bad input, an unanswerable checkpoint)."""
+
+
+@dataclass(eq=False)
+class RunState:
+    """The run's shared state: what it is, where it is, and where it writes.
+
+    Fixed for the whole run: ``plan``, ``run_id``, ``task``, ``inputs`` (the launch inputs),
+    ``workdir``, ``entry`` (the stage the run started in), ``store``/``meta``/``rec`` (the run
+    record and its writer) and ``ctx`` (the context window). Moving: ``stage`` (the current stage),
+    ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
+    ``final_output`` (the accepted answer, if any) and ``enter_hook_pending`` (a stage was entered
+    and its ``on_stage_enter`` hook has not fired yet).
+    """
+
+    plan: RunPlan
+    run_id: str
+    task: str
+    inputs: dict[str, str]
+    workdir: Path
+    entry: str
+    store: RunStore
+    meta: RunMeta
+    rec: Recorder
+    ctx: RunContext
+    stage: StagePlan
+    visits: dict[str, int] = field(default_factory=dict)
+    progress: StageProgress = field(default_factory=StageProgress)
+    final_output: FinalOutput | None = None
+    enter_hook_pending: bool = False
+
+    def warn(self, message: str) -> None:
+        """Emit a ``warning`` event in the current stage."""
+        self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=message))
+
+    def nudge(self, reason: str, text: str) -> None:
+        """Tell the model ``text`` as a system nudge, and record why."""
+        self.ctx.nudge(text)
+        self.rec.emit(ev.Nudge(self.run_id, self.stage.name, reason=reason, text=text))
+
+    def keep_final_output(self, output: FinalOutput) -> None:
+        """Make ``output`` the run's answer: in this state, on disk, in meta.json and in context."""
+        from lev_nb.store import FINAL_OUTPUT
+
+        self.final_output = output
+        self.rec.writer.write_file(self.store, FINAL_OUTPUT, output.content.encode("utf-8"))
+        self.meta.final_output = output.descriptor()
+        self.ctx.mirror_final_output(output.content)
