@@ -114,17 +114,22 @@ class Run:
         self._runner.events.subscribe(callback, replay=replay)
 
     # -- waiting and stopping ------------------------------------------------------------
+    def _started(self) -> concurrent.futures.Future[None]:
+        if self._future is None:
+            raise RuntimeError("this run has not been started; lev_nb.run() or bp.run() start runs")
+        return self._future
+
     def done(self) -> bool:
         """True once the run has reached a terminal status."""
-        return self._future.done()
+        return self._started().done()
 
     def wait(self, timeout: float | None = None) -> Run:
         """Block until the run ends (or ``timeout`` seconds pass: TimeoutError); returns self."""
-        self._future.result(timeout)
+        self._started().result(timeout)
         return self
 
     def __await__(self) -> Generator[Any, None, Run]:
-        yield from asyncio.wrap_future(self._future).__await__()
+        yield from asyncio.wrap_future(self._started()).__await__()
         return self
 
     def cancel(self) -> None:

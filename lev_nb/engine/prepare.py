@@ -38,7 +38,11 @@ def cached_plan(blueprint: Any) -> RunPlan:
     if hit is not None and hit[0]() is blueprint:
         return hit[1]
     plan = plan_from_blueprint(blueprint)
-    _PLANS[key] = (weakref.ref(blueprint, lambda _ref, key=key: _PLANS.pop(key, None)), plan)
+
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _PLANS.pop(key, None)
+
+    _PLANS[key] = (weakref.ref(blueprint, forget), plan)
     return plan
 
 

@@ -82,7 +82,7 @@ class Runner:
         self.validators = dict(validators or {})
         self.webhook = webhook
         self.parent = parent
-        self.depth = parent.depth + 1 if parent is not None else 0
+        self.depth: int = parent.depth + 1 if parent is not None else 0
         # The root run's limit governs the whole tree of workers.
         self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
         self.events = EventLog()
@@ -221,6 +221,8 @@ class Runner:
     async def _post_webhook(self) -> None:
         from lev_nb.engine.webhook import completion_payload, post_json
 
+        if self.webhook is None:
+            return
         payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
         try:
             await asyncio.to_thread(post_json, self.webhook, payload)

@@ -76,7 +76,7 @@ def evaluate_submission(
     fmt = spec.format if spec else None
     reason = check_well_formed(fmt, content)
     if reason is not None:
-        return SubmissionResult(f"[error] the final output is not valid {fmt.strip()}: {reason}")
+        return SubmissionResult(f"[error] the final output is not valid {(fmt or '').strip()}: {reason}")
     warnings: list[str] = []
     if spec and spec.schema:
         refusal, warning = check_schema(spec.schema, content)

@@ -119,7 +119,8 @@ class Transitions:
             return self._dead_end()
         if resolution.kind == "next":
             assert resolution.edge is not None
-            return self._take_gated(resolution.edge)
+            self._take_gated(resolution.edge)
+            return None
         return await self._route(resolution.choices)
 
     def _complete_run(self) -> Ending:
@@ -160,7 +161,8 @@ class Transitions:
             picked = choices[0]
             state.warn(f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'")
         assert isinstance(picked, EdgePlan)
-        return self._take_gated(picked)
+        self._take_gated(picked)
+        return None
 
     # -- taking an edge ---------------------------------------------------------------------------
     def _take_gated(self, edge: EdgePlan) -> None:

@@ -72,10 +72,10 @@ def stuck_reason(edge: EdgePlan, progress: StageProgress, now: float | None = No
     limit = edge.stuck_after_tool_calls
     if limit and progress.total_tool_calls >= limit:
         return f"you have made {progress.total_tool_calls} tool calls in this stage without finishing it"
-    limit = edge.stuck_after_minutes
-    if limit:
+    minutes = edge.stuck_after_minutes
+    if minutes:
         elapsed = (now if now is not None else time.monotonic()) - progress.started_at
-        if elapsed >= limit * 60:
+        if elapsed >= minutes * 60:
             return f"you have spent {int(elapsed // 60)} minutes in this stage without finishing it"
     return None
 
