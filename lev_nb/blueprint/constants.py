@@ -129,6 +129,8 @@ MAX_FINAL_OUTPUT_BYTES = 256 * 1024
 # --- Appendix B: the built-in model table -------------------------------------------------------
 _M = 1_000_000
 _GEM = 1_048_576
+#: The context window assumed for a model missing from MODEL_WINDOWS, in tokens.
+DEFAULT_WINDOW_TOKENS = 200_000
 MODEL_WINDOWS: dict[tuple[str, str], int] = {
     **{("anthropic", m): _M for m in (
         "claude-opus-5", "claude-sonnet-5", "claude-fable-5", "claude-opus-4-8",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal
 
+from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.messages import ToolSpec
 
 if TYPE_CHECKING:
@@ -18,7 +19,6 @@ Handler = Callable[["ToolContext", dict[str, Any]], Awaitable[str]]
 # Alternative spellings a blueprint or a model may use, mapped to the canonical tool name.
 ALIASES: dict[str, str] = {"bash": "shell"}
 # Tools whose successful call counts as a file modification (shell writes are invisible on purpose).
-MODIFYING_TOOLS = frozenset({"write_file", "edit_file"})
 
 
 @dataclass(frozen=True)

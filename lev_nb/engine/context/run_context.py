@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.custom import RegionHost, ScriptedRegion
 from lev_nb.engine.context.window import ContextWindow
 from lev_nb.engine.plan.types import RunPlan, StagePlan
@@ -17,7 +18,7 @@ class RunContext(ContextWindow):
     """A ContextWindow that knows the run's stage layouts (and its scripted custom regions)."""
 
     def __init__(
-        self, layout: list[Any], window_tokens: int = 200_000, *, region_host: RegionHost | None = None
+        self, layout: list[Any], window_tokens: int = DEFAULT_WINDOW_TOKENS, *, region_host: RegionHost | None = None
     ) -> None:
         self.region_host = region_host  # before the base class declares the regions
         super().__init__(layout, window_tokens)

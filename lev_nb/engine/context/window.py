@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.regions import (
     ALWAYS_VISIBLE,
     FINAL_OUTPUT_REGION_TOKENS,
@@ -118,7 +119,7 @@ class ContextWindow:
     :data:`ALWAYS_VISIBLE` are shown in every stage.
     """
 
-    def __init__(self, layout: list[RegionConfig], window_tokens: int = 200_000) -> None:
+    def __init__(self, layout: list[RegionConfig], window_tokens: int = DEFAULT_WINDOW_TOKENS) -> None:
         self.window_tokens = window_tokens
         self._global_layout = ensure_auto_regions(list(layout) or default_layout())
         self._global_configs = {config.name: config for config in self._global_layout}

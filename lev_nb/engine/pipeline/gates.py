@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.engine.plan.types import GatePlan, StagePlan
 from lev_nb.engine.state import StageProgress
 
-MODIFYING_TOOLS = frozenset({"write_file", "edit_file"})
 
 
 class RegionView(Protocol):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
+from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
@@ -90,7 +91,7 @@ class StageTools:
         meta.tool_calls += len(calls)
         for call in calls:
             path = (call.arguments or {}).get("path")
-            if self.registry.canonical(call.name) in ("write_file", "edit_file") and isinstance(path, str):
+            if self.registry.canonical(call.name) in MODIFYING_TOOLS and isinstance(path, str):
                 progress.edits_by_path[path] += 1
         started: set[str] = set()
 

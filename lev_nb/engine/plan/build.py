@@ -25,9 +25,9 @@ from lev_nb.engine.plan.types import (
     SeedPlan,
     StagePlan,
 )
+from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.regions import RegionConfig
 
-DEFAULT_WINDOW = 200_000
 
 
 def plan_from_blueprint(bp: Any) -> RunPlan:
@@ -35,10 +35,10 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
     from lev_nb.blueprint.constants import MODEL_WINDOWS
 
     entry = bp.stages[bp.entry_stage]
-    window = DEFAULT_WINDOW
+    window = DEFAULT_WINDOW_TOKENS
     if entry.models:
         ref = entry.models[0]
-        window = MODEL_WINDOWS.get((ref.provider, ref.model), DEFAULT_WINDOW)
+        window = MODEL_WINDOWS.get((ref.provider, ref.model), DEFAULT_WINDOW_TOKENS)
     stages = tuple(
         _stage_plan(bp, name, index, window) for index, name in enumerate(bp.stage_names)
     )
