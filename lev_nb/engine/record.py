@@ -6,11 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import json
 
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
-from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore
+from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
 
 
@@ -32,7 +31,7 @@ class Recorder:
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
-        self.writer.append(self.store, EVENTS, _line(event.to_dict()))
+        self.writer.append(self.store, EVENTS, encode_line(event.to_dict()))
         self.events.append(event)
 
     def save(self, force: bool = False, final: bool = False) -> None:
@@ -46,22 +45,16 @@ class Recorder:
         if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
             return
         self.meta.touch()
-        data = json.dumps(self.meta.to_dict(), indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
-        self.writer.write_meta(self.store, data, durable=final)
+        self.writer.write_meta(self.store, encode_meta(self.meta.to_dict()), durable=final)
         self._last_save = clock
         self._dirty = False
 
     def transcript(self, entry: dict[str, Any]) -> None:
         """Queue one model exchange for transcript.jsonl."""
-        self.writer.append(self.store, TRANSCRIPT, _line(entry))
+        self.writer.append(self.store, TRANSCRIPT, encode_line(entry))
 
     async def flushed(self) -> None:
         """Wait until everything recorded so far is on disk."""
         import asyncio
 
         await asyncio.wrap_future(self.writer.flush())
-
-
-def _line(record: dict[str, Any]) -> bytes:
-    # A lone surrogate from a model's text cannot be UTF-8; written as \udXXX it stays valid JSON.
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")

@@ -20,6 +20,8 @@ __all__ = [
     "runs_dir",
     "write_atomic",
     "read_jsonl",
+    "encode_line",
+    "encode_meta",
     "META",
     "EVENTS",
     "TRANSCRIPT",
@@ -88,8 +90,25 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def encode_line(record: dict[str, Any]) -> bytes:
+    """``record`` as one JSON line of a .jsonl file.
+
+    A lone surrogate (from a model's text) cannot be UTF-8; written as ``\\udXXX`` it stays valid JSON.
+    """
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+
+
+def encode_meta(meta: dict[str, Any]) -> bytes:
+    """``meta`` as the bytes of meta.json (indented, for people who open it)."""
+    return json.dumps(meta, indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
+
+
 class RunStore:
-    """One run's folder. Methods are safe to call from several threads."""
+    """One run's folder, and the only code that writes into it.
+
+    Methods are safe to call from several threads; the engine calls them from the background
+    record writer (:mod:`lev_nb.store.writer`), so a slow disk never stalls a run.
+    """
 
     def __init__(self, run_id: str, home: str | os.PathLike[str] | None = None) -> None:
         if not run_id or "/" in run_id or run_id in (".", ".."):
@@ -97,6 +116,7 @@ class RunStore:
         self.run_id = run_id
         self.run_dir = runs_dir(home) / run_id
         self._lock = threading.Lock()
+        self._made = False
 
     @property
     def dir(self) -> Path:
@@ -105,37 +125,42 @@ class RunStore:
 
     def ensure(self) -> Path:
         """Create the run folder (owner-only) if needed and return it."""
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self._made:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._made = True
         return self.dir
 
-    def write_meta(self, meta: dict[str, Any], durable: bool = True) -> None:
-        """Replace meta.json atomically (``durable=False`` skips the fsync; see _write_atomic)."""
-        data = json.dumps(meta, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+    def write_meta(self, meta: dict[str, Any] | bytes, durable: bool = True) -> None:
+        """Replace meta.json atomically (``durable=False`` skips the fsync; see write_atomic)."""
+        self.write_file(META, meta if isinstance(meta, bytes) else encode_meta(meta), durable)
+
+    def write_file(self, name: str, data: bytes, durable: bool = True) -> None:
+        """Replace the file ``name`` of the run folder atomically with ``data``."""
         self.ensure()
         with self._lock:
-            write_atomic(self.dir / META, data, durable)
+            write_atomic(self.dir / name, data, durable)
 
     def read_meta(self) -> dict[str, Any]:
         """The current meta.json (raises FileNotFoundError / ValueError if missing or unreadable)."""
         return json.loads((self.dir / META).read_text(encoding="utf-8"))
 
-    def _append(self, name: str, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    def append_lines(self, name: str, lines: list[bytes]) -> None:
+        """Append encoded lines to the .jsonl file ``name`` in one write, so writers never interleave."""
         self.ensure()
         with self._lock:
             fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, line)  # one write per line, so lines never interleave
+                os.write(fd, b"".join(lines))
             finally:
                 os.close(fd)
 
     def append_event(self, event: dict[str, Any]) -> None:
         """Append one event as a line of events.jsonl."""
-        self._append(EVENTS, event)
+        self.append_lines(EVENTS, [encode_line(event)])
 
     def append_transcript(self, entry: dict[str, Any]) -> None:
         """Append one transcript entry as a line of transcript.jsonl."""
-        self._append(TRANSCRIPT, entry)
+        self.append_lines(TRANSCRIPT, [encode_line(entry)])
 
     def read_events(self) -> list[dict[str, Any]]:
         """Every event recorded so far, in order."""
@@ -147,10 +172,7 @@ class RunStore:
 
     def write_final_output(self, content: bytes | str) -> None:
         """Replace the final_output file atomically with the answer's raw bytes."""
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-        self.ensure()
-        with self._lock:
-            write_atomic(self.dir / FINAL_OUTPUT, data)
+        self.write_file(FINAL_OUTPUT, content.encode("utf-8") if isinstance(content, str) else bytes(content))
 
     def read_final_output(self) -> bytes | None:
         """The answer's raw bytes, or None if the run submitted none."""

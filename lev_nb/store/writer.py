@@ -1,6 +1,7 @@
 """The run-record writer: one background thread does every disk write of every run.
 
-The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; writes queued
+The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; the writes
+themselves are :class:`~lev_nb.store.files.RunStore` methods, the one implementation. Writes queued
 for the same run are batched (one open per file per batch) and only the newest meta.json of a
 run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
@@ -10,13 +11,12 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
-import os
 import threading
 from typing import Any
 
-from lev_nb.store.files import EVENTS, META, TRANSCRIPT, RunStore, write_atomic
+from lev_nb.store.files import RunStore
 
-__all__ = ["RecordWriter", "record_writer", "EVENTS", "TRANSCRIPT"]
+__all__ = ["RecordWriter", "record_writer"]
 
 
 class RecordWriter:
@@ -28,7 +28,6 @@ class RecordWriter:
         self._lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]] = {}
         self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
         self._waiters: list[concurrent.futures.Future[None]] = []
-        self._ready: set[str] = set()
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -76,35 +75,14 @@ class RecordWriter:
                 lines, self._lines = self._lines, {}
                 waiters, self._waiters = self._waiters, []
             for (run_id, name), (store, chunk) in lines.items():
-                self._safely(self._append, store, name, chunk)
+                self._safely(store.append_lines, name, chunk)
             for (run_id, name), (store, data) in files.items():
-                self._safely(self._file_write, store, name, data)
+                self._safely(store.write_file, name, data, False)
             for store, data, durable in metas.values():
-                self._safely(self._meta_write, store, data, durable)
+                self._safely(store.write_meta, data, durable)
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
-
-    def _ensure(self, store: RunStore) -> None:
-        if store.run_id not in self._ready:
-            store.ensure()
-            self._ready.add(store.run_id)
-
-    def _append(self, store: RunStore, name: str, chunk: list[bytes]) -> None:
-        self._ensure(store)
-        fd = os.open(store.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, b"".join(chunk))
-        finally:
-            os.close(fd)
-
-    def _file_write(self, store: RunStore, name: str, data: bytes) -> None:
-        self._ensure(store)
-        write_atomic(store.dir / name, data, durable=False)
-
-    def _meta_write(self, store: RunStore, data: bytes, durable: bool) -> None:
-        self._ensure(store)
-        write_atomic(store.dir / META, data, durable)
 
     @staticmethod
     def _safely(fn: Any, *args: Any) -> None:
