@@ -2,8 +2,11 @@
 
 The loader walks the parsed TOML in the order upstream evaluates it, so that when a file has several
 problems the first one reported is the same. Values of the wrong type are treated as absent except
-where the format makes them an error; every error is a :class:`BlueprintError` that names the key
-path and, where the scanner can find it, the line and column.
+where the format makes them an error; that includes a non-table where a table belongs, even for
+``agent`` (``agent = 3`` is an agent with every default) and a stage (``[stages] work = 5`` is a
+default stage, which the lints then flag as declaring no mode, model or max_iterations). Every
+error is a :class:`BlueprintError` that names the key path and, where the scanner can find it, the
+line and column.
 """
 
 from __future__ import annotations
@@ -185,19 +188,18 @@ class _Loader:
 
     # -- top level -----------------------------------------------------------------------------
     def build(self, raw: dict[str, Any]) -> Blueprint:
-        agent_raw = _table(raw.get("agent"))
-        if agent_raw is None:
+        if "agent" not in raw:
             raise self.fail("Missing [agent] section", ["agent"],
                             hint="add an [agent] table with at least name = \"...\"")
-        agent = self.agent(agent_raw)
+        # Upstream only asks that the key exists: `agent = 3` is an agent with every default.
+        agent = self.agent(_table(raw["agent"]) or {})
 
         stages: dict[str, Stage] = {}
         stages_raw = _table(raw.get("stages"))
         if stages_raw:
             for name, table in stages_raw.items():
-                if not isinstance(table, dict):
-                    raise self.fail(f"stage '{name}' must be a table", ["stages", name])
-                stages[name] = self.stage(name, table)
+                # A non-table stage (`work = 5`) reads as a stage with every default, as upstream.
+                stages[name] = self.stage(name, _table(table) or {})
         else:
             stages[C.IMPLICIT_STAGE_NAME] = construct(Stage, name=C.IMPLICIT_STAGE_NAME)
 
