@@ -317,7 +317,7 @@ class _Loader:
             out["tool_permissions"] = self.stage_permissions(name, t["tool_permissions"])
         if _table(t.get("context")) is not None:
             out["context"] = self.stage_context(name, t["context"])
-        if "transitions" in t:
+        if _table(t.get("transitions")) is not None:  # a non-table reads as absent: a linear stage
             out["transitions"] = self.transitions(name, t["transitions"])
 
         # mode sugar

@@ -450,12 +450,14 @@ def current() -> Settings:
         return settings
 
 
+# Sections whose keys are long and unambiguous enough to be given by their own name alone
+# (`configure(max_concurrent_inferences=4)`, `lev -c default_max_iterations=10`).
+_SHORTCUT_SECTIONS = ("limits", "security")
+
+
 def _leaf_names() -> dict[str, Key]:
-    """Keys that may be given by their last part alone (it names one key only)."""
-    seen: dict[str, list[Key]] = {}
-    for key, _ in static_keys():
-        seen.setdefault(key[-1], []).append(key)
-    return {name: keys[0] for name, keys in seen.items() if len(keys) == 1}
+    """The [limits] and [security] keys by their own name (each names one key only)."""
+    return {key[-1]: key for key, _ in static_keys() if len(key) == 2 and key[0] in _SHORTCUT_SECTIONS}
 
 
 def _override_key(name: str) -> Key:
@@ -467,11 +469,15 @@ def _override_key(name: str) -> Key:
     short = _leaf_names()
     if name in short:
         return short[name]
-    everything = [dotted(k) for k, _ in static_keys()] + list(SCHEMA.fields) + list(short)
+    # Suggest by full path, by top-level name, or by a key's own name (any section).
+    by_leaf: dict[str, Key] = {}
+    for key, _ in static_keys():
+        by_leaf.setdefault(key[-1], key)
+    everything = [dotted(k) for k, _ in static_keys()] + list(SCHEMA.fields) + list(by_leaf)
     close = difflib.get_close_matches(name, everything, n=1, cutoff=0.6)
     hint = None
     if close:
-        target = short.get(close[0])
+        target = by_leaf.get(close[0])
         hint = f"did you mean '{dotted(target) if target else close[0]}'?"
     raise ConfigError(f"unknown setting '{name}'", origin="lev_nb.configure()", hint=hint)
 
@@ -481,7 +487,7 @@ def configure(**overrides: Any) -> Settings:
 
     Keywords are top-level keys (``default_model="..."``), whole sections as dicts
     (``limits={"max_concurrent_inferences": 4}``), dotted keys (``**{"security.read_paths": [...]}``)
-    or a key's last part when that names one key only (``max_concurrent_inferences=4``). ``None``
+    or a ``[limits]`` / ``[security]`` key by its own name (``max_concurrent_inferences=4``). ``None``
     removes an override. A misspelt name or a value of the wrong type raises :class:`ConfigError`
     and changes nothing. :func:`clear_session` removes every override.
     """

@@ -45,3 +45,8 @@ def test_non_table_stages_keep_their_order_among_tables() -> None:
 
 def test_the_implicit_stage_declares_everything_but_max_iterations() -> None:
     assert findings('agent = 3\n') == [("stage-missing-max-iterations", "warning", "main")]
+
+
+def test_non_table_transitions_read_as_absent() -> None:
+    bp = load('[agent]\nname = "x"\n[stages.a]\ntransitions = 5\n[stages.b]\ntransitions = {}\n')
+    assert bp.stages["a"].transitions is None and bp.stages["b"].transitions == {}
