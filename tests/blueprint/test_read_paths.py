@@ -135,3 +135,28 @@ def test_grant_stanza_is_valid_toml() -> None:
 
     text = grant_stanza("my agent", ['C:\\data', 'a"b', "glob:~/x/**"])
     assert tomllib.loads(text) == {"agent_read_paths": {"my agent": {"allow": ['C:\\data', 'a"b', "glob:~/x/**"]}}}
+
+
+# ------------------------------------------------------------------------------------------------
+# A blueprint's entries are syntax-checked when it loads, as a run would compile them
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry, words", [
+    ("regex:relative/.*", "a regex must start with '/'"),
+    ("glob:/a/**b", "not a valid glob"),
+    ("glob:/a/../b", "cannot contain '.' or '..'"),
+    ("~other/notes", "only '~/'"),
+])
+def test_a_blueprint_entry_that_cannot_compile_is_a_parse_error(entry: str, words: str) -> None:
+    from lev_nb.blueprint import BlueprintError, load
+
+    with pytest.raises(BlueprintError) as info:
+        load(f'[agent]\nname = "x"\n[read_paths]\nallow = ["{entry}"]\n')
+    assert info.value.kind == "parse" and info.value.key_path == "read_paths.allow"
+    assert words in info.value.message and info.value.message.startswith("[read_paths]: ")
+
+
+@pytest.mark.parametrize("entry", ["glob:/a/{b", "glob:../../shared/**", "relative/path", "~/notes", "regex:~/x/.*"])
+def test_entries_that_compile_load(entry: str) -> None:
+    from lev_nb.blueprint import load
+
+    assert load(f'[agent]\nname = "x"\n[read_paths]\nallow = ["{entry}"]\n').read_paths.allow == [entry]
