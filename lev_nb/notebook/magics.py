@@ -174,11 +174,11 @@ class LevMagics(Magics):
     @staticmethod
     def _default_model() -> str | None:
         """``[notebook] model`` of the user's configuration."""
-        import lev_nb
+        from lev_nb.settings import ConfigError, current
 
         try:
-            return lev_nb.config().notebook.model
-        except lev_nb.ConfigError as exc:
+            return current().notebook.model
+        except ConfigError as exc:
             raise UsageError(f"%%lev: {_one_line(exc)}") from None
 
     @staticmethod
