@@ -23,7 +23,7 @@ from lev_nb.version import __version__
 
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
-    "ScriptedModel", "MockModel",
+    "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -37,6 +37,11 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "run": ("lev_nb.engine.api", "run"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
+    # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").
+    "config": ("lev_nb.settings.loader", "current"),
+    "configure": ("lev_nb.settings.loader", "configure"),
+    "ConfigError": ("lev_nb.settings.errors", "ConfigError"),
+    "Settings": ("lev_nb.settings.model", "Settings"),
 }
 
 

@@ -1,5 +1,6 @@
-"""Fixtures shared by every test folder: no real model, a private LEV_HOME, a working directory,
-the ``engine`` run harness and the ``write_allowed`` header. Plain helpers live in support.py."""
+"""Fixtures shared by every test folder: no real model, a private LEV_HOME, no user configuration,
+a working directory, the ``engine`` run harness and the ``write_allowed`` header. Plain helpers live
+in support.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,17 @@ def pytest_configure(config: pytest.Config) -> None:
     global _SESSION_HOME
     _SESSION_HOME = tempfile.mkdtemp(prefix="lev-test-home-")
     os.environ["LEV_HOME"] = _SESSION_HOME
+    # Nor does any test read the developer's configuration: not a LEV_CONFIG file, not a setting
+    # exported in the shell (notebook kernels inherit this environment too).
+    for name in _config_env_names():
+        os.environ.pop(name, None)
+
+
+def _config_env_names() -> list[str]:
+    from lev_nb.settings.paths import CONFIG_ENV
+    from lev_nb.settings.schema import ENVIRONMENT
+
+    return [CONFIG_ENV, *(var for var, _ in ENVIRONMENT)]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -36,6 +48,19 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach a real model: a key in the developer's shell must not leak into a run."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no configuration from the environment and no session overrides
+    (``lev_nb.configure``), and leaves none behind."""
+    from lev_nb.settings.loader import clear_session
+
+    for name in _config_env_names():
+        monkeypatch.delenv(name, raising=False)
+    clear_session()
+    yield
+    clear_session()
 
 
 @pytest.fixture

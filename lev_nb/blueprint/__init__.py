@@ -18,9 +18,13 @@ adds the script compile checks and is what ``lev validate`` reports)
                 .by_code(code) .to_json() .to_dict() (the --json object) .failure_line()
     ``Finding`` .code .severity ("error"|"warning"|"note") .stage .message .fix
     ``LintEnv`` known_tools, known_models, model_windows, available_providers (None = unknown),
-                read_path_granted, read_paths_grant_error, safe_commands_honoured;
-                ``LintEnv.for_blueprint(bp)`` is lev_nb's default environment (see lints.py);
-                ``lints.ALL_CODES`` lists the 33 codes
+                read_path_granted, read_paths_allow_blueprint, read_paths_grant_error,
+                safe_commands_honoured; ``LintEnv.for_blueprint(bp)`` is the environment with the
+                user's configuration unknown (see lints.py; ``lev_nb.settings.lint_env`` fills the
+                config-dependent fields); ``lints.ALL_CODES`` lists the 33 codes
+Read paths (``read_paths``: the ``[read_paths]`` entry forms, shared with the user's grants)
+    ``compile_entry(raw, workdir, home)``, ``ReadPathSet.compile(...)``, ``.matches_lexically(path)``,
+    ``ReadPathEntry.sample_path()``, ``ReadPathError``
     ``extra_checks``: list of ``Callable[[Blueprint], list[Finding]]`` run by every validation
         after the lints and the given checks (a hook point for users)
 Script tools (``script_tools``: the one reader of ``// @tool`` annotations and tool manifests)

@@ -8,7 +8,9 @@ known tools = the Appendix A built-ins and aliases, the sub-agent tools and the 
 ``tools/*.rhai`` names; known models and windows = the Appendix B table (closed catalogues:
 anthropic, openai, google); the user's config is *unknown*, so the provider-reachability check
 (no-reachable-provider) is skipped and the read-paths / safe-commands notes take their
-"not checked" forms. lev_nb does not read ``~/.leviath``.
+"not checked" forms. ``lev validate`` and ``lev_nb.validate`` fill the config-dependent fields
+from the user's ``config.toml`` (:func:`lev_nb.settings.lint_env`). lev_nb does not read
+``~/.leviath``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 
 from . import constants as C
 from .model import Blueprint, Region, Stage
+from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
 from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
 from .script_tools import script_tool_names
@@ -29,8 +32,11 @@ class LintEnv:
 
     ``available_providers`` None means the config is unknown (skips no-reachable-provider).
     ``read_path_granted`` (entry -> True/False/None) is the config's read_paths grant report, or
-    None when unknown; ``read_paths_grant_error`` replaces it when the config's grants are broken.
-    ``safe_commands_honoured`` None = unknown, False = the config refuses blueprint safe commands.
+    None when unknown; ``read_paths_allow_blueprint`` says every entry is granted wholesale by
+    ``[security] allow_blueprint_read_paths``; ``read_paths_grant_error`` replaces the report when
+    the config's grants do not compile. ``safe_commands_honoured`` None = unknown, False = the
+    config refuses blueprint safe commands. :func:`lev_nb.settings.lint_env` builds these from the
+    user's configuration.
     """
 
     known_tools: frozenset[str] = frozenset()
@@ -39,6 +45,7 @@ class LintEnv:
     available_providers: frozenset[str] | None = None
     read_path_granted: Callable[[str], bool | None] | None = None
     read_paths_grant_error: str | None = None
+    read_paths_allow_blueprint: bool = False
     safe_commands_honoured: bool | None = None
 
     @classmethod
@@ -146,23 +153,26 @@ def a5_a6_a7_read_paths(bp: Blueprint, env: LintEnv) -> list[Finding]:
     if env.read_paths_grant_error is not None:
         return [_f("read-paths-grant-invalid", "warning",
                    f"the read_paths grant in your config.toml does not compile: {env.read_paths_grant_error}",
-                   "fix the [agent_read_paths] entries in your config.toml")]
+                   f"fix or remove the entry in your config.toml ([security] read_paths or "
+                   f"[agent_read_paths.{toml_key(bp.agent.name)}])")]
     if env.read_path_granted is None:
         return [_f("read-paths-declared", "note",
                    f"declares [read_paths] (reads outside the run's workdir): {', '.join(entries)}",
                    "these reads do nothing until your config.toml grants them under "
                    f"[agent_read_paths.{bp.agent.name}]")]
-    status = {e: env.read_path_granted(e) for e in entries}
-    granted = sum(1 for v in status.values() if v)
+    status = [(e, env.read_path_granted(e)) for e in entries]
+    granted = sum(1 for _, v in status if v is True)
     words = {True: "granted", False: "NOT granted", None: "cannot be checked from the pattern alone"}
+    fix = ("every entry is granted by [security] allow_blueprint_read_paths = true" if env.read_paths_allow_blueprint
+           else "; ".join(f"{e}: {words[v]}" for e, v in status))
     out = [_f("read-paths-declared", "note",
               f"declares [read_paths] (reads outside the run's workdir): {len(entries)} declared, {granted} granted",
-              "; ".join(f"{e}: {words[v]}" for e, v in status.items()))]
-    refused = [e for e, v in status.items() if v is False]
+              fix)]
+    refused = [e for e, v in status if v is False]
     if refused:
         out.append(_f("read-paths-not-granted", "warning",
                       f"your config does not grant {', '.join(refused)}: reads matching them will be refused",
-                      f"[agent_read_paths.{bp.agent.name}] allow = [{', '.join(repr(e) for e in refused)}]"))
+                      "add to your config.toml: " + grant_stanza(bp.agent.name, refused).replace("\n", " ")))
     return out
 
 
@@ -203,8 +213,9 @@ def a10_safe_commands_declared(bp: Blueprint, env: LintEnv) -> list[Finding]:
         msg = ("declares [safe_commands]. Declaring is not granting: these only skip the approval prompt once "
                "your config opts in")
     return [_f("safe-commands-declared", "note", msg,
-               "set allow_blueprint_safe_commands = true under [agent_safe_commands.<agent>] in config.toml "
-               "if you trust this blueprint")]
+               f"if you trust this blueprint, set [agent_safe_commands.{toml_key(bp.agent.name)}] "
+               "allow_blueprint = true in your config.toml, or [security] allow_blueprint_safe_commands = true "
+               "for every agent")]
 
 
 def a11_holds_under_yolo(bp: Blueprint, env: LintEnv) -> list[Finding]:
@@ -394,9 +405,13 @@ AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
 # Per-stage checks (S1-S14)
 # ------------------------------------------------------------------------------------------------
 def _raw_stage(bp: Blueprint, name: str) -> dict | None:
+    """The stage's table as written; {} for a stage written as a non-table (it declares nothing), and
+    None for a stage the text does not write (the implicit one), which counts as declaring everything."""
     stages = bp.raw.get("stages")
-    raw = stages.get(name) if isinstance(stages, dict) else None
-    return raw if isinstance(raw, dict) else None
+    if not isinstance(stages, dict) or name not in stages:
+        return None
+    raw = stages[name]
+    return raw if isinstance(raw, dict) else {}
 
 
 def s1_s2_declared(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:

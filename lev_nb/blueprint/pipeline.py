@@ -22,6 +22,9 @@ from .model import Blueprint
 from .report import Finding, Report, sort_findings
 
 Check = Callable[[Blueprint], list[Finding]]
+# The lint environment, or a function that builds it for the loaded blueprint (as the user's
+# configuration does: lev_nb.settings.configured_lint_env).
+EnvSpec = LintEnv | Callable[[Blueprint], LintEnv] | None
 extra_checks: list[Check] = []
 
 
@@ -31,13 +34,17 @@ def refusal(exc: BlueprintError, deny_warnings: bool) -> Report:
     return Report(error=f"{prefix}: {exc.detail}", deny_warnings=deny_warnings, exception=exc)
 
 
-def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None,
+def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: EnvSpec = None,
                        checks: Sequence[Check] = ()) -> Report:
-    """Hard-check and lint an already loaded blueprint, then run ``checks`` and :data:`extra_checks`."""
+    """Hard-check and lint an already loaded blueprint, then run ``checks`` and :data:`extra_checks`.
+
+    ``env`` is the lint environment, a function of the blueprint that returns one, or None for
+    :meth:`LintEnv.for_blueprint` (the user's configuration unknown).
+    """
     try:
         check(bp)
         check_region_scripts(bp)
-        findings = lint(bp, env)
+        findings = lint(bp, env(bp) if callable(env) else env)
         for hook in [*checks, *extra_checks]:
             findings.extend(hook(bp))
     except BlueprintError as exc:
@@ -46,7 +53,7 @@ def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintE
 
 
 def validate_source(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
-                    env: LintEnv | None = None, checks: Sequence[Check] = ()) -> Report:
+                    env: EnvSpec = None, checks: Sequence[Check] = ()) -> Report:
     """Validate an agent folder, its agent.leviath, TOML text, or a loaded :class:`Blueprint`.
 
     A blueprint that cannot be parsed or fails the hard checks gives a report whose ``error`` is

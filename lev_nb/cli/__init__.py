@@ -1,9 +1,10 @@
 """The ``lev`` command line tool: the parser assembly and the entry point ``main``.
 
 Every command and all terminal text live in this package: ``blueprint_commands`` (validate, schema,
-graph), ``run_commands`` (run, ps, result), ``progress`` (the live line ``lev run`` prints on
-stderr) and ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run
-display use it too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
+graph), ``run_commands`` (run, ps, result), ``config_commands`` (config, and the global
+``-c KEY=VALUE`` launch option), ``progress`` (the live line ``lev run`` prints on stderr) and
+``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run display use it
+too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
 runs the same.
 """
 
@@ -14,7 +15,7 @@ import os
 import sys
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -24,6 +25,7 @@ COMMANDS = (
     run_commands.add_ps,
     run_commands.add_result,
     blueprint_commands.add_graph,
+    config_commands.add_config,
 )
 
 
@@ -34,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Design, check and run multi-stage LLM agents (lev_nb).",
     )
     parser.add_argument("--version", action="version", version=f"lev {__version__}")
+    config_commands.add_launch_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in COMMANDS:
         add(subparsers)
@@ -55,7 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         return 0
     try:
-        return int(func(args))
+        if not args.settings:
+            return int(func(args))
+        from lev_nb.settings import ConfigError, launch_options
+
+        try:
+            overrides = config_commands.launch_overrides(args.settings)
+        except ConfigError as exc:
+            print(f"lev: error: {exc}", file=sys.stderr)
+            return 2
+        with launch_options(overrides):
+            return int(func(args))
     except BrokenPipeError:
         # The reader went away (`lev ps | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,7 +1,8 @@
 """``lev validate``, ``lev schema`` and ``lev graph``: checking and showing a blueprint (spec §8).
 
 The checks themselves live in :mod:`lev_nb.blueprint`; this module turns their report into the
-text and exit status of the command.
+text and exit status of the command. ``lev validate`` lints under the user's configuration
+(:mod:`lev_nb.settings`: read-path grants and the safe-commands opt-in).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def run_validate(args: argparse.Namespace) -> int:
             return 1
         report = refusal(exc, args.deny_warnings)
     else:
-        report = validate_blueprint(bp, deny_warnings=args.deny_warnings)
+        report = validate_blueprint(bp, deny_warnings=args.deny_warnings, env=_lint_env(bp))
 
     if args.json:
         print(report.to_json())
@@ -78,6 +79,20 @@ def run_validate(args: argparse.Namespace) -> int:
         print(failure, file=sys.stderr)
         return 1
     return 0
+
+
+def _lint_env(bp: Any) -> Any:
+    """The lint environment under the user's configuration (spec §8 step 6). A configuration that
+    cannot be read is not a reason to refuse the lint: its checks take their "unknown" forms, and
+    stderr says why."""
+    from lev_nb.settings import ConfigError, current, lint_env
+
+    try:
+        settings = current()
+    except ConfigError as exc:
+        print(f"lev: warning: {exc}; the checks that depend on your configuration are skipped", file=sys.stderr)
+        settings = None
+    return lint_env(bp, settings)
 
 
 def run_graph(args: argparse.Namespace) -> int:

@@ -7,13 +7,15 @@ does not compile) surfaces as one ``UsageError`` line, never a traceback.
 - ``%lev validate PATH [--deny-warnings]`` shows the validation report.
 - ``%lev graph PATH [--current STAGE] [--direction LR]`` shows the stage graph (Mermaid).
 - ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
+- ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
   shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once.
 - ``%%rhai [--validate] [--call FN] [--arg NAME ...] [VAR]``: evaluate the cell as Rhai in the
   hardened engine; ``--validate`` compiles it as an output validator and stores it in VAR
   (default ``validator``); ``--call FN`` calls a function the cell defines.
 
-``%config LevMagics.default_model = "mock"`` sets the model ``%%lev`` uses without ``--model``.
+``%config LevMagics.default_model = "mock"`` sets the model ``%%lev`` uses without ``--model``; when
+it is empty, ``[notebook] model`` of the user's configuration (``lev_nb.config()``) applies.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ lev_nb magics
   %lev validate PATH [--deny-warnings]      lint a blueprint (agent folder or agent.leviath)
   %lev graph PATH [--current STAGE]         draw the stage graph (Mermaid)
   %lev ps [--all]                           list recorded runs
+  %lev config                               the effective settings and where each came from
   %lev help                                 this text
   %%lev PATH [VAR] [--model SPEC] [--workdir DIR]
                                             run PATH on the task in the cell body; the Run is
@@ -44,6 +47,7 @@ lev_nb magics
                                             (fn validate(content)); stored in VAR (default validator)
   %%rhai --call FN [--arg NAME ...] [VAR]   call FN defined in the cell with Python variables
 Set a default model with: %config LevMagics.default_model = "mock"
+(or for every notebook: [notebook] model = "mock" in config.toml)
 """
 
 
@@ -133,10 +137,10 @@ class LevMagics(Magics):
         if command in ("", "help", "-h", "--help"):
             print(HELP_TEXT, end="")
             return None
-        handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps}
+        handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps, "config": self._config}
         handler = handlers.get(command)
         if handler is None:
-            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, help")
+            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, config, help")
         return handler(rest)
 
     def _validate(self, rest: str) -> Any:
@@ -163,6 +167,26 @@ class LevMagics(Magics):
 
         args = parse_argstring(_ps_args, rest)
         print_ps(all_runs=args.all)
+
+    def _config(self, rest: str) -> None:
+        import argparse
+
+        from lev_nb.cli.config_commands import run_config
+
+        if rest.strip():
+            raise UsageError("%lev config takes no arguments; use lev_nb.config() for the settings object")
+        if run_config(argparse.Namespace(action="show", json=False, path=False)) != 0:
+            raise UsageError("%lev config: the configuration cannot be read (see the message above)")
+
+    @staticmethod
+    def _default_model() -> str | None:
+        """``[notebook] model`` of the user's configuration."""
+        from lev_nb.settings import ConfigError, current
+
+        try:
+            return current().notebook.model
+        except ConfigError as exc:
+            raise UsageError(f"%%lev: {_one_line(exc)}") from None
 
     @staticmethod
     def _load(path: str) -> Any:
@@ -192,7 +216,7 @@ class LevMagics(Magics):
         args = parse_argstring(self.lev, line)
         var = _check_identifier(args.var)
         bp = self._load(args.path)
-        model = args.model if args.model is not None else (self.default_model or None)
+        model = args.model if args.model is not None else (self.default_model or self._default_model())
         task = interpolate(cell.strip(), self._user_ns)
         try:
             run = bp.run(task, model=model, workdir=args.workdir)

@@ -2,7 +2,9 @@
 
 :func:`validate` is the full verdict of ``lev validate`` (``lev_nb.validate``): the blueprint
 format's pipeline (:mod:`lev_nb.blueprint.pipeline`: hard checks and lints) with
-:func:`script_findings` added after the lints.
+:func:`script_findings` added after the lints. Unless an ``env`` is given, the lints run under the
+user's configuration (:func:`lev_nb.settings.configured_lint_env`: read-path grants, safe-commands
+opt-in; spec/blueprint.md §8 step 6), or its "unknown" form when the configuration cannot be read.
 
 Tool scripts (``tools/*.rhai``), output validators, stage hooks and custom-region scripts are
 compiled with the same hardened engine that runs them, so a syntax error, a missing entry point
@@ -22,6 +24,7 @@ from lev_nb.blueprint.constants import BUILTIN_TOOLS
 from lev_nb.blueprint.lints import LintEnv
 from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.report import Finding, Report
+from lev_nb.settings.grants import configured_lint_env
 from lev_nb.workspace import PathEscape, confine
 
 from ._common import ScriptError
@@ -39,13 +42,16 @@ def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool 
     """Validate an agent folder, its agent.leviath, TOML text, or a loaded :class:`Blueprint`:
     the hard checks, the lints and the script compile checks, as ``lev validate`` reports them.
     Refusals and unreadable manifests are handled as in :func:`~lev_nb.blueprint.pipeline.validate_source`.
+    ``env`` (default: the user's configuration) is the lint environment.
     """
-    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=env, checks=(script_findings,))
+    lint_env = env if env is not None else configured_lint_env
+    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=lint_env, checks=(script_findings,))
 
 
 def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None) -> Report:
     """:func:`validate` for an already loaded blueprint."""
-    return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=env, checks=(script_findings,))
+    lint_env = env if env is not None else configured_lint_env
+    return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=lint_env, checks=(script_findings,))
 
 
 def script_findings(bp: Blueprint) -> list[Finding]:

@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from lev_nb.settings.paths import lev_home
+
 __all__ = [
     "RunStore",
     "lev_home",
@@ -32,14 +34,6 @@ META = "meta.json"
 EVENTS = "events.jsonl"
 TRANSCRIPT = "transcript.jsonl"
 FINAL_OUTPUT = "final_output"
-
-
-def lev_home(home: str | os.PathLike[str] | None = None) -> Path:
-    """The lev_nb home: ``home`` if given, else ``$LEV_HOME``, else ``~/.lev`` (read at call time)."""
-    if home is not None:
-        return Path(home)
-    env = os.environ.get("LEV_HOME")
-    return Path(env) if env else Path.home() / ".lev"
 
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:

@@ -102,6 +102,30 @@ def test_default_model_comes_from_config_and_default_var(ip: InteractiveShell) -
     assert run.status == "complete" and run.stage_history == ["read", "check", "table"]
 
 
+def test_default_model_falls_back_to_the_notebook_setting(ip: InteractiveShell) -> None:
+    lev_nb.configure(notebook={"model": "mock"})
+    ip.run_cell_magic("lev", TRIAGE, "R-2")
+    run = ip.user_ns["_lev_run"].wait(RUN_TIMEOUT_S)
+    assert run.status == "complete"
+
+
+def test_a_broken_configuration_is_one_line_when_it_is_needed(ip: InteractiveShell, tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text('[notebook]\nmodle = "mock"\n')
+    with pytest.raises(UsageError) as excinfo:
+        ip.run_cell_magic("lev", TRIAGE, "task")
+    assert "notebook.modle: unknown key 'modle' (did you mean 'model'?)" in one_line_usage_error(excinfo)
+    ip.run_cell_magic("lev", f"{TRIAGE} --model mock", "task")  # an explicit model needs no configuration
+    assert ip.user_ns["_lev_run"].wait(RUN_TIMEOUT_S).status == "complete"
+
+
+def test_lev_config_shows_the_settings(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    lev_nb.configure(notebook={"model": "mock"})
+    ip.run_line_magic("lev", "config")
+    out = capsys.readouterr().out
+    assert "# configuration file:" in out and 'notebook.model = "mock"' in out and "session (lev_nb.configure)" in out
+
+
 def test_cell_magic_errors_are_one_line(ip: InteractiveShell) -> None:
     with pytest.raises(UsageError) as excinfo:
         ip.run_cell_magic("lev", f"{TRIAGE} --model bogus", "task")

@@ -1,0 +1,93 @@
+"""``lev config``: the effective settings and where each came from; ``lev -c KEY=VALUE`` launch options.
+
+The settings themselves live in :mod:`lev_nb.settings`; this module turns them into terminal text.
+``lev config`` lists every key with its value and its source (the file and line, the environment
+variable, a session or launch override, or the built-in default); ``--json`` prints the same as one
+object; ``lev config path`` (or ``--path``) prints where the file is, whether or not it exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+
+def add_config(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``lev config``."""
+    p = subparsers.add_parser(
+        "config", help="show the effective settings and where each came from",
+        description="Show the effective settings: $LEV_HOME/config.toml under environment variables and "
+                    "launch options (lev -c KEY=VALUE), with the source of every value.")
+    p.add_argument("action", nargs="?", choices=["show", "path"], default="show",
+                   help="show (default): every setting; path: print the configuration file's path")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--path", action="store_true", help="print the configuration file's path and stop")
+    p.set_defaults(func=run_config)
+
+
+def add_launch_options(parser: argparse.ArgumentParser) -> None:
+    """The global ``-c KEY=VALUE`` option: override one setting for this command."""
+    parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting for this command, e.g. -c limits.max_concurrent_inferences=4 "
+                             "(highest precedence; repeatable)")
+
+
+def run_config(args: argparse.Namespace) -> int:
+    """``lev config [path] [--json] [--path]``; returns the exit status."""
+    from lev_nb.settings import ConfigError, config_path, current, rows
+
+    if args.path or args.action == "path":
+        print(config_path())
+        return 0
+    try:
+        settings = current()
+    except ConfigError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        data = {
+            "path": str(settings.path),
+            "exists": settings.file_exists,
+            "settings": settings.to_dict(),
+            "sources": {row.key: row.source.to_dict() for row in rows(settings)},
+        }
+        print(json.dumps(data, indent=2))
+        return 0
+    state = "" if settings.file_exists else " (not found: built-in defaults apply)"
+    print(f"# configuration file: {settings.path}{state}")
+    print("# precedence: launch option (-c) > session (lev_nb.configure) > environment > config.toml > default")
+    table = [(row.key, _render(row.value), str(row.source)) for row in rows(settings)]
+    width = max(len(k) + len(v) for k, v, _ in table) + 3
+    for key, value, source in table:
+        print(f"{key} = {value}".ljust(width) + f"  # {source}")
+    return 0
+
+
+def _render(value: Any) -> str:
+    """A value as TOML writes it (unset values show as a comment-friendly ``(unset)``)."""
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{k} = {_render(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_render(v) for v in value) + "]"
+    return repr(value)
+
+
+def launch_overrides(items: list[str]) -> Any:
+    """Parse and check ``-c`` options (a nested override table); raises ConfigError on a bad one."""
+    from lev_nb.settings.loader import check_launch, parse_assignments
+
+    overrides = parse_assignments(items)
+    check_launch(overrides)
+    return overrides

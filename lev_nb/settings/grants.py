@@ -1,0 +1,147 @@
+"""Whether this machine's settings grant what a blueprint declares (spec/blueprint.md §8 step 6, §10 A5-A7, A10).
+
+:func:`read_path_report` answers, entry by entry, whether the ``[read_paths]`` a blueprint
+declares are live under the settings: "granted", "NOT granted" or "cannot be checked from the
+pattern alone". The check is pattern-level and never touches the disk: each declared entry is
+compiled against the workdir (the current folder, which is what ``lev run`` defaults to), reduced
+to one sample path, and offered to the compiled grants (``[security] read_paths`` plus
+``[agent_read_paths.<agent>] allow``) with :meth:`ReadPathSet.matches_lexically`.
+``[security] allow_blueprint_read_paths = true`` grants every declaration wholesale. Grants that do
+not compile are reported as such (lint ``read-paths-grant-invalid``), never silently dropped.
+
+:func:`lint_env` turns the settings into the :class:`LintEnv` of ``lev validate``;
+:func:`configured_lint_env` does that for the effective settings, falling back to the
+"configuration unknown" environment when they cannot be read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lev_nb.blueprint.lints import LintEnv
+from lev_nb.blueprint.model import Blueprint
+from lev_nb.blueprint.read_paths import (
+    ReadPathError,
+    ReadPathSet,
+    compile_entry,
+    grant_stanza,
+    home_dir,
+)
+
+from .errors import ConfigError
+from .model import Settings
+
+__all__ = ["STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "read_path_report"]
+
+# How each verdict reads in a report.
+STATUS_LABELS: dict[bool | None, str] = {
+    True: "granted",
+    False: "NOT granted",
+    None: "cannot be checked from the pattern alone",
+}
+
+
+@dataclass(frozen=True)
+class ReadPathReport:
+    """Every declared entry of one blueprint with its verdict (True, False, or None = cannot tell)."""
+
+    agent: str
+    allow_blueprint: bool
+    entries: tuple[tuple[str, bool | None], ...]
+
+    def status(self, entry: str) -> bool | None:
+        """The verdict for one declared entry (None when it is not declared)."""
+        return dict(self.entries).get(entry)
+
+    @property
+    def declared(self) -> int:
+        """How many entries the blueprint declares."""
+        return len(self.entries)
+
+    @property
+    def granted(self) -> int:
+        """How many of them the settings grant."""
+        return sum(1 for _, status in self.entries if status is True)
+
+    def ungranted(self) -> list[str]:
+        """The entries that will be refused, in declaration order (undecided ones are left out)."""
+        return [raw for raw, status in self.entries if status is False]
+
+    def summary(self) -> str:
+        """``"3 declared, 1 granted"``."""
+        return f"{self.declared} declared, {self.granted} granted"
+
+    def grant_stanza(self) -> str:
+        """The config.toml lines that would grant every refused entry ("" when none is refused)."""
+        refused = self.ungranted()
+        return grant_stanza(self.agent, refused) if refused else ""
+
+
+def read_path_report(
+    agent: str,
+    declared: list[str] | tuple[str, ...],
+    settings: Settings,
+    workdir: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> ReadPathReport:
+    """Judge ``declared`` against the grants ``settings`` give ``agent``.
+
+    ``workdir`` (default: the current folder) anchors relative entries; ``home`` (default: the
+    user's home) expands ``~/``. Raises :class:`ReadPathError` when the grants themselves do not
+    compile; a declared entry that does not compile is "cannot tell", not an error.
+    """
+    where = Path(workdir) if workdir is not None else Path.cwd()
+    home_path = Path(home) if home is not None else home_dir()
+    grants = ReadPathSet.compile(settings.read_path_grants(agent), where, home_path)
+    allow_blueprint = settings.security.allow_blueprint_read_paths
+    verdicts = tuple((raw, _entry_status(raw, grants, allow_blueprint, where, home_path)) for raw in declared)
+    return ReadPathReport(agent=agent, allow_blueprint=allow_blueprint, entries=verdicts)
+
+
+def _entry_status(raw: str, grants: ReadPathSet, allow_blueprint: bool, workdir: Path,
+                  home: Path | None) -> bool | None:
+    if allow_blueprint:
+        return True
+    if grants.is_empty():
+        return False
+    try:
+        sample = compile_entry(raw, workdir, home).sample_path()
+    except ReadPathError:
+        return None  # the environment (no home, say) is what could not be resolved: cannot tell
+    if sample is None:
+        return None
+    return grants.matches_lexically(sample)
+
+
+def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLike[str] | None = None) -> LintEnv:
+    """The lint environment of ``bp`` under ``settings``; ``None`` gives the "configuration unknown" one."""
+    env = LintEnv.for_blueprint(bp)
+    if settings is None:
+        return env
+    changes: dict[str, object] = {
+        "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
+    }
+    declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
+    try:
+        report = read_path_report(bp.agent.name, declared, settings, workdir)
+    except ReadPathError as exc:
+        changes["read_paths_grant_error"] = str(exc)
+    else:
+        verdicts = dict(report.entries)
+        changes["read_path_granted"] = lambda entry: verdicts.get(entry, False)
+        changes["read_paths_allow_blueprint"] = report.allow_blueprint
+    return dataclasses.replace(env, **changes)  # type: ignore[arg-type]
+
+
+def configured_lint_env(bp: Blueprint) -> LintEnv:
+    """:func:`lint_env` under the effective settings, or the unknown form when they cannot be read."""
+    from .loader import current
+
+    try:
+        settings = current()
+    except ConfigError:
+        settings = None
+    return lint_env(bp, settings)

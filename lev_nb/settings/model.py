@@ -1,0 +1,255 @@
+"""The typed settings: every key ``config.toml`` accepts, its type, default and environment variable.
+
+The dataclasses here are the one definition of the format. Field names are the TOML keys; a
+dataclass is a ``[table]``; ``Mapping[str, X]`` is a table of user-named entries
+(``[model_providers.<name>]``, ``[agent_read_paths.<agent>]``, ``[tool_permissions]``...). Each
+field's metadata (see :func:`setting`) carries its environment variable, lower bound and a one-line
+description; :mod:`lev_nb.settings.schema` reads them, so the loader, ``lev config`` and the docs
+cannot drift from the types. Keys the upstream reads the same way (spec/blueprint.md §3,
+spec/runtime.md) keep its names and defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "POLICIES",
+    "AgentSafeCommands",
+    "Limits",
+    "NotebookDefaults",
+    "NudgeDefaults",
+    "Policy",
+    "ProviderSettings",
+    "ReadPathGrants",
+    "SafeCommands",
+    "Security",
+    "Settings",
+    "Source",
+    "setting",
+]
+
+Policy = Literal["allow", "ask", "deny"]
+POLICIES: tuple[str, ...] = ("allow", "ask", "deny")
+
+# Provider names the runtime knows without a script (spec/blueprint.md §3 `[providers]`).
+BUILTIN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "google", "openrouter", "ollama", "claude-code", "mock")
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def setting(default: Any = None, *, env: str | None = None, minimum: int | None = None, doc: str = "") -> Any:
+    """A dataclass field that is a configuration key: its default, environment variable, lower bound, doc."""
+    meta = {"env": env, "minimum": minimum, "doc": doc}
+    if isinstance(default, (dict, Mapping)):
+        return field(default_factory=lambda: _EMPTY, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an effective value came from.
+
+    ``kind``: "default" (built in), "file" (``path``:``line``), "env" (``env`` names the variable),
+    "session" (``lev_nb.configure``) or "launch" (a ``lev -c KEY=VALUE`` option).
+    """
+
+    kind: Literal["default", "file", "env", "session", "launch"]
+    path: Path | None = None
+    line: int | None = None
+    env: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "file":
+            return f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+        if self.kind == "env":
+            return f"env {self.env}"
+        if self.kind == "session":
+            return "session (lev_nb.configure)"
+        if self.kind == "launch":
+            return "launch option (-c)"
+        return "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form ``lev config --json`` prints."""
+        out: dict[str, Any] = {"kind": self.kind, "label": str(self)}
+        if self.path is not None:
+            out["path"] = str(self.path)
+        if self.line is not None:
+            out["line"] = self.line
+        if self.env is not None:
+            out["env"] = self.env
+        return out
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """``[model_providers.<name>]``: options of a built-in provider, or a Rhai provider script by name."""
+
+    base_url: str | None = setting(doc="the API endpoint (a local proxy, a compatible server)")
+    api_key_env: str | None = setting(doc="the environment variable that holds the API key")
+    request_timeout_secs: int | None = setting(minimum=1, doc="per-request timeout for this provider")
+    script: str | None = setting(doc="Rhai provider script (default $LEV_HOME/providers/<name>.rhai); not for built-ins")
+    options: Mapping[str, Any] = setting({}, doc="extra settings handed to the provider script's initialize()")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """``[limits]``: the ceilings every run is bounded by."""
+
+    max_concurrent_inferences: int = setting(
+        8, env="LEV_MAX_CONCURRENT_INFERENCES", minimum=1, doc="model calls in flight at once (the inference pool)")
+    max_concurrent_tools: int = setting(
+        8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="runs whose tool batches execute at once")
+    default_max_iterations: int = setting(
+        50, env="LEV_DEFAULT_MAX_ITERATIONS", minimum=0,
+        doc="max_iterations of a stage that sets none (0 = unlimited)")
+    interaction_timeout_secs: int = setting(
+        3600, env="LEV_INTERACTION_TIMEOUT_SECS", minimum=0,
+        doc="how long a question to a person may go unanswered (0 = forever)")
+    request_timeout_secs: int = setting(
+        900, env="LEV_REQUEST_TIMEOUT_SECS", minimum=1,
+        doc="per-request model timeout; a stage's model.request_timeout_secs wins")
+    stall_timeout_secs: int = setting(
+        60, minimum=0, doc="how long a run may wait on a provider it cannot reach before it fails (0 = off)")
+    inference_retry_attempts: int = setting(
+        4, env="LEV_INFERENCE_RETRY_ATTEMPTS", minimum=1,
+        doc="tries of a model call, the first included, on transient errors")
+    inference_retry_base_ms: int = setting(1000, minimum=0, doc="first retry delay in ms, doubling each retry")
+
+
+@dataclass(frozen=True)
+class Security:
+    """``[security]``: what a downloaded blueprint may do on this machine (declaring is not granting)."""
+
+    allow_seed_commands: bool = setting(True, doc="let `seed = { command = ... }` regions run at spawn")
+    allow_blueprint_read_paths: bool = setting(False, doc="honour every blueprint's [read_paths] as declared")
+    allow_blueprint_safe_commands: bool = setting(False, doc="honour every blueprint's [safe_commands]")
+    allow_blueprint_permissions: bool = setting(
+        False, doc="let a blueprint's [tool_permissions] go above the built-in defaults")
+    read_paths: tuple[str, ...] = setting((), doc="read grants for any agent that declares them")
+
+
+@dataclass(frozen=True)
+class SafeCommands:
+    """``[safe_commands]``: calls that never need approval, for every agent."""
+
+    defaults: bool = setting(True, doc="include the built-in read-only shell commands")
+    tools: tuple[str, ...] = setting((), doc="tool names approved without a prompt")
+    shell: tuple[str, ...] = setting((), doc="shell prefixes approved without a prompt ('cargo test', 'rg')")
+
+
+@dataclass(frozen=True)
+class AgentSafeCommands:
+    """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
+
+    tools: tuple[str, ...] = setting(())
+    shell: tuple[str, ...] = setting(())
+    allow_blueprint: bool = setting(False, doc="honour this agent's own [safe_commands]")
+
+
+@dataclass(frozen=True)
+class ReadPathGrants:
+    """``[agent_read_paths.<agent>]``: read grants for one agent."""
+
+    allow: tuple[str, ...] = setting((), doc="exact paths, 'glob:' or 'regex:' entries")
+
+
+@dataclass(frozen=True)
+class NudgeDefaults:
+    """``[nudge]``: machine-wide defaults of the empty-response nudge (stage > agent > this > built-in)."""
+
+    enabled: bool | None = setting()
+    max: int | None = setting(minimum=0)
+    text: str | None = setting()
+
+
+@dataclass(frozen=True)
+class NotebookDefaults:
+    """``[notebook]``: defaults of runs started from a notebook."""
+
+    model: str | None = setting(
+        env="LEV_NOTEBOOK_MODEL", doc="model spec of a run that names none: mock, scripted:FILE or provider/model")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective configuration: ``config.toml`` under environment variables and overrides.
+
+    Read a value as an attribute (``settings.limits.max_concurrent_inferences``) and where it came
+    from with :meth:`source` (``settings.source("limits.max_concurrent_inferences")``).
+    """
+
+    default_provider: str = setting(
+        "anthropic", env="LEV_DEFAULT_PROVIDER", doc="provider of a stage that names no model")
+    default_model: str | None = setting(
+        env="LEV_DEFAULT_MODEL", doc="model id on default_provider, tried first where a stage allows it")
+    model_providers: Mapping[str, ProviderSettings] = setting({}, doc="provider options and Rhai provider scripts")
+    limits: Limits = field(default_factory=Limits)
+    tool_permissions: Mapping[str, Policy] = setting({}, doc="tool -> allow|ask|deny: a ceiling blueprints may only tighten")
+    agent_tool_permissions: Mapping[str, Mapping[str, Policy]] = setting(
+        {}, doc="per-agent ceilings, replacing [tool_permissions] entries for that agent")
+    security: Security = field(default_factory=Security)
+    safe_commands: SafeCommands = field(default_factory=SafeCommands)
+    agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
+    agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
+    nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
+    notebook: NotebookDefaults = field(default_factory=NotebookDefaults)
+
+    path: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
+    file_exists: bool = field(default=False, compare=False, repr=False, metadata={"internal": True})
+    sources: Mapping[str, Source] = field(default_factory=lambda: _EMPTY, compare=False, repr=False,
+                                          metadata={"internal": True})
+
+    # -- provenance ----------------------------------------------------------------------------
+    def source(self, key: str) -> Source:
+        """Where the value of dotted ``key`` came from (``"default"`` for a key nobody set)."""
+        return self.sources.get(key, Source("default"))
+
+    # -- what the runtime asks -----------------------------------------------------------------
+    def tool_ceiling(self, agent: str) -> dict[str, str]:
+        """The permission ceiling for ``agent``: ``[tool_permissions]`` with its per-agent entries over it."""
+        merged: dict[str, str] = dict(self.tool_permissions)
+        merged.update(self.agent_tool_permissions.get(agent, {}))
+        return merged
+
+    def read_path_grants(self, agent: str) -> list[str]:
+        """Every read grant that applies to ``agent``: ``[security] read_paths`` then its own entries."""
+        grants = list(self.security.read_paths)
+        own = self.agent_read_paths.get(agent)
+        if own is not None:
+            grants.extend(own.allow)
+        return grants
+
+    def safe_commands_honoured(self, agent: str) -> bool:
+        """Whether ``agent``'s own ``[safe_commands]`` counts on this machine."""
+        own = self.agent_safe_commands.get(agent)
+        return self.security.allow_blueprint_safe_commands or (own is not None and own.allow_blueprint)
+
+    def provider(self, name: str) -> ProviderSettings:
+        """The options of provider ``name`` (all defaults when the config says nothing about it)."""
+        return self.model_providers.get(name) or ProviderSettings()
+
+    # -- plain forms ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON-able data (nested like the TOML file)."""
+        return _plain(self)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value) if not f.metadata.get("internal")
+        }
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,129 @@
+"""The shape of ``config.toml``, read off the typed settings in :mod:`lev_nb.settings.model`.
+
+:data:`SCHEMA` is a tree of :class:`Table` (a dataclass), :class:`MapOf` (a table of user-named
+entries) and :class:`Value` (a key with a type). :data:`ENVIRONMENT` lists every environment
+variable that sets a key, in one place, so ``lev config`` and the README name the same ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .model import Policy, Settings
+
+__all__ = ["ENVIRONMENT", "SCHEMA", "Key", "MapOf", "Node", "Table", "Value", "static_keys"]
+
+Key = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A key with a value: ``type`` is str, int, bool, str_list, policy or table (free-form)."""
+
+    type: str
+    default: Any = None
+    nullable: bool = False
+    env: str | None = None
+    minimum: int | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A ``[table]`` with a fixed set of keys (unknown keys are errors)."""
+
+    cls: type
+    fields: Mapping[str, Node]
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """A table whose keys the user names (an agent, a tool, a provider); each value is ``item``."""
+
+    item: Node
+    key: str
+
+
+Node = Value | Table | MapOf
+
+_KEY_NAMES = {
+    "model_providers": "provider",
+    "tool_permissions": "tool",
+    "agent_tool_permissions": "agent",
+    "agent_safe_commands": "agent",
+    "agent_read_paths": "agent",
+}
+
+
+def _table(cls: type) -> Table:
+    hints = typing.get_type_hints(cls)
+    nodes: dict[str, Node] = {}
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        nodes[f.name] = _node(f.name, hints[f.name], f)
+    return Table(cls, nodes)
+
+
+def _node(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> Node:
+    meta = f.metadata if f is not None else {}
+    default = None
+    if f is not None and f.default is not dataclasses.MISSING:
+        default = f.default
+    nullable = False
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(hint))
+        hint = args[0]
+        origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _table(hint)  # type: ignore[arg-type]
+    if origin is Mapping or origin is dict:
+        _, item = typing.get_args(hint)
+        if item is Any:
+            kind = "table"
+        else:
+            return MapOf(_node(name, item, None), _KEY_NAMES.get(name, "tool"))
+    elif hint is Policy:
+        kind = "policy"
+    elif origin is tuple:
+        kind = "str_list"
+    elif hint is bool:
+        kind = "bool"
+    elif hint is int:
+        kind = "int"
+    elif hint is str:
+        kind = "str"
+    else:  # pragma: no cover - a type the format does not use
+        raise TypeError(f"settings field {name!r}: unsupported type {hint!r}")
+    return Value(kind, default=default, nullable=nullable, env=meta.get("env"),
+                 minimum=meta.get("minimum"), doc=meta.get("doc", ""))
+
+
+SCHEMA: Table = _table(Settings)
+
+
+def static_keys(node: Node = SCHEMA, prefix: Key = ()) -> Iterator[tuple[Key, Value]]:
+    """Every key of a fixed table (not under a user-named map), depth first, in declaration order."""
+    if isinstance(node, Table):
+        for name, child in node.fields.items():
+            yield from static_keys(child, prefix + (name,))
+    elif isinstance(node, Value):
+        yield prefix, node
+
+
+def _environment() -> tuple[tuple[str, Key], ...]:
+    found = [(v.env, key) for key, v in static_keys() if v.env]
+    # The Anthropic SDK's own variable, read as the built-in provider's base_url so that it sits
+    # in the same order as every other override (environment over file).
+    found.append(("ANTHROPIC_BASE_URL", ("model_providers", "anthropic", "base_url")))
+    return tuple(found)
+
+
+ENVIRONMENT: tuple[tuple[str, Key], ...] = _environment()
