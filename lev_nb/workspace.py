@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable
 
 __all__ = ["confine", "Workspace", "WorkspaceError", "PathEscape", "WorkspaceMissing"]
 
@@ -32,14 +32,15 @@ def confine(
     root: str | os.PathLike[str],
     path: str | os.PathLike[str],
     *,
-    also: Iterable[str | os.PathLike[str]] = (),
+    grant: Callable[[Path], bool] | None = None,
 ) -> Path:
     """The real, absolute path that ``path`` names, taken from ``root``; PathEscape if it lands outside.
 
     Relative paths start at ``root``; absolute ones and ``~`` are allowed only when they land inside.
-    ``also`` lists further folders the path may land in (read grants). Raises PathEscape, whose
-    message is written for a model or a person to act on, for an empty path, a NUL byte, or a path
-    that resolves (after following every symlink) outside ``root`` and ``also``.
+    ``grant`` may allow a real path outside ``root`` as well (the user's read grants); it is asked
+    only about paths whose every symlink has been followed. Raises PathEscape, whose message is
+    written for a model or a person to act on, for an empty path, a NUL byte, or a path that
+    resolves outside ``root`` and is not granted.
     """
     raw = os.fspath(path)
     if not isinstance(raw, str) or raw == "":
@@ -52,10 +53,9 @@ def confine(
     # realpath follows every symlink that exists and normalises '..' after it, so the check below
     # sees where the path really lands.
     real = Path(os.path.realpath(candidate))
-    allowed = [base, *(Path(os.path.realpath(os.fspath(extra))) for extra in also)]
-    if not any(real == folder or real.is_relative_to(folder) for folder in allowed):
-        raise PathEscape(f"'{raw}' is outside the working directory; use a path inside it (relative paths start there)")
-    return real
+    if real == base or real.is_relative_to(base) or (grant is not None and grant(real)):
+        return real
+    raise PathEscape(f"'{raw}' is outside the working directory; use a path inside it (relative paths start there)")
 
 
 class Workspace:
@@ -63,13 +63,13 @@ class Workspace:
 
     Every path a tool receives goes through :meth:`resolve`: relative paths are taken from the root,
     symlinks are followed first and the result is checked afterwards, so neither ``../x`` nor a link
-    pointing elsewhere can reach outside. ``read_roots`` are extra directories that reads (never
-    writes) may reach.
+    pointing elsewhere can reach outside. ``read_grant`` says which real paths outside the root reads
+    (never writes) may reach: the blueprint's ``[read_paths]`` as far as the user granted them.
     """
 
-    def __init__(self, root: str | os.PathLike[str], read_roots: list[str | os.PathLike[str]] | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], read_grant: Callable[[Path], bool] | None = None) -> None:
         self.root = Path(os.path.realpath(os.fspath(root)))
-        self.read_roots = [Path(os.path.realpath(os.fspath(r))) for r in (read_roots or [])]
+        self.read_grant = read_grant
 
     def exists(self) -> bool:
         """True while the root is still an accessible directory."""
@@ -79,7 +79,7 @@ class Workspace:
         """The real, absolute path for ``path``; raise PathEscape if it leaves the workspace."""
         if for_write and not self.exists():
             raise WorkspaceMissing(f"the working directory '{self.root}' no longer exists, so nothing can be written")
-        return confine(self.root, path, also=() if for_write else self.read_roots)
+        return confine(self.root, path, grant=None if for_write else self.read_grant)
 
     def relative(self, real: Path) -> str:
         """``real`` as a POSIX path relative to the root (``.`` for the root itself)."""

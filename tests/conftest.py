@@ -104,8 +104,19 @@ def engine(home: Path, workdir: Path) -> RunHarness:
 
 
 @pytest.fixture
-def write_allowed() -> Callable[[str], str]:
-    """Prefix a blueprint body with an agent header that lets write_file/edit_file run unattended."""
+def blueprint_permissions(home: Path) -> Path:
+    """This machine honours blueprints' own [tool_permissions] above the built-in defaults, as a user
+    allows with ``[security] allow_blueprint_permissions = true`` in $LEV_HOME/config.toml."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "config.toml"
+    config.write_text("[security]\nallow_blueprint_permissions = true\n", encoding="utf-8")
+    return config
+
+
+@pytest.fixture
+def write_allowed(blueprint_permissions: Path) -> Callable[[str], str]:
+    """Prefix a blueprint body with an agent header that lets write_file/edit_file run unattended
+    (on a machine that honours a blueprint's permissions)."""
 
     def wrap(body: str) -> str:
         header = AGENT_HEADER + '[tool_permissions]\nwrite_file = "allow"\nedit_file = "allow"\n'

@@ -33,7 +33,7 @@ from lev_nb.engine.pipeline.fanout import FanOut
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.holds import ExitHolds
 from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
-from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label
+from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
@@ -44,6 +44,7 @@ from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProg
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
+    from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
 
@@ -70,14 +71,20 @@ class Runner:
         webhook: str | None = None,
         hook_scripts: dict[str, Any] | None = None,
         region_scripts: dict[str, Any] | None = None,
+        settings: Settings | None = None,
     ) -> None:
         from lev_nb import store
+        from lev_nb.settings import current as current_settings
 
         self.plan = plan
         self.provider = provider
         self.output_request = output_request
         self.on_complete = on_complete
-        self.retry = retry or RetryPolicy()
+        # The configuration is read once, when the run is created; a worker shares its parent's.
+        if settings is None:
+            settings = parent.settings if parent is not None else current_settings()
+        self.settings: Settings = settings
+        self.retry = retry or retry_policy(settings)
         self.approver = approver
         self.validators = dict(validators or {})
         self.webhook = webhook
@@ -106,7 +113,7 @@ class Runner:
             meta.parent_run_id = parent.run_id
             meta.depth = self.depth
         entry = entry or plan.entry
-        meta.model = model_label(provider, plan.stage(entry))
+        meta.model = model_label(provider, plan.stage(entry), settings)
 
         # Stage hooks and custom-region scripts: start_run compiles them before the run exists
         # (so a broken one raises there); a worker run of another blueprint compiles its own and
@@ -128,10 +135,11 @@ class Runner:
             rec=Recorder(run_store, meta, self.events),
             ctx=build_context(plan, region_scripts),
             stage=plan.stage(entry),
+            settings=settings,
         )
         state = self.state
         if state.ctx.region_host is not None:
-            state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage))
+            state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage, settings))
         self.hooks = RunHooks(state, hook_scripts)
         self.fan_out = FanOut(
             state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth
@@ -149,6 +157,7 @@ class Runner:
         self._ending: Ending | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
+        self._cancellable = False
 
     # ------------------------------------------------------------------ what the Run handle reads
     @property
@@ -187,11 +196,12 @@ class Runner:
         from lev_nb.engine.loop import engine_loop
 
         self._cancel_requested = True
-        loop = engine_loop()
-        loop.call_soon(self._cancel_task)
+        engine_loop().call_soon(self._cancel_task)
 
     def _cancel_task(self) -> None:
-        if self._task is not None and not self._task.done():
+        # Only the running phase is cancelled: once the run is ending (terminal hook, last record
+        # writes) a cancel would only cut its record short, so it is ignored there.
+        if self._task is not None and self._cancellable and not self._task.done():
             self._task.cancel()
 
     async def main(self) -> None:
@@ -199,6 +209,7 @@ class Runner:
         self._task = asyncio.current_task()
         try:
             try:
+                self._cancellable = True
                 if self._cancel_requested:
                     raise asyncio.CancelledError
                 await self._start()
@@ -210,6 +221,7 @@ class Runner:
             except Exception as exc:  # a bug in lev_nb must still leave a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
+            self._cancellable = False
             await self._end()
         finally:
             if self.webhook:

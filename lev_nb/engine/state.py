@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.pipeline.outputs import FinalOutput
     from lev_nb.engine.plan.types import RunPlan, StagePlan
     from lev_nb.engine.record import Recorder
+    from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
 
@@ -75,7 +76,8 @@ class RunState:
 
     Fixed for the whole run: ``plan``, ``run_id``, ``task``, ``inputs`` (the launch inputs),
     ``workdir``, ``entry`` (the stage the run started in), ``store``/``meta``/``rec`` (the run
-    record and its writer) and ``ctx`` (the context window). Moving: ``stage`` (the current stage),
+    record and its writer), ``ctx`` (the context window) and ``settings`` (the configuration when the
+    run started; worker runs share their parent's). Moving: ``stage`` (the current stage),
     ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
     ``final_output`` (the accepted answer, if any) and ``enter_hook_pending`` (a stage was entered
     and its ``on_stage_enter`` hook has not fired yet).
@@ -92,6 +94,7 @@ class RunState:
     rec: Recorder
     ctx: RunContext
     stage: StagePlan
+    settings: Settings
     visits: dict[str, int] = field(default_factory=dict)
     progress: StageProgress = field(default_factory=StageProgress)
     final_output: FinalOutput | None = None

@@ -45,7 +45,7 @@ class AnthropicProvider:
     """Calls Claude through the Messages API.
 
     ``model`` is the default model id (a request's own ``model`` wins). The API key comes from
-    ``api_key``, else ``ANTHROPIC_API_KEY``; the base URL from ``base_url``, else
+    ``api_key``, else the environment variable ``api_key_env`` (``ANTHROPIC_API_KEY``); the base URL from ``base_url``, else
     ``ANTHROPIC_BASE_URL``, else the SDK's default. Both are read at the first call, never at
     construction, so a missing key fails the stage that actually asks the model.
     """
@@ -57,20 +57,22 @@ class AnthropicProvider:
         model: str = "",
         *,
         api_key: str | None = None,
+        api_key_env: str = API_KEY_ENV,
         base_url: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.model = model
         self._api_key = api_key
+        self._api_key_env = api_key_env
         self._base_url = base_url
         self.timeout_s = timeout_s
 
     def _credentials(self) -> tuple[str, str | None]:
-        key = self._api_key or os.environ.get(API_KEY_ENV, "").strip()
+        key = self._api_key or os.environ.get(self._api_key_env, "").strip()
         if not key:
             raise ProviderError(
                 "auth",
-                f"no Anthropic API key: set {API_KEY_ENV} in the environment (or pass api_key= to "
+                f"no Anthropic API key: set {self._api_key_env} in the environment (or pass api_key= to "
                 "AnthropicProvider), or run with --model mock / scripted:FILE to work without one",
             )
         base_url = self._base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
@@ -125,7 +127,7 @@ def shared_client(api_key: str, base_url: str | None) -> AsyncAnthropic:
         per_loop = _clients.setdefault(loop, {})
         client = per_loop.get((api_key, base_url))
         if client is None:
-            # max_retries=0 on purpose: the engine's RetryPolicy (lev_nb/engine/runner.py) already
+            # max_retries=0 on purpose: the engine's RetryPolicy (lev_nb/engine/pipeline/inference.py) already
             # retries transient ProviderErrors with its own backoff and Retry-After handling; letting
             # the SDK retry 429/5xx as well would multiply the attempts (4 x 3 = 12 calls) and hide
             # the failures from the run's event log.

@@ -5,30 +5,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lev_nb.providers.anthropic import AnthropicProvider
+from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
+from lev_nb.settings.loader import current as current_settings
+from lev_nb.settings.model import ProviderSettings, Settings
 
 __all__ = ["ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "ACCEPTED_FORMS"]
 
 ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (e.g. 'anthropic/claude-sonnet-4-6')"
 
-ProviderFactory = Callable[[str], Provider]
+# ``factory(model, options)`` builds a provider for one model; ``options`` is the provider's
+# ``[model_providers.<name>]`` table of the user's configuration.
+ProviderFactory = Callable[[str, ProviderSettings], Provider]
+
+
+def _anthropic(model: str, options: ProviderSettings) -> Provider:
+    return AnthropicProvider(
+        model,
+        base_url=options.base_url,
+        api_key_env=options.api_key_env or API_KEY_ENV,
+        timeout_s=options.request_timeout_secs or DEFAULT_TIMEOUT_S,
+    )
+
 
 # Providers that exist now; later issues register more (rhai provider scripts). An
 # AnthropicProvider is cheap to build: it shares one SDK client per key, base URL and event loop.
 _FACTORIES: dict[str, ProviderFactory] = {
-    "mock": lambda model: MockModel(),
-    "anthropic": lambda model: AnthropicProvider(model),
+    "mock": lambda model, options: MockModel(),
+    "anthropic": _anthropic,
 }
 # Providers lev_nb knows by name but cannot call yet.
 _PLANNED: set[str] = set()
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:
-    """Make ``name/<model>`` resolvable: ``factory(model)`` builds the provider."""
+    """Make ``name/<model>`` resolvable: ``factory(model, options)`` builds the provider, where
+    ``options`` is the ``[model_providers.<name>]`` table of the user's configuration."""
     _FACTORIES[name] = factory
 
 
@@ -44,8 +59,9 @@ class UnavailableProvider:
         raise ProviderError("api", self.message)
 
 
-def provider_for(provider: str, model: str) -> Provider:
-    """The provider behind a stage's ``{provider, model}`` pair.
+def provider_for(provider: str, model: str, settings: Settings | None = None) -> Provider:
+    """The provider behind a stage's ``{provider, model}`` pair, configured by ``settings`` (default:
+    the current configuration).
 
     Never raises: a provider that is named but not available comes back as an
     :class:`UnavailableProvider`, so the failure surfaces as a normal, permanent model error of the
@@ -53,7 +69,7 @@ def provider_for(provider: str, model: str) -> Provider:
     """
     factory = _FACTORIES.get(provider)
     if factory is not None:
-        return factory(model)
+        return factory(model, (settings or current_settings()).provider(provider))
     if provider in _PLANNED:
         return UnavailableProvider(
             provider, f"the '{provider}' provider is not available yet in lev_nb; run with --model mock or scripted:FILE"

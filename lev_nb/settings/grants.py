@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from lev_nb.blueprint.read_paths import (
 from .errors import ConfigError
 from .model import Settings
 
-__all__ = ["STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "read_path_report"]
+__all__ = ["STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "read_grant", "read_path_report"]
 
 # How each verdict reads in a report.
 STATUS_LABELS: dict[bool | None, str] = {
@@ -145,3 +146,30 @@ def configured_lint_env(bp: Blueprint) -> LintEnv:
     except ConfigError:
         settings = None
     return lint_env(bp, settings)
+
+
+def read_grant(
+    agent: str,
+    declared: Sequence[str],
+    settings: Settings,
+    workdir: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+) -> Callable[[Path], bool] | None:
+    """Which real paths outside the workdir a run of ``agent`` may read, or None for none.
+
+    A path must be both declared by the blueprint (``[read_paths] allow``, relative entries taken
+    from ``workdir``) and granted by the user (``[agent_read_paths.<agent>]``, ``[security]
+    read_paths``, relative grants taken from the current folder), unless ``[security]
+    allow_blueprint_read_paths`` honours every declaration. Raises :class:`ReadPathError` when the
+    grants do not compile, so a run refuses to start rather than read more or less than meant.
+    """
+    if not declared:
+        return None
+    home_path = Path(home) if home is not None else home_dir()
+    wanted = ReadPathSet.compile(declared, workdir, home_path)
+    if settings.security.allow_blueprint_read_paths:
+        return lambda real: wanted.matches_lexically(real)
+    grants = ReadPathSet.compile(settings.read_path_grants(agent), Path.cwd(), home_path)
+    if grants.is_empty():
+        return None
+    return lambda real: wanted.matches_lexically(real) and grants.matches_lexically(real)

@@ -1,4 +1,10 @@
-"""Who may run a tool: allow / ask / deny, resolved stage > agent > built-in default."""
+"""Who may run a tool: allow / ask / deny (spec/runtime.md §4.1).
+
+The blueprint's word (stage table, then agent table) is weighed against a ceiling: the user's
+configuration (``[tool_permissions]``, ``[agent_tool_permissions.<agent>]``), else the tool's built-in
+default. A blueprint may only tighten that ceiling — declaring is not granting — unless the user's
+``[security] allow_blueprint_permissions`` lets blueprints loosen it too.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ __all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text",
 
 # Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
 Approver = Callable[..., Union[bool, Awaitable[bool]]]
-VALID_POLICIES = ("allow", "ask", "deny")
+VALID_POLICIES = ("allow", "ask", "deny")  # from loosest to strictest
 
 
 @dataclass
@@ -23,6 +29,8 @@ class Policies:
 
     stage: Mapping[str, str] = field(default_factory=dict)
     agent: Mapping[str, str] = field(default_factory=dict)
+    ceiling: Mapping[str, str] = field(default_factory=dict)
+    blueprint_may_loosen: bool = False
     approver: Approver | None = None
 
 
@@ -35,18 +43,22 @@ def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
 
 
 def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> PolicyName:
-    """The policy for ``name``: the stage's table wins, then the agent's, then the tool's default.
+    """The policy for ``name``: the blueprint's (stage table, then agent table) within the ceiling.
 
-    Names match case-insensitively and through aliases (a rule for ``bash`` governs ``shell``).
-    Unknown tools default to ``ask``.
+    The ceiling is the configuration's entry for the tool, else the tool's built-in default (``ask``
+    for an unknown tool). A blueprint policy stricter than the ceiling wins; a looser one is held to
+    the ceiling unless ``blueprint_may_loosen``. Names match case-insensitively and through aliases
+    (a rule for ``bash`` governs ``shell``).
     """
     spellings = registry.spellings(name)
-    for table in (policies.stage, policies.agent):
-        found = _lookup(table, spellings)
-        if found is not None:
-            return found
     tool = registry.get(name)
-    return tool.default_policy if tool is not None else "ask"
+    ceiling = _lookup(policies.ceiling, spellings) or (tool.default_policy if tool is not None else "ask")
+    declared = _lookup(policies.stage, spellings) or _lookup(policies.agent, spellings)
+    if declared is None:
+        return ceiling
+    if policies.blueprint_may_loosen:
+        return declared
+    return max(declared, ceiling, key=VALID_POLICIES.index)
 
 
 def denied_text(name: str) -> str:
@@ -57,8 +69,8 @@ def denied_text(name: str) -> str:
 def needs_approval_text(name: str) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
     return (
-        f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; "
-        f"set tool_permissions.{name} = \"allow\" in the blueprint to let it run unattended."
+        f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; to let it "
+        f"run unattended, allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
     )
 
 

@@ -305,6 +305,7 @@ def ps_rows(cli: Cli) -> dict[str, dict[str, Any]]:
     return {row["run_id"]: row for row in data["runs"] + data["finished"]}
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_ps_shows_complete_no_output_for_a_run_that_left_nothing(cli):
     runs = [
         cli.run(WRITER_AGENT, [say("nothing")]),

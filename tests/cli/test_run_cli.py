@@ -70,6 +70,7 @@ HAPPY = [
 ]
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_run_prints_the_run_id_and_writes_the_record(tmp_path: Path, agent: Path, lev: Lev) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -179,6 +180,7 @@ def test_ps_with_no_runs_says_so(lev: Lev) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_a_killed_run_leaves_a_meta_json_that_says_where_it_was(tmp_path: Path, agent: Path, env: dict[str, str], lev: Lev) -> None:
     turns = [{"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]}]
     proc = subprocess.Popen([LEV, "run", str(agent), "--task", "t", "--model", script(tmp_path, turns)],

@@ -143,6 +143,7 @@ nudge = { enabled = false }
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_run_read_artifact_reads_what_the_answer_names(engine):
     turns = [
         call("write_file", path="out/big.txt", content=MIXED),
@@ -163,6 +164,7 @@ def test_run_read_artifact_reads_what_the_answer_names(engine):
         run.read_artifact(str(Path(run.run_dir) / "meta.json"))
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_read_artifact_default_window_is_one_mebibyte(engine):
     content = "x" * ((1 << 20) + 10)
     turns = [call("write_file", path="big.txt", content=content),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support import call, calls, events_of, say
 
 from lev_nb.messages import ToolResultBlock
@@ -106,6 +107,7 @@ def test_successful_writes_are_recorded_as_modifications(engine, write_allowed, 
     assert run.meta["tool_calls"] == 4
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_shell_writes_are_not_counted_as_modifications(engine, workdir: Path):
     toml = one('"shell", "write_file"', 'tool_permissions = { shell = "allow" }')
     run, model = engine.run(toml, [call("shell", command="echo hi > made.txt"), say("ok")])

@@ -484,6 +484,7 @@ def test_no_files_and_no_answer_is_an_empty_output(engine):
     assert (flags["produced_output"], flags["no_output_tools"], flags["empty_output"]) == (False, False, True)
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_a_written_file_counts_as_output(engine, workdir):
     run, _ = engine.run(WRITER, [call("write_file", path="out.txt", content="x"), say("done")])
     assert (workdir / "out.txt").read_text() == "x"

@@ -408,6 +408,7 @@ def claude_like(recorded: Recorded) -> Reply:
     return Reply(body=message(tool_use(f"toolu_{len(tools)}_{tools[0]}", tools[0], arguments), stop="tool_use"))
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_two_stage_blueprint_runs_on_the_stand_in(stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lev_nb import load
 

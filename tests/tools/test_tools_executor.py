@@ -12,7 +12,7 @@ from lev_nb.tools import Policies, ToolContext, ToolDef, default_registry, execu
 from lev_nb.workspace import Workspace
 from lev_nb.tools.builtin import shell
 
-ALLOW_ALL = Policies(stage={"write_file": "allow", "edit_file": "allow", "shell": "allow", "slow": "allow", "boom": "allow"})
+ALLOW_ALL = Policies(ceiling={"write_file": "allow", "edit_file": "allow", "shell": "allow", "slow": "allow", "boom": "allow"})
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_results_keep_call_order_and_mark_modifications(ctx, tmp_path):
 
 
 def test_bash_alias_offered_and_called(ctx):
-    (result,) = run([ToolCall("1", "bash", {"command": "echo ok"})], ["bash"], ctx, Policies(stage={"bash": "allow"}))
+    (result,) = run([ToolCall("1", "bash", {"command": "echo ok"})], ["bash"], ctx, Policies(ceiling={"bash": "allow"}))
     assert result.content == "ok\n" and result.name == "bash"
 
 
@@ -177,5 +177,5 @@ def test_listeners_hear_each_run_call_and_cannot_break_the_batch(ctx):
 def test_tool_without_handler_is_an_error_not_a_crash(ctx):
     registry = default_registry()
     registry.register(ToolDef("hollow", "no handler", {"type": "object"}))
-    (result,) = run([ToolCall("1", "hollow", {})], ["hollow"], ctx, Policies(stage={"hollow": "allow"}), registry=registry)
+    (result,) = run([ToolCall("1", "hollow", {})], ["hollow"], ctx, Policies(ceiling={"hollow": "allow"}), registry=registry)
     assert result.content == "[error] hollow: this tool has no implementation in this run." and not result.inline

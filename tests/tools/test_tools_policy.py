@@ -29,13 +29,32 @@ def test_stage_beats_agent_beats_default():
 
 
 def test_names_match_case_insensitively():
-    assert resolve_policy("write_file", REG, Policies(agent={"Write_File": "allow"})) == "allow"
-    assert resolve_policy("WRITE_FILE", REG, Policies(agent={"write_file": "ALLOW"})) == "allow"
+    loosen = {"blueprint_may_loosen": True}
+    assert resolve_policy("write_file", REG, Policies(agent={"Write_File": "allow"}, **loosen)) == "allow"
+    assert resolve_policy("WRITE_FILE", REG, Policies(agent={"write_file": "ALLOW"}, **loosen)) == "allow"
+    assert resolve_policy("write_file", REG, Policies(ceiling={"WRITE_FILE": "Allow"})) == "allow"
 
 
 def test_aliases_share_a_policy_both_ways():
-    assert resolve_policy("shell", REG, Policies(stage={"bash": "allow"})) == "allow"
+    assert resolve_policy("shell", REG, Policies(stage={"bash": "allow"}, blueprint_may_loosen=True)) == "allow"
     assert resolve_policy("bash", REG, Policies(agent={"shell": "deny"})) == "deny"
+    assert resolve_policy("bash", REG, Policies(ceiling={"shell": "allow"})) == "allow"
+
+
+def test_a_blueprint_may_only_tighten_the_ceiling():
+    # The ceiling is the tool's built-in default (ask for write_file) unless the configuration sets one.
+    assert resolve_policy("write_file", REG, Policies(stage={"write_file": "allow"})) == "ask"
+    assert resolve_policy("write_file", REG, Policies(stage={"write_file": "deny"})) == "deny"
+    assert resolve_policy("read_file", REG, Policies(agent={"read_file": "ask"})) == "ask"
+    # A configured ceiling raises or lowers what the blueprint can reach, never past its own word.
+    assert resolve_policy("write_file", REG, Policies(ceiling={"write_file": "allow"})) == "allow"
+    assert resolve_policy("write_file", REG, Policies(stage={"write_file": "ask"}, ceiling={"write_file": "allow"})) == "ask"
+    assert resolve_policy("read_file", REG, Policies(agent={"read_file": "allow"}, ceiling={"read_file": "deny"})) == "deny"
+    # [security] allow_blueprint_permissions lets the blueprint's word stand either way.
+    loosen = Policies(stage={"write_file": "allow"}, ceiling={"write_file": "deny"}, blueprint_may_loosen=True)
+    assert resolve_policy("write_file", REG, loosen) == "allow"
+    # An unknown tool's ceiling is ask.
+    assert resolve_policy("mystery", REG, Policies(stage={"mystery": "allow"})) == "ask"
 
 
 def auth(name: str, policies: Policies) -> str | None:
@@ -53,7 +72,7 @@ def test_deny_text():
 def test_ask_without_a_person_is_a_denial_that_says_how_to_allow():
     text = auth("shell", Policies())
     assert text.startswith("[denied] Tool 'shell' needs a person's approval")
-    assert 'tool_permissions.shell = "allow"' in text
+    assert '[tool_permissions] shell = "allow"' in text and "config.toml" in text
 
 
 def test_ask_with_an_approver_that_agrees():

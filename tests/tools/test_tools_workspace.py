@@ -62,10 +62,10 @@ def test_symlink_inside_is_followed(root):
     assert Workspace(root).resolve("alias/f.txt") == root.resolve() / "real" / "f.txt"
 
 
-def test_read_roots_extend_reads_only(root, tmp_path):
+def test_read_grants_extend_reads_only(root, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
-    ws = Workspace(root, read_roots=[shared])
+    ws = Workspace(root, read_grant=lambda real: real.is_relative_to(shared.resolve()))
     assert ws.resolve(str(shared / "doc.md")) == shared.resolve() / "doc.md"
     with pytest.raises(PathEscape):
         ws.resolve(str(shared / "doc.md"), for_write=True)

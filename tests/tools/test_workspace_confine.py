@@ -129,21 +129,32 @@ def test_unicode_names_are_fine(root: Path) -> None:
     assert confine(root, "sub/naïve-日本.txt") == root.resolve() / "sub" / "naïve-日本.txt"
 
 
-def test_extra_roots_widen_only_what_is_asked(root: Path, tmp_path: Path) -> None:
+def test_a_grant_widens_only_what_it_allows(root: Path, tmp_path: Path) -> None:
     grant = tmp_path / "grant"
     grant.mkdir()
     (grant / "g.txt").write_text("g")
-    assert confine(root, str(grant / "g.txt"), also=[grant]) == (grant / "g.txt").resolve()
+    asked: list[Path] = []
+
+    def inside_grant(real: Path) -> bool:
+        asked.append(real)
+        return real.is_relative_to(grant.resolve())
+
+    assert confine(root, str(grant / "g.txt"), grant=inside_grant) == (grant / "g.txt").resolve()
     with pytest.raises(PathEscape):
         confine(root, str(grant / "g.txt"))
     with pytest.raises(PathEscape):
-        confine(root, str(tmp_path / "outside.txt"), also=[grant])
+        confine(root, str(tmp_path / "outside.txt"), grant=inside_grant)
+    # The grant is asked about real paths only: a link inside the grant pointing out is refused.
+    (grant / "door").symlink_to(tmp_path / "outside.txt")
+    with pytest.raises(PathEscape):
+        confine(root, str(grant / "door"), grant=inside_grant)
+    assert all(p == Path(os.path.realpath(p)) for p in asked)
 
 
 def test_the_workspace_reads_through_grants_but_never_writes_there(root: Path, tmp_path: Path) -> None:
     grant = tmp_path / "grant"
     grant.mkdir()
-    ws = Workspace(root, read_roots=[grant])
+    ws = Workspace(root, read_grant=lambda real: real.is_relative_to(grant.resolve()))
     assert ws.resolve(str(grant / "x")) == (grant / "x").resolve()
     with pytest.raises(PathEscape):
         ws.resolve(str(grant / "x"), for_write=True)

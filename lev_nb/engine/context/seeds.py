@@ -48,7 +48,10 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
         if seed.kind == "caller":
             used.add(seed.key or seed.region)
         try:
-            text = await seed_text(seed, inputs, state.workdir, state.task, registry, tool_context)
+            text = await seed_text(
+                seed, inputs, state.workdir, state.task, registry, tool_context,
+                allow_commands=state.settings.security.allow_seed_commands,
+            )
         except SeedFailure as exc:
             raise RunFailure(str(exc)) from None
         if text and state.ctx.has_region(seed.region):
@@ -73,8 +76,14 @@ async def seed_text(
     task: str,
     registry: ToolRegistry,
     tool_context: ToolContext,
+    *,
+    allow_commands: bool = True,
 ) -> str:
-    """The text a seed puts into its region ("" when there is nothing)."""
+    """The text a seed puts into its region ("" when there is nothing).
+
+    ``allow_commands`` is the user's ``[security] allow_seed_commands``: when false a ``command``
+    seed is not run and its region says so.
+    """
     if seed.kind == "caller":
         return inputs.get(seed.key or seed.region, "")
     if seed.kind == "literal":
@@ -85,6 +94,8 @@ async def seed_text(
         matches = sorted(globlib.glob(seed.value or "", root_dir=workdir, recursive=True))
         return _read_files(workdir, matches[:MAX_SEED_FILES])
     if seed.kind == "command":
+        if not allow_commands:
+            return f"[seed command not run: this machine's config.toml sets [security] allow_seed_commands = false: {seed.value}]"
         return await _command(workdir, seed.value or "")
     if seed.kind == "tools":
         return await _tools(seed, registry, tool_context)

@@ -44,12 +44,12 @@ class ExitHolds:
         state = self.state
         stage, progress = state.stage, state.progress
         progress.last_text = response.text
-        nudge = stage.nudge
-        if progress.total_tool_calls > 0 or not nudge.enabled or progress.text_only_nudges >= nudge.max:
+        enabled, maximum, template = stage.nudge.resolve(state.settings.nudge)
+        if progress.total_tool_calls > 0 or not enabled or progress.text_only_nudges >= maximum:
             return False
         progress.text_only_nudges += 1
         state.ctx.add_assistant(response.text, [])
-        text = nudge.text.replace("{stage}", stage.name).replace(
+        text = template.replace("{stage}", stage.name).replace(
             "{regions}", ", ".join(state.ctx.required_regions())
         )
         state.nudge("text_only", text)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.pipeline.tools import StageTools
     from lev_nb.engine.plan.types import StagePlan
     from lev_nb.engine.state import RunState
+    from lev_nb.settings import Settings
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_TEMPERATURE = 0.7
@@ -40,17 +41,28 @@ class RetryPolicy:
     max_delay_s: float = 60.0
 
 
-def model_label(provider: Provider | None, stage: StagePlan) -> str:
+def default_model(settings: Settings) -> tuple[str, str]:
+    """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
+    return settings.default_provider or DEFAULT_PROVIDER, settings.default_model or DEFAULT_MODEL
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    """The retry policy ``[limits]`` asks for (inference_retry_attempts, inference_retry_base_ms)."""
+    limits = settings.limits
+    return RetryPolicy(max_attempts=limits.inference_retry_attempts, base_delay_s=limits.inference_retry_base_ms / 1000)
+
+
+def model_label(provider: Provider | None, stage: StagePlan, settings: Settings) -> str:
     """``provider/model`` that ``stage`` talks to, without building a provider.
 
     A provider given at launch wins (its ``name``; a ``provider/model`` override names both);
-    otherwise the stage's first model, or the runtime default.
+    otherwise the stage's first model, or the configured default.
     """
     if provider is not None:
         return getattr(provider, "name", "custom")
     if stage.models:
         return f"{stage.models[0].provider}/{stage.models[0].model}"
-    return f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}"
+    return "/".join(default_model(settings))
 
 
 class Inference:
@@ -127,13 +139,12 @@ class Inference:
         from lev_nb.providers.resolve import ModelOverride, provider_for
 
         choice = stage.models[0] if stage.models else None
-        provider_name = choice.provider if choice else DEFAULT_PROVIDER
-        model_name = choice.model if choice else DEFAULT_MODEL
+        provider_name, model_name = (choice.provider, choice.model) if choice else default_model(self.state.settings)
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
         if self.provider is not None:
             return self.provider, getattr(self.provider, "name", "custom"), model_name
-        return provider_for(provider_name, model_name), provider_name, model_name
+        return provider_for(provider_name, model_name, self.state.settings), provider_name, model_name
 
     def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage
@@ -157,7 +168,7 @@ class Inference:
             stage=stage.name,
             output_format=spec.format if spec else None,
             extra=params,
-            timeout_s=stage.request_timeout_secs,
+            timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
         )
         for key, value in overrides.items():
             setattr(request, key, value)

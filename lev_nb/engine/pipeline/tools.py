@@ -14,6 +14,7 @@ from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
 from lev_nb.engine.pipeline.submission import evaluate_submission
@@ -22,6 +23,7 @@ from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -59,7 +61,12 @@ class StageTools:
             self.registry.register(tool)
         self.context_tools = ContextTools(state.ctx)
         self.tool_context = ToolContext(
-            workspace=Workspace(state.workdir), run_id=state.run_id, context=self.context_tools
+            workspace=Workspace(
+                state.workdir,
+                read_grant=read_grant(state.plan.agent_name, state.plan.read_paths, state.settings, state.workdir),
+            ),
+            run_id=state.run_id,
+            context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
 
@@ -101,8 +108,13 @@ class StageTools:
                 ev.ToolCallStarted(state.run_id, stage.name, call_id=call.id, tool=call.name, arguments=call.arguments)
             )
 
+        settings = state.settings
         policies = Policies(
-            stage=stage.tool_permissions, agent=state.plan.tool_permissions, approver=self.approver
+            stage=stage.tool_permissions,
+            agent=state.plan.tool_permissions,
+            ceiling=settings.tool_ceiling(state.plan.agent_name),
+            blueprint_may_loosen=settings.security.allow_blueprint_permissions,
+            approver=self.approver,
         )
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
@@ -234,7 +246,7 @@ class StageTools:
             "stage": stage.name,
             "stage_visit": state.visits.get(stage.name, 0),
             "stage_iterations": state.progress.iterations,
-            "max_iterations": stage.max_iterations,
+            "max_iterations": iteration_cap(stage, state.settings.limits.default_max_iterations) or None,
             "run_iterations": state.meta.iteration,
             "tool_calls": state.meta.tool_calls,
             "workdir": str(state.workdir),

@@ -25,8 +25,8 @@ WORKSPACE_CHECK_INTERVAL = 5
 def check_watchdogs(state: RunState) -> Outcome | None:
     """Stop the current stage when a watchdog trips (recording why), else None."""
     stage, progress = state.stage, state.progress
-    if iteration_cap_hit(stage, progress):
-        cap = stage.max_iterations or 0
+    cap = iteration_cap(stage, state.settings.limits.default_max_iterations)
+    if iteration_cap_hit(stage, progress, cap):
         state.meta.flags.max_iterations_hit += 1
         state.rec.emit(ev.MaxIterationsHit(state.run_id, stage.name, limit=cap))
         state.ctx.note("error_report", iteration_cap_note(stage.name, cap))
@@ -47,11 +47,16 @@ def check_watchdogs(state: RunState) -> Outcome | None:
     return None
 
 
-def iteration_cap_hit(stage: StagePlan, progress: StageProgress) -> bool:
-    """True when a (non fan-out) stage has used all the inferences it is allowed."""
+def iteration_cap(stage: StagePlan, default: int) -> int:
+    """The inferences ``stage`` may make: its own max_iterations, else ``default`` ([limits]
+    default_max_iterations); 0 means unlimited."""
+    return stage.max_iterations if stage.max_iterations is not None else default
+
+
+def iteration_cap_hit(stage: StagePlan, progress: StageProgress, cap: int) -> bool:
+    """True when a (non fan-out) stage has used all ``cap`` inferences it is allowed (0: no cap)."""
     if stage.mode == "fan_out":
         return False
-    cap = stage.max_iterations or 0
     return cap > 0 and progress.iterations >= cap
 
 

@@ -12,8 +12,6 @@ import json
 from typing import Any
 
 from lev_nb.engine.plan.types import (
-    DEFAULT_MAX_NUDGES,
-    DEFAULT_NUDGE_TEXT,
     EdgePlan,
     FanOutPlan,
     GatePlan,
@@ -63,6 +61,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         seeds=_seed_plans(bp),
         repetition=_repetition(bp),
         max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
+        read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
     )
 
 
@@ -168,7 +167,9 @@ def _positive(value: int | None) -> int | None:
 
 def _nudge(bp: Any, stage: Any) -> NudgePlan:
     reviewed = stage.mode == "interactive_points" and bool(stage.interaction_points)
-    enabled, maximum, text = not reviewed, DEFAULT_MAX_NUDGES, DEFAULT_NUDGE_TEXT
+    enabled: bool | None = None
+    maximum: int | None = None
+    text: str | None = None
     for level in (bp.agent.nudge, stage.nudge):  # later levels win, field by field
         if level is None:
             continue
@@ -178,7 +179,7 @@ def _nudge(bp: Any, stage: Any) -> NudgePlan:
             maximum = level.max
         if level.text:
             text = level.text
-    return NudgePlan(enabled=enabled, max=maximum, text=text)
+    return NudgePlan(enabled=enabled, max=maximum, text=text, reviewed=reviewed)
 
 
 def _output_spec(spec: Any) -> OutputSpec | None:

@@ -110,11 +110,26 @@ class ModelChoice:
 
 @dataclass(frozen=True)
 class NudgePlan:
-    """The resolved empty-response nudge for one stage."""
+    """The blueprint's word on one stage's empty-response nudge (agent, then stage; None: not set).
 
-    enabled: bool = True
-    max: int = DEFAULT_MAX_NUDGES
-    text: str = DEFAULT_NUDGE_TEXT
+    The machine's ``[nudge]`` defaults sit between these and the built-in ones, so the effective
+    nudge is resolved per run by :meth:`resolve` (spec/runtime.md §3.3: stage > agent > config >
+    built-in; a reviewed interactive_points stage is not nudged by default).
+    """
+
+    enabled: bool | None = None
+    max: int | None = None
+    text: str | None = None
+    reviewed: bool = False
+
+    def resolve(self, machine: Any) -> tuple[bool, int, str]:
+        """``(enabled, max, text)`` with ``machine`` (the settings' ``nudge`` table) beneath."""
+        enabled = self.enabled
+        if enabled is None:
+            enabled = machine.enabled if machine.enabled is not None else not self.reviewed
+        maximum = self.max if self.max is not None else machine.max if machine.max is not None else DEFAULT_MAX_NUDGES
+        text = self.text or machine.text or DEFAULT_NUDGE_TEXT
+        return enabled, maximum, text
 
 
 @dataclass(frozen=True)
@@ -191,6 +206,7 @@ class RunPlan:
     seeds: tuple[SeedPlan, ...] = ()  # the global layout's seeds, in declaration order
     repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
     max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH  # how deep worker runs may nest
+    read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
