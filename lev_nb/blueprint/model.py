@@ -690,6 +690,12 @@ class Blueprint(_Lenient):
         """The parsed TOML as written (for "was this key written" questions)."""
         return self._raw
 
+    def stage_writes(self, stage: str, key: str) -> bool:
+        """True when the text writes ``key`` in stage ``stage``'s table (not a default filled in)."""
+        stages = self._raw.get("stages")
+        table = stages.get(stage) if isinstance(stages, dict) else None
+        return isinstance(table, dict) and key in table
+
     @property
     def source_path(self) -> Path | None:
         """The agent.leviath this was read from (None when loaded from text)."""

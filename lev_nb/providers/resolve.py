@@ -13,7 +13,10 @@ from lev_nb.providers.scripted import ScriptedModel
 from lev_nb.settings.loader import current as current_settings
 from lev_nb.settings.model import ProviderSettings, Settings
 
-__all__ = ["ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "ACCEPTED_FORMS"]
+__all__ = [
+    "ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "is_registered",
+    "ACCEPTED_FORMS",
+]
 
 ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (e.g. 'anthropic/claude-sonnet-4-6')"
 
@@ -39,6 +42,11 @@ _FACTORIES: dict[str, ProviderFactory] = {
 }
 # Providers lev_nb knows by name but cannot call yet.
 _PLANNED: set[str] = set()
+
+
+def is_registered(name: str) -> bool:
+    """True when lev_nb can build a provider called ``name``."""
+    return name in _FACTORIES
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:

@@ -466,3 +466,21 @@ def test_engine_retry_recovers_after_one_overload(stand_in: StandIn, tmp_path: P
     assert run.stage_history == ["draft", "review"]
     assert len(stand_in.requests) == 6  # the 529, its one retry, then the four other calls
     assert stand_in.requests[0].body == stand_in.requests[1].body
+
+
+def test_the_configuration_names_the_endpoint_and_the_key_variable(
+    stand_in: StandIn, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lev_nb.providers.resolve import provider_for
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'[model_providers.anthropic]\nbase_url = "{stand_in.url}"\napi_key_env = "TEAM_CLAUDE_KEY"\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("TEAM_CLAUDE_KEY", "sk-team")
+    stand_in.queue(Reply(body=message(text("configured"))))
+    assert ask(provider_for("anthropic", "claude-x")).text == "configured"
+    assert stand_in.requests[0].headers["authorization"] == "Bearer sk-team"
+    monkeypatch.delenv("TEAM_CLAUDE_KEY")
+    error = failure(provider_for("anthropic", "claude-x"))
+    assert error.kind == "auth" and "TEAM_CLAUDE_KEY" in error.message

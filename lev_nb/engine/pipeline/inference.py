@@ -52,17 +52,55 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(max_attempts=limits.inference_retry_attempts, base_delay_s=limits.inference_retry_base_ms / 1000)
 
 
+@dataclass(frozen=True)
+class ModelPick:
+    """The model a stage talks to: ``provider``/``model``, and why it is not the stage's first choice
+    (``note``), or why none is allowed (``refusal``)."""
+
+    provider: str
+    model: str
+    note: str | None = None
+    refusal: str | None = None
+
+
+def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
+    """The stage's model as spec/blueprint.md §4.1 orders the choice.
+
+    The stage's list is tried in order, the configured ``default_provider``'s entries first; the
+    first whose provider lev_nb can reach wins. A stage that names no model, or none reachable, runs
+    on the configured default, unless it sets ``allow_user_default = false``.
+    """
+    from lev_nb.providers.resolve import is_registered
+
+    preferred = settings.default_provider
+    candidates = sorted(stage.models, key=lambda c: c.provider != preferred)
+    for choice in candidates:
+        if is_registered(choice.provider):
+            note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
+            return ModelPick(choice.provider, choice.model, note)
+    provider, model = default_model(settings)
+    if not stage.models:
+        return ModelPick(provider, model)
+    named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
+    if not stage.allow_user_default:
+        return ModelPick(provider, model, refusal=(
+            f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
+            "(allow_user_default = false)"))
+    return ModelPick(provider, model, note=(
+        f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
+        f"{provider}/{model} (set allow_user_default = false to fail instead)"))
+
+
 def model_label(provider: Provider | None, stage: StagePlan, settings: Settings) -> str:
     """``provider/model`` that ``stage`` talks to, without building a provider.
 
     A provider given at launch wins (its ``name``; a ``provider/model`` override names both);
-    otherwise the stage's first model, or the configured default.
+    otherwise the stage's pick (:func:`pick_model`).
     """
     if provider is not None:
         return getattr(provider, "name", "custom")
-    if stage.models:
-        return f"{stage.models[0].provider}/{stage.models[0].model}"
-    return "/".join(default_model(settings))
+    pick = pick_model(stage, settings)
+    return f"{pick.provider}/{pick.model}"
 
 
 class Inference:
@@ -88,6 +126,7 @@ class Inference:
         self.tools = tools
         self.hooks = hooks
         self._last_system_key: int | None = None
+        self._noted: set[str] = set()  # stages whose model pick was explained already
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -113,13 +152,16 @@ class Inference:
 
     async def routing_turn(self, targets: list[str], allow_done: bool) -> ModelResponse | Outcome:
         """Ask the model which of ``targets`` comes next (the routing prompt is already in context)."""
-        request, provider = self._request(
-            "routing",
-            choices=targets,
-            allow_done=allow_done,
-            temperature=0.0,
-            max_tokens=ROUTING_MAX_TOKENS,
-        )
+        try:
+            request, provider = self._request(
+                "routing",
+                choices=targets,
+                allow_done=allow_done,
+                temperature=0.0,
+                max_tokens=ROUTING_MAX_TOKENS,
+            )
+        except ProviderError as exc:
+            return self.failed(exc.message)
         try:
             response = await self._complete(request, provider)
         except ProviderError as exc:
@@ -138,13 +180,17 @@ class Inference:
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
         from lev_nb.providers.resolve import ModelOverride, provider_for
 
-        choice = stage.models[0] if stage.models else None
-        provider_name, model_name = (choice.provider, choice.model) if choice else default_model(self.state.settings)
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
+        pick = pick_model(stage, self.state.settings)
         if self.provider is not None:
-            return self.provider, getattr(self.provider, "name", "custom"), model_name
-        return provider_for(provider_name, model_name, self.state.settings), provider_name, model_name
+            return self.provider, getattr(self.provider, "name", "custom"), pick.model
+        if pick.refusal is not None:
+            raise ProviderError("api", pick.refusal)
+        if pick.note is not None and stage.name not in self._noted:
+            self._noted.add(stage.name)
+            self.state.warn(pick.note)
+        return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
 
     def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage

@@ -156,7 +156,8 @@ class StagePlan:
     mode: str = "autonomous"
     system_prompt: str | None = None
     description: str | None = None
-    models: tuple[ModelChoice, ...] = ()
+    models: tuple[ModelChoice, ...] = ()  # as the stage writes them; () when it names no model
+    allow_user_default: bool = True  # fall back to the configured default model when none is usable
     parameters: dict[str, Any] = field(default_factory=dict)
     request_timeout_secs: float | None = None
     tools: tuple[str, ...] = ()

@@ -1,0 +1,173 @@
+"""A run follows the user's configuration ($LEV_HOME/config.toml): defaults, limits, permission
+ceilings, seed commands, read grants and the nudge (spec/blueprint.md §3, spec/runtime.md §4.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import call, events_of, say
+
+import lev_nb
+from lev_nb.messages import ToolResultBlock
+
+
+@pytest.fixture
+def config(home: Path):
+    """``config(text)`` writes $LEV_HOME/config.toml for this test."""
+
+    def write(text: str) -> Path:
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+def results(model) -> list[str]:
+    """Every tool result the model was shown, in order."""
+    seen: list[str] = []
+    for request in model.requests:
+        for message in request.messages:
+            for block in message.blocks():
+                if isinstance(block, ToolResultBlock) and block.content not in seen:
+                    seen.append(block.content)
+    return seen
+
+
+WRITER = """
+[tool_permissions]
+write_file = "allow"
+[stages.work]
+available_tools = ["write_file"]
+max_iterations = 5
+[stages.work.transitions]
+"""
+
+
+def test_a_blueprint_cannot_grant_itself_a_tool_the_machine_asks_about(engine, workdir: Path) -> None:
+    run, model = engine.run(WRITER, [call("write_file", path="a.txt", content="x"), say("done")])
+    assert run.status == "complete", run.error
+    assert results(model)[0].startswith("[denied] Tool 'write_file' needs a person's approval")
+    assert not (workdir / "a.txt").exists()
+
+
+def test_the_configuration_can_allow_it(engine, config, workdir: Path) -> None:
+    config('[tool_permissions]\nwrite_file = "allow"\n')
+    run, _ = engine.run(WRITER.replace('write_file = "allow"', ""), [call("write_file", path="a.txt", content="x"), say("done")])
+    assert (workdir / "a.txt").read_text() == "x"
+    assert run.flags["modified_files"] == ["a.txt"]
+
+
+def test_per_agent_ceilings_and_blueprint_permissions(engine, config, workdir: Path) -> None:
+    config('[agent_tool_permissions.engine-test]\nwrite_file = "allow"\n')
+    engine.run(WRITER.replace('write_file = "allow"', 'write_file = "deny"'), [call("write_file", path="a.txt", content="x"), say("done")])
+    assert not (workdir / "a.txt").exists()  # the blueprint may still tighten
+    config("[security]\nallow_blueprint_permissions = true\n")
+    engine.run(WRITER, [call("write_file", path="b.txt", content="y"), say("done")])
+    assert (workdir / "b.txt").read_text() == "y"
+
+
+LOOPING = """
+[stages.work]
+available_tools = ["list_dir"]
+[stages.work.transitions]
+"""
+
+
+def test_default_max_iterations_caps_a_stage_that_sets_none(engine, config) -> None:
+    config("[limits]\ndefault_max_iterations = 3\n")
+    run, model = engine.run(LOOPING, [call("list_dir", path=".")] * 10)
+    hit = events_of(run, "max_iterations")
+    assert hit and hit[0].limit == 3
+    assert len([r for r in model.requests if r.purpose == "stage"]) == 3
+
+
+def test_default_max_iterations_zero_means_unlimited(engine, config) -> None:
+    config("[limits]\ndefault_max_iterations = 0\n")
+    run, _ = engine.run(LOOPING, [call("list_dir", path=".")] * 60 + [say("done")])
+    assert run.status == "complete" and not events_of(run, "max_iterations")
+
+
+def test_the_default_model_labels_a_stage_with_no_model(engine, config) -> None:
+    config('default_provider = "anthropic"\ndefault_model = "claude-haiku-4-5"\n')
+    run, _ = engine.run(LOOPING, [say("done")])
+    assert run.meta["model"] == "scripted"  # a launch model wins
+    bp = lev_nb.load('[agent]\nname = "x"\n[stages.work]\n')
+    run = bp.run("t", model=None, home=engine.home, workdir=engine.workdir).wait(30)
+    assert run.meta["model"] == "anthropic/claude-haiku-4-5"  # no key in tests: the call itself fails
+    assert run.status == "error" and "ANTHROPIC_API_KEY" in (run.error or "")
+
+
+SEEDED = """
+[context.regions]
+listing = { kind = "pinned", max_tokens = 500, seed = { command = "echo seeded-by-command" } }
+[stages.work]
+[stages.work.transitions]
+"""
+
+
+def test_seed_commands_follow_the_security_setting(engine, config) -> None:
+    run, model = engine.run(SEEDED, [say("done")])
+    assert "seeded-by-command" in "\n".join(model.requests[0].system)
+    config("[security]\nallow_seed_commands = false\n")
+    run, model = engine.run(SEEDED, [say("done")])
+    system = "\n".join(model.requests[0].system)
+    assert "seeded-by-command" not in system.replace("echo seeded-by-command", "")
+    assert "allow_seed_commands = false" in system
+
+
+def reader(outside: Path) -> str:
+    return f"""
+[read_paths]
+allow = ["{outside}"]
+[stages.work]
+available_tools = ["read_file"]
+[stages.work.transitions]
+"""
+
+
+def test_declared_read_paths_need_a_grant(engine, config, tmp_path: Path) -> None:
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("shared notes")
+    turns = [call("read_file", path=str(outside / "notes.txt")), say("done")]
+    _, model = engine.run(reader(outside), turns)
+    assert results(model)[0].startswith("[error]") and "outside the working directory" in results(model)[0]
+    config(f'[agent_read_paths.engine-test]\nallow = ["{outside}"]\n')
+    _, model = engine.run(reader(outside), turns)
+    assert "shared notes" in results(model)[0]
+    # A grant never lets a run read what its blueprint did not declare.
+    (tmp_path / "other.txt").write_text("private")
+    config(f'[agent_read_paths.engine-test]\nallow = ["{tmp_path}"]\n')
+    _, model = engine.run(reader(outside), [call("read_file", path=str(tmp_path / "other.txt")), say("done")])
+    assert "private" not in results(model)[0]
+
+
+def test_nudge_defaults_come_from_the_configuration(engine, config) -> None:
+    config('[nudge]\nmax = 1\ntext = "Machine nudge for {stage}."\n')
+    run, model = engine.run("[stages.work]\navailable_tools = [\"list_dir\"]\n[stages.work.transitions]\n", [say("a"), say("b"), say("c")])
+    nudges = events_of(run, "nudge")
+    assert [n.text for n in nudges] == ["Machine nudge for work."]
+
+
+def test_the_model_pick_follows_the_stage_list_and_the_configuration() -> None:
+    from lev_nb.engine.pipeline.inference import pick_model
+    from lev_nb.engine.plan.types import ModelChoice, StagePlan
+    from lev_nb.settings import load
+
+    defaults = load(Path("/nonexistent/config.toml"), environ={})
+    listed = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"), ModelChoice("anthropic", "claude-a")))
+    pick = pick_model(listed, defaults)
+    assert (pick.provider, pick.model) == ("anthropic", "claude-a") and "model list" in (pick.note or "")
+    unnamed = pick_model(StagePlan(name="s", index=0), defaults)
+    assert (unnamed.provider, unnamed.model, unnamed.note) == ("anthropic", "claude-sonnet-4-6", None)
+    unreachable = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"),))
+    fallback = pick_model(unreachable, defaults)
+    assert fallback.provider == "anthropic" and "cannot reach" in (fallback.note or "")
+    strict = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"),), allow_user_default=False)
+    assert "allow_user_default = false" in (pick_model(strict, defaults).refusal or "")
+    mock_first = load(Path("/nonexistent/config.toml"), environ={"LEV_DEFAULT_PROVIDER": "mock"})
+    both = StagePlan(name="s", index=0, models=(ModelChoice("anthropic", "claude-a"), ModelChoice("mock", "m")))
+    assert pick_model(both, mock_first).provider == "mock"  # default_provider's entries go first
