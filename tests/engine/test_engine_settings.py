@@ -171,3 +171,37 @@ def test_the_model_pick_follows_the_stage_list_and_the_configuration() -> None:
     mock_first = load(Path("/nonexistent/config.toml"), environ={"LEV_DEFAULT_PROVIDER": "mock"})
     both = StagePlan(name="s", index=0, models=(ModelChoice("anthropic", "claude-a"), ModelChoice("mock", "m")))
     assert pick_model(both, mock_first).provider == "mock"  # default_provider's entries go first
+
+
+class CountingModel:
+    """A provider that answers after a short pause and records how many calls overlapped."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.most = 0
+
+    async def complete(self, request):
+        import asyncio
+
+        from lev_nb.messages import ModelResponse
+
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            self.in_flight -= 1
+        return ModelResponse(text="done")
+
+
+@pytest.mark.parametrize("width", [2, 5])
+def test_the_inference_pool_bounds_calls_in_flight_across_runs(engine, config, width: int) -> None:
+    config(f"[limits]\nmax_concurrent_inferences = {width}\n")
+    model = CountingModel()
+    runs = [engine.start("[stages.work]\n[stages.work.transitions]\n", model)[0] for _ in range(8)]
+    for run in runs:
+        run.wait(60)
+    assert all(run.status == "complete" for run in runs)
+    assert model.most == width  # never more, and the pool is actually used up to its width

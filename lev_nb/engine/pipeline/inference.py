@@ -41,6 +41,29 @@ class RetryPolicy:
     max_delay_s: float = 60.0
 
 
+class InferencePool:
+    """How many model calls are in flight at once across every run of this process
+    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider.
+
+    Used on the engine loop only. A changed width takes effect for the calls that start after it;
+    calls already holding a permit of the old width finish normally.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[int, asyncio.AbstractEventLoop] | None = None
+        self._slots = asyncio.Semaphore(1)
+
+    def permit(self, width: int) -> asyncio.Semaphore:
+        """The semaphore to hold for one call, ``width`` permits wide (call it on the engine loop)."""
+        key = (width, asyncio.get_running_loop())
+        if key != self._key:  # a new width, or a new engine loop after the old one died
+            self._key, self._slots = key, asyncio.Semaphore(max(1, width))
+        return self._slots
+
+
+INFERENCE_POOL = InferencePool()
+
+
 def default_model(settings: Settings) -> tuple[str, str]:
     """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
     return settings.default_provider or DEFAULT_PROVIDER, settings.default_model or DEFAULT_MODEL
@@ -227,9 +250,10 @@ class Inference:
         while True:
             attempt += 1
             try:
-                if request.timeout_s:
-                    return await asyncio.wait_for(provider.complete(request), request.timeout_s)
-                return await provider.complete(request)
+                async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
+                    if request.timeout_s:
+                        return await asyncio.wait_for(provider.complete(request), request.timeout_s)
+                    return await provider.complete(request)
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"
                 error = ProviderError("transport", f"the model did not answer{waited}")
