@@ -66,7 +66,7 @@ DEFAULT_LIMITS: dict[str, int | None] = dict(_rhai.DEFAULT_LIMITS)
 # block (the message with its line and position) instead of a traceback through lev_nb.
 for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError, NotPlainDataError):
     _exc.__module__ = __name__
-    _exc._render_traceback_ = render_traceback  # type: ignore[attr-defined]
+    setattr(_exc, "_render_traceback_", render_traceback)
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

@@ -24,4 +24,6 @@ def test_run_widget_follows_the_run(tmp_path: Path) -> None:
     run = lev_nb.run(ROOT / "blueprints" / "triage", "R-1", model="mock", home=tmp_path).wait(30)
     widget = run.widget()
     assert repr(widget) == f"<RunWidget {run.run_id} complete>"
-    assert widget.progress.bar_style == "success"
+    assert "width:100%" in widget.progress.value
+    # No stages given: the view knows the blueprint's, unvisited ones included.
+    assert "table_after_error" in widget.progress.value
