@@ -27,6 +27,8 @@ from mermaid.flowchart import FlowChart, Link, Node
 
 MAX_LABEL = 60
 MAX_EDGE_LABEL = 24
+# A hint at most this much longer than MAX_EDGE_LABEL stays whole: cutting it would save little.
+EDGE_LABEL_SLACK = 6
 MAX_LR_STAGES = 3
 START_ID = "lev_start"
 DONE_ID = "lev_done"
@@ -64,10 +66,10 @@ def escape_label(text: str, limit: int = MAX_LABEL) -> str:
 
 def short_hint(hint: str, limit: int | None = None) -> str:
     """``hint`` cut to at most ``limit`` (default ``MAX_EDGE_LABEL``) characters at a word
-    boundary, with an ellipsis."""
+    boundary, with an ellipsis; a hint only ``EDGE_LABEL_SLACK`` characters over stays whole."""
     limit = MAX_EDGE_LABEL if limit is None else limit
     flat = " ".join(hint.split())
-    if len(flat) <= limit:
+    if len(flat) <= limit + EDGE_LABEL_SLACK:
         return flat
     cut = flat[: limit - 1]
     if " " in cut and not flat[limit - 1].isspace():
@@ -256,6 +258,32 @@ def blueprint_mermaid(bp: Any, direction: str | None = None, current: str | None
     drawing = _Drawing(bp)
     extra = {"current": [current]} if current else None
     return drawing.text(direction or default_direction(bp), drawing.class_lines(extra), [])
+
+
+class Diagram:
+    """A Mermaid diagram for display: exactly ``text/vnd.mermaid`` plus ``text/plain`` (JupyterLab
+    draws the diagram itself, offline, only when no richer type is in the bundle)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/vnd.mermaid": self.source, "text/plain": self.source}
+
+    def __repr__(self) -> str:
+        return self.source
+
+
+def run_diagram(
+    bp: Any,
+    history: list[str],
+    *,
+    current: str | None = None,
+    status: str = "running",
+    direction: str | None = None,
+) -> Diagram:
+    """:func:`run_mermaid` as a displayable :class:`Diagram` (what ``run.graph()`` returns)."""
+    return Diagram(run_mermaid(bp, history, current=current, status=status, direction=direction))
 
 
 def run_mermaid(

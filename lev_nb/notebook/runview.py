@@ -122,10 +122,18 @@ class FinalOutput:
 class RunState:
     """Everything the run view shows, folded from the run's events in order."""
 
-    def __init__(self, run_id: str, stages: Sequence[str] = (), to_end: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        stages: Sequence[str] = (),
+        to_end: dict[str, int] | None = None,
+        workers: dict[str, str] | None = None,
+    ) -> None:
         self.run_id = run_id
         self.stages = list(stages)
         self.to_end = dict(to_end) if to_end is not None else None
+        self.workers = dict(workers or {})  # fan-out stage -> the stage its workers run
+        self.worked: list[str] = []  # worker stages that ran (in child runs)
         self.agent = ""
         self.task = ""
         self.status = "starting"
@@ -185,6 +193,9 @@ class RunState:
                 started = self._calls.pop(event.call_id, None)
                 if started is not None:
                     visit.transcript.append(sentence(started))
+        elif kind == "fan_out_started" and visit is not None and visit.stage in self.workers:
+            if self.workers[visit.stage] not in self.worked:
+                self.worked.append(self.workers[visit.stage])
         elif kind == "transition" and visit is not None and event.reason:
             # A reason that repeats an error already told in this visit is left out.
             if any(message and message in event.reason for _, message in visit.lines):
@@ -244,8 +255,15 @@ class RunState:
 
     @property
     def visited(self) -> list[str]:
-        """Distinct stages entered, in first-entry order."""
-        return list(dict.fromkeys(v.stage for v in self.visits))
+        """Distinct stages entered, in first-entry order (a fan-out's worker stage, run by its
+        workers, after the fan-out stage)."""
+        names: list[str] = []
+        for visit in self.visits:
+            names.append(visit.stage)
+            worker = self.workers.get(visit.stage)
+            if worker in self.worked:
+                names.append(worker)  # type: ignore[arg-type]
+        return list(dict.fromkeys(names))
 
     def elapsed(self, now: float | None = None) -> float:
         """Seconds from the first event to the end (or to ``now`` while running)."""

@@ -73,9 +73,10 @@ def new_state(run: Any, stages: Sequence[str] | None = None) -> runview.RunState
     from lev_nb.blueprint.graph import stages_to_end
 
     bp = blueprint_of(run)
-    names = list(stages) if stages else (list(bp.stage_names) if bp is not None else [])
-    to_end = stages_to_end(bp) if bp is not None else None
-    return runview.RunState(run.run_id, names, to_end)
+    if bp is None:
+        return runview.RunState(run.run_id, list(stages or []))
+    workers = {name: s.worker_stage for name, s in bp.stages.items() if s.mode == "fan_out" and s.worker_stage}
+    return runview.RunState(run.run_id, list(stages or bp.stage_names), stages_to_end(bp), workers)
 
 
 def follow(run: Any, state: runview.RunState) -> runview.RunState:

@@ -287,3 +287,11 @@ def test_watch_falls_back_to_text_without_ipywidgets(monkeypatch: pytest.MonkeyP
     assert view._repr_mimebundle_() == snapshot_bundle(run)
     with pytest.raises(ImportError, match="ipywidgets"):
         RunWidget(run)
+
+
+def test_a_fan_outs_worker_stage_counts_as_visited() -> None:
+    bp = lev_nb.load(ROOT / "blueprints" / "research-brief")
+    run = bp.run("q", model="mock").wait(RUN_TIMEOUT_S)
+    state = widget_module.follow(run, new_state(run))
+    assert state.visited == ["scope", "split", "investigate", "synthesize", "write"]
+    assert ("lev-stage visited", "✓ investigate") in chips(runview.progress_html(state))
