@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,11 +68,50 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, L
     browser = None
     try:
         browser = LabBrowser(server, find_chromium() or "chromium")
+        # The guard works: a request to another host is refused in the browser and recorded.
+        browser.page.goto("about:blank")
+        browser.page.evaluate("fetch('http://lev-nb-offline-check.invalid/x').catch(() => null)")
+        assert browser.outside == ["http://lev-nb-offline-check.invalid/x"]
+        browser.outside.clear()
         yield server, browser, root
     finally:
         if browser is not None:
             browser.close()
         server.stop()
+
+
+EDGE_LABEL = re.compile(
+    r'<g class="edgeLabel" transform="translate\(([-\d.e]+), ([-\d.e]+)\)"><g class="label"[^>]*?'
+    r'transform="translate\(([-\d.e]+), ([-\d.e]+)\)"><foreignObject width="([\d.e]+)" height="([\d.e]+)"'
+)
+
+
+def edge_label_boxes(svg: str) -> list[tuple[float, float, float, float]]:
+    """(left, top, right, bottom) of every non-empty edge label in a Mermaid SVG."""
+    boxes = []
+    for x, y, dx, dy, w, h in EDGE_LABEL.findall(svg):
+        left, top, width, height = float(x) + float(dx), float(y) + float(dy), float(w), float(h)
+        if width > 0 and height > 0:
+            boxes.append((left, top, left + width, top + height))
+    return boxes
+
+
+def overlapping(boxes: list[tuple[float, float, float, float]], slack: float = 1.0) -> list[tuple[int, int]]:
+    """Pairs of boxes that cover each other by more than ``slack`` pixels each way."""
+    pairs = []
+    for i, a in enumerate(boxes):
+        for j in range(i + 1, len(boxes)):
+            b = boxes[j]
+            if min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack:
+                pairs.append((i, j))
+    return pairs
+
+
+def test_overlap_finder() -> None:
+    assert overlapping([(0, 0, 10, 10), (5, 5, 15, 15), (20, 0, 30, 10)]) == [(0, 1)]
+    svg = ('<g class="edgeLabel" transform="translate(50, 20)"><g class="label" data-id="x" '
+           'transform="translate(-10, -5)"><foreignObject width="20" height="10">')
+    assert edge_label_boxes(svg) == [(40.0, 15.0, 60.0, 25.0)]
 
 
 def _wait_for_run_views(browser: LabBrowser) -> None:
@@ -166,6 +206,12 @@ def test_notebook_runs_in_jupyterlab(notebook: Path, lab: tuple[LabServer, LabBr
     saved = json.loads((root / relpath).read_text(encoding="utf-8"))
     code = [c for c in saved["cells"] if c["cell_type"] == "code"]
     assert all(c.get("execution_count") for c in code), "a cell did not run"
+    # JupyterLab keeps the SVG it drew: no two edge labels of a diagram cover each other.
+    drawn = ["".join(o["data"]["image/svg+xml"]) for c in code for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
+    assert len(drawn) == len([o for o in outputs if "text/vnd.mermaid" in o.get("data", {})])
+    for svg in drawn:
+        boxes = edge_label_boxes(svg)
+        assert boxes and not overlapping(boxes), f"overlapping edge labels in a diagram of {notebook.name}"
     for cell in code:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
