@@ -12,7 +12,7 @@ import pytest
 from support import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-MACHINE_PATH = re.compile(r"(/tmp/|/home/|/root/|/work/|/Users/|[A-Z]:\\\\)")
+MACHINE_PATH = re.compile(r"(/tmp/|/home/|/root/|/Users/|[A-Z]:\\\\)")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
