@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lev_nb import _rhai
+from lev_nb.errors import render_traceback
 from lev_nb._rhai import (
     AST,
     MAX_VARIADIC_ARITY,
@@ -61,9 +62,11 @@ __all__ = [
 # wall-clock deadline, read from the native module so they are stated once, in Rust.
 DEFAULT_LIMITS: dict[str, int | None] = dict(_rhai.DEFAULT_LIMITS)
 
-# Exceptions report themselves as part of this module.
+# Exceptions report themselves as part of this module, and show in a notebook as one clean
+# block (the message with its line and position) instead of a traceback through lev_nb.
 for _exc in (RhaiError, RhaiSyntaxError, RhaiRuntimeError, RhaiLimitError, NotPlainDataError):
     _exc.__module__ = __name__
+    setattr(_exc, "_render_traceback_", render_traceback)
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

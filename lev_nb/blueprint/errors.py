@@ -8,11 +8,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from lev_nb.errors import CleanError, Problem
+
 ErrorKind = Literal["read", "parse", "validation"]
 
 
-class BlueprintError(ValueError):
+class BlueprintError(CleanError, ValueError):
     """A blueprint that cannot be used: unreadable, not TOML, or breaking a rule of the format.
+
+    In a notebook it shows as one block: the message, the file:line:col and key path, the hint.
 
     Attributes: ``path`` (file or None), ``key_path`` (e.g. ``stages.plan.transitions.review.gate``),
     ``line`` / ``column`` (1-based, where known), ``hint`` (a "did you mean" or what to do),
@@ -41,18 +45,41 @@ class BlueprintError(ValueError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        where = str(self.path) if self.path is not None else "<blueprint>"
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        text = f"{where}: "
+        where = self._location()
+        text = f"{where}: " if where is not None else ""
         if self.key_path:
             text += f"{self.key_path}: "
         text += self.message
         if self.hint:
             text += f" ({self.hint})"
         return text
+
+    def _location(self) -> str | None:
+        """``file[:line[:col]]`` (``<blueprint>`` for text); None when the message already names the
+        file and no line is known, so a missing file is named once."""
+        if self.path is not None and self.line is None and self._message_names_path():
+            return None
+        where = str(self.path) if self.path is not None else "<blueprint>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return where
+
+    def _message_names_path(self) -> bool:
+        assert self.path is not None
+        names = {str(self.path)}
+        if self.path.name == "agent.leviath":
+            names.add(str(self.path.parent))
+        return any(name in self.message for name in names)
+
+    def problem(self) -> Problem:
+        """The notebook's clean block: the message, where (file:line:col, key path), the hint."""
+        location = self._location()
+        if location == "<blueprint>":  # text without a line: nothing to point at
+            location = None
+        places = [p for p in (location, f"key {self.key_path}" if self.key_path else None) if p]
+        return Problem(self.message, ", ".join(places) or None, self.hint)
 
     @property
     def detail(self) -> str:

@@ -815,8 +815,9 @@ class Blueprint(_Lenient):
         return validate_blueprint(self, **kwargs)
 
     # -- the graph -----------------------------------------------------------------------------
-    def mermaid(self, direction: str = "LR", current: str | None = None) -> str:
-        """The stage graph as Mermaid flowchart text (``current`` highlights one stage)."""
+    def mermaid(self, direction: str | None = None, current: str | None = None) -> str:
+        """The stage graph as Mermaid flowchart text (``current`` highlights one stage;
+        ``direction`` LR/TB/RL/BT, by default TB, or LR for a small graph)."""
         from .graph import blueprint_mermaid
 
         return blueprint_mermaid(self, direction=direction, current=current)

@@ -34,7 +34,7 @@ def add_graph(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
     """Register ``lev graph``."""
     graph = subparsers.add_parser("graph", help="print the blueprint as a Mermaid flowchart")
     graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")
-    graph.add_argument("--direction", default="LR", choices=["LR", "TB", "RL", "BT"])
+    graph.add_argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"], help="default: TB, or LR for a small graph")
     graph.set_defaults(func=run_graph)
 
 

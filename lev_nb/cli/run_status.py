@@ -17,6 +17,8 @@ from lev_nb.store import list_runs
 # A run still "running" whose record has not moved for this long was most likely killed.
 ABANDONED_AFTER_S = 300
 RECENT_FINISHED = 20
+# The STATUS column of the table is cut here, so a long error never wraps a row.
+STATUS_WIDTH = 60
 
 
 def status_text(meta: dict[str, Any]) -> str:
@@ -64,13 +66,19 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
         return
     header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "UPDATED")
     table = [header] + [
-        (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], r["status_text"],
+        (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], one_line(r["status_text"]),
          r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), r["updated_at"])
         for r in rows
     ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row in table:
         print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+
+
+def one_line(text: str, width: int = STATUS_WIDTH) -> str:
+    """``text`` on one line (whitespace folded), cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:

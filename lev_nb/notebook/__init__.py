@@ -1,13 +1,14 @@
 """Notebook views: rich displays, the live run widget and the %lev / %%lev / %%rhai magics.
 
-``%load_ext lev_nb.notebook`` registers the magics; ``watch(run)`` shows a run live.
+``%load_ext lev_nb.notebook`` registers the magics; ``watch(run)`` shows a run live;
+``run_graph(run)`` draws the path a run took through its blueprint's graph.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["load_ipython_extension", "watch"]
+__all__ = ["load_ipython_extension", "watch", "run_graph"]
 
 
 def watch(run: Any, stages: Any = None, display: bool = True) -> Any:
@@ -15,6 +16,22 @@ def watch(run: Any, stages: Any = None, display: bool = True) -> Any:
     from lev_nb.notebook.widget import watch as _watch
 
     return _watch(run, stages=stages, display=display)
+
+
+def run_graph(run: Any, direction: str | None = None) -> Any:
+    """The blueprint's graph with the path ``run`` took: visited stages, the edges taken and where
+    it is (or how it ended). A Mermaid diagram JupyterLab draws offline."""
+    from lev_nb.blueprint.graph import run_diagram
+    from lev_nb.errors import UsageError
+    from lev_nb.notebook.widget import blueprint_of
+
+    bp = blueprint_of(run)
+    if bp is None:
+        raise UsageError(
+            f"run {run.run_id} does not know its blueprint (it was loaded from text)",
+            "draw it with bp.mermaid(current=run.stage) on the Blueprint you started it from",
+        )
+    return run_diagram(bp, run.stage_history, current=run.stage, status=run.status, direction=direction)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,4 +1,4 @@
-"""Rich notebook displays of a final output, chosen by its format label.
+"""Rich notebook displays: a final output, chosen by its format label, and a run (its view's snapshot).
 
 Every bundle carries ``text/plain`` so a console, nbval or a viewer without the richer type still
 shows the answer. JSON goes out as ``application/json`` (JupyterLab draws a collapsible tree),
@@ -78,33 +78,7 @@ def final_output_bundle(output: Any) -> dict[str, Any]:
 
 
 def run_summary_bundle(run: Any) -> dict[str, Any]:
-    """The MIME bundle of a run handle: its record at a glance."""
-    return run_bundle(run.meta, len(run.events))
+    """The MIME bundle of a run handle: the run view's static snapshot (HTML and text)."""
+    from lev_nb.notebook.widget import snapshot_bundle
 
-
-def run_bundle(meta: dict[str, Any], event_count: int) -> dict[str, Any]:
-    """A finished or running run at a glance: status, path through the stages, counters."""
-    from lev_nb.cli.run_status import status_text
-
-    status = status_text(meta)
-    path = " → ".join(meta.get("stage_history") or []) or "(not started)"
-    flags = meta.get("flags") or {}
-    facts = [
-        ("run", meta.get("run_id", "")),
-        ("agent", meta.get("agent_name", "")),
-        ("status", status),
-        ("stages", path),
-        ("model turns", str(meta.get("iteration", 0))),
-        ("tool calls", str(meta.get("tool_calls", 0))),
-        ("tokens in / out", f"{meta.get('prompt_tokens', 0)} / {meta.get('completion_tokens', 0)}"),
-        ("events", str(event_count)),
-    ]
-    notable = [k for k in ("gates_forced", "max_iterations_hit", "output_forced", "splits_degraded") if flags.get(k)]
-    if notable:
-        facts.append(("flags", ", ".join(f"{k}={flags[k]}" for k in notable)))
-    if meta.get("final_output"):
-        fo = meta["final_output"]
-        facts.append(("final output", f"{fo.get('bytes', 0)} bytes from '{fo.get('stage')}' ({fo.get('format') or 'no format'})"))
-    plain = "\n".join(f"{k:>16}: {v}" for k, v in facts)
-    rows = "".join(f"<tr><th style='text-align:right'>{html.escape(k)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>" for k, v in facts)
-    return {"text/plain": plain, "text/html": f"<table>{rows}</table>"}
+    return snapshot_bundle(run)

@@ -5,7 +5,7 @@ Load with ``%load_ext lev_nb.notebook``. Arguments are parsed by IPython's ``mag
 does not compile) surfaces as one ``UsageError`` line, never a traceback.
 
 - ``%lev validate PATH [--deny-warnings]`` shows the validation report.
-- ``%lev graph PATH [--current STAGE] [--direction LR]`` shows the stage graph (Mermaid).
+- ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid).
 - ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
 - ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
@@ -62,7 +62,7 @@ def _validate_args(line: str) -> None:
 @magic_arguments(name="%lev graph")
 @argument("path", help="agent folder or its agent.leviath")
 @argument("--current", default=None, help="highlight this stage")
-@argument("--direction", default="LR", choices=["LR", "TB", "RL", "BT"], help="flow direction")
+@argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"], help="flow direction (default: TB, LR for a small graph)")
 def _graph_args(line: str) -> None:
     """Show the blueprint's stage graph as a Mermaid diagram."""
 

@@ -1,22 +1,33 @@
-"""The live run widget: a run that shows itself while it proceeds.
+"""The live run view: a run that shows itself while it proceeds, and leaves a static snapshot.
 
-``RunWidget(run)`` is an ipywidgets ``VBox`` (a header, a progress bar, a table of the stage visits
-and the last few events). It follows the run through ``run.subscribe``: the callback runs on the
-engine thread and only assigns traits, which ipywidgets sends as comm messages at once, so the view
-updates even while the cell that started the run is blocked in ``run.wait()``. Nothing is ever
-printed (no ``Output`` widget), so a headless executor such as nbval sees only the widget's
-``text/plain``, which is the deterministic ``repr`` ``<RunWidget RUN_ID STATUS>``.
+``RunWidget(run)`` is an ipywidgets ``VBox`` of HTML parts drawn by :mod:`lev_nb.notebook.runview`:
+the header (agent, run id, status chip, task, elapsed time, model and tool calls, tokens), the
+progress bar with the stage strip, one part per stage visit (sentences, call-outs, a collapsible
+transcript), the final output and the error. It follows the run through ``run.subscribe``: the
+callback runs on the engine thread, folds the event under a lock and only assigns traits, which
+ipywidgets sends as comm messages at once, so the view updates while the cell that started the
+run is blocked in ``run.wait()``. Redrawing is throttled (at most every ``MIN_INTERVAL_S``; the
+last event always draws), and only the parts that changed are sent.
 
-Without ipywidgets, :func:`watch` shows a plain-text view of the run instead.
+Every display of the widget also carries ``text/html`` and ``text/plain`` snapshots of its state.
+When the run ends, each display of the live view is replaced (``update_display_data``, sent as
+part of the cell that showed it) by the final snapshot alone, so a saved notebook, nbconvert,
+VS Code and GitHub show the final state, not "model not found". A view displayed after the run
+ended shows the snapshot at once.
+
+Without ipywidgets, :func:`watch` returns a :class:`RunText`, which displays the same snapshot.
 """
 
 from __future__ import annotations
 
-import html
 import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+from lev_nb.notebook import runview
 
 try:  # ipywidgets is optional: the text fallback covers a console without it
     import ipywidgets as _widgets
@@ -26,108 +37,95 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching _widgets i
     _widgets = None
     _VBox = object
 
-BAR_STYLES = {"complete": "success", "error": "danger", "cancelled": "warning"}
-RECENT_EVENTS = 5
+MIN_INTERVAL_S = 0.25  # at most this often a redraw while events pour in
+TICK_S = 1.0  # the elapsed time moves on this often while the run waits on a model
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-@dataclass
-class StageVisit:
-    """One stay in a stage: which one, the how-many-th time, and what happened there."""
-
-    stage: str
-    visit: int
-    turns: int = 0
-    tool_calls: int = 0
-
-
-class RunState:
-    """What the widget shows, folded from the run's events in order (no widget code here)."""
-
-    def __init__(self, recent: int = RECENT_EVENTS) -> None:
-        self.agent = ""
-        self.status = "starting"
-        self.error: str | None = None
-        self.visits: list[StageVisit] = []
-        self.recent: list[str] = []
-        self.seen = 0
-        self._recent_limit = recent
-
-    def apply(self, event: Any) -> None:
-        """Fold one event into the state."""
-        kind = event.kind
-        if kind == "run_started":
-            self.agent = event.agent
-            self.status = "running"
-        elif kind == "stage_entered":
-            self.visits.append(StageVisit(event.stage or "?", event.visit))
-        elif kind == "model_call" and event.purpose == "stage" and self.visits:
-            self.visits[-1].turns += 1
-        elif kind == "tool_finished" and self.visits:
-            self.visits[-1].tool_calls += 1
-        elif kind == "completed":
-            self.status = event.status
-            self.error = event.error
-        self.recent = (self.recent + [event.describe()])[-self._recent_limit :]
-        self.seen += 1
-
-    @property
-    def stages_visited(self) -> list[str]:
-        """Distinct stages entered, in first-entry order."""
-        return list(dict.fromkeys(v.stage for v in self.visits))
+def blueprint_of(run: Any) -> Any:
+    """The Blueprint ``run`` was started from: ``run.blueprint`` when the handle offers it, else
+    loaded again from the record's ``agent_path``; None for a blueprint given as text."""
+    bp = getattr(run, "blueprint", None)
+    if bp is not None and hasattr(bp, "stages"):
+        return bp
+    try:
+        path = run.meta.get("agent_path") or ""
+    except Exception:
+        return None
+    if not path or not Path(path).is_file():
+        return None
+    return _load_cached(path, Path(path).stat().st_mtime_ns)
 
 
-def header_html(state: RunState, run_id: str) -> str:
-    """The header line: agent, run id, status (and the error of a failed run)."""
-    colour = {"complete": "#2e7d32", "error": "#c62828", "cancelled": "#ef6c00"}.get(state.status, "#1565c0")
-    text = (
-        f"<b>{html.escape(state.agent or 'agent')}</b> · <code>{html.escape(run_id)}</code> · "
-        f"<span style='color:{colour}'>{html.escape(state.status)}</span>"
-    )
-    if state.error:
-        text += f"<br><span style='color:#c62828'>{html.escape(state.error)}</span>"
-    return text
+@lru_cache(maxsize=32)
+def _load_cached(path: str, mtime_ns: int) -> Any:
+    from lev_nb.blueprint import BlueprintError, load
+
+    try:
+        return load(path)
+    except BlueprintError:
+        return None
 
 
-def stages_html(state: RunState) -> str:
-    """The table of stage visits with their turns and tool calls."""
-    rows = "".join(
-        f"<tr><td>{html.escape(v.stage)}</td><td>{v.visit}</td><td>{v.turns}</td><td>{v.tool_calls}</td></tr>"
-        for v in state.visits
-    )
-    return (
-        "<table><thead><tr><th>stage</th><th>visit</th><th>turns</th><th>tool calls</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+def new_state(run: Any, stages: Sequence[str] | None = None) -> runview.RunState:
+    """An empty view state for ``run``: the blueprint's stages (``stages`` overrides their names)
+    and, when the blueprint is known, how far each stage is from an end (for honest progress)."""
+    from lev_nb.blueprint.graph import stages_to_end
+
+    bp = blueprint_of(run)
+    if bp is None:
+        return runview.RunState(run.run_id, list(stages or []))
+    workers = {name: s.worker_stage for name, s in bp.stages.items() if s.mode == "fan_out" and s.worker_stage}
+    return runview.RunState(run.run_id, list(stages or bp.stage_names), stages_to_end(bp), workers)
 
 
-def events_html(state: RunState) -> str:
-    """The last few events, one per line."""
-    lines = "<br>".join(html.escape(line) for line in state.recent)
-    return f"<div style='font-family:monospace;font-size:smaller'>{lines}</div>"
+def follow(run: Any, state: runview.RunState) -> runview.RunState:
+    """Fold every event ``run`` has logged so far into ``state`` (and its output once it ended)."""
+    events = run.events.snapshot()
+    for event in events[state.seen :]:
+        state.apply(event)
+    if state.finished and state.output is None and state.output_expected:
+        state.set_output(run.result)
+    return state
+
+
+def snapshot_bundle(run: Any, stages: Sequence[str] | None = None) -> dict[str, str]:
+    """``text/html`` + ``text/plain`` of ``run`` as it is now (its display in a notebook)."""
+    state = follow(run, new_state(run, stages))
+    return {"text/html": runview.snapshot_html(state), "text/plain": runview.snapshot_text(state)}
 
 
 class RunWidget(_VBox):
     """A live view of a :class:`~lev_nb.engine.handle.Run` (requires ipywidgets).
 
-    ``stages`` (the blueprint's stage names) sets the progress bar's length; without it the bar
-    grows with the stages entered. Attributes ``header``, ``progress``, ``stage_table`` and
-    ``recent_events`` are the child widgets.
+    ``stages`` names the blueprint's stages for the strip (by default they come from the run's
+    blueprint). Child widgets: ``header``, ``progress``, ``visits`` (a VBox, one HTML per stage
+    visit), ``output`` and ``error``.
     """
 
-    def __init__(self, run: Any, stages: Sequence[str] | None = None, recent: int = RECENT_EVENTS) -> None:
+    def __init__(self, run: Any, stages: Sequence[str] | None = None) -> None:
         if _widgets is None:
             raise ImportError("RunWidget needs ipywidgets; install it, or use lev_nb.notebook.watch()")
         self._run = run
-        self._stages = list(stages or [])
-        self._state = RunState(recent)
-        self._lock = threading.Lock()
+        self._state = new_state(run, stages)
+        self._lock = threading.RLock()
+        self._timer: threading.Timer | None = None
+        self._timer_due = 0.0
+        self._last_draw = 0.0
+        self._displays: list[tuple[str, Any]] = []  # (display id, parent message header)
+        self._published = False
         self.header = _widgets.HTML()
-        self.progress = _widgets.IntProgress(value=0, min=0, max=max(len(self._stages), 1), bar_style="info")
-        self.stage_table = _widgets.HTML()
-        self.recent_events = _widgets.HTML()
-        super().__init__(children=[self.header, self.progress, self.stage_table, self.recent_events])
-        self._refresh()
-        run.subscribe(self._on_event, replay=True)
+        self.progress = _widgets.HTML()
+        self.visits = _widgets.VBox()
+        self.output = _widgets.HTML()
+        self.error = _widgets.HTML()
+        super().__init__(children=[self.header, self.progress, self.visits, self.output, self.error])
+        self.add_class("lev-run-widget")
+        with self._lock:
+            self._fold()
+            self._draw()
+        run.subscribe(self._on_event, replay=False)
+        self._on_event(None)  # events logged between the fold above and the subscription
 
     @property
     def run(self) -> Any:
@@ -139,42 +137,157 @@ class RunWidget(_VBox):
         """The status as the widget last saw it."""
         return self._state.status
 
+    @property
+    def state(self) -> runview.RunState:
+        """The view state (read it from the thread that owns the widget only once the run ended)."""
+        return self._state
+
+    # -- following the run (engine thread) ------------------------------------------------------
+    def _fold(self) -> None:
+        follow(self._run, self._state)
+
     def _on_event(self, _event: Any) -> None:
-        # Called on the engine thread (and once per past event during subscribe's replay, which
-        # may interleave with live events): fold the log's events in order from where we stopped.
-        self._refresh()
-
-    def _refresh(self) -> None:
+        # On the engine thread. Events are read from the log in order from where the state
+        # stopped, so a replay racing live events never folds one twice.
         with self._lock:
-            pending = self._run.events.snapshot()[self._state.seen :]
-            if not pending and self._state.seen:
-                return
-            for event in pending:
-                self._state.apply(event)
-            self._render()
+            self._fold()
+            now = time.monotonic()
+            if self._state.finished or now - self._last_draw >= MIN_INTERVAL_S:
+                self._draw()
+            else:
+                self._schedule(MIN_INTERVAL_S - (now - self._last_draw))
+        if self._state.finished:
+            self._publish_final()
 
-    def _render(self) -> None:
+    def _schedule(self, delay: float) -> None:
+        """Draw in ``delay`` seconds, unless a draw is already due sooner."""
+        due = time.monotonic() + delay
+        if self._timer is not None:
+            if self._timer_due <= due:
+                return
+            self._timer.cancel()
+        self._timer_due = due
+        self._timer = threading.Timer(max(delay, 0.01), self._on_timer)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            if self._timer is not threading.current_thread():
+                return  # replaced by a sooner one
+            self._timer = None
+            if not self._state.finished:
+                self._fold()
+                self._draw()
+
+    def _draw(self) -> None:
+        """Assign the parts' values (only changed values are sent to the frontend)."""
         state = self._state
-        run_id = self._run.run_id
-        self.header.value = header_html(state, run_id)
-        self.stage_table.value = stages_html(state)
-        self.recent_events.value = events_html(state)
-        visited = len(state.stages_visited)
-        total = max(len(self._stages), visited, 1)
-        self.progress.max = total
-        self.progress.value = total if state.status == "complete" else visited
-        self.progress.description = state.status
-        self.progress.bar_style = BAR_STYLES.get(state.status, "info")
+        self._last_draw = time.monotonic()
+        self.header.value = runview.STYLE + _part(runview.header_html(state))
+        self.progress.value = _part(runview.progress_html(state))
+        parts = list(self.visits.children)
+        while len(parts) < len(state.visits):
+            parts.append(_widgets.HTML())
+        for index, widget in enumerate(parts):
+            widget.value = _part(runview.visit_html(state, index))
+        if len(parts) != len(self.visits.children):
+            self.visits.children = tuple(parts)
+        self.output.value = _part(runview.output_html(state))
+        self.error.value = _part(runview.error_html(state))
+        if state.finished:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        elif self._timer is None:
+            self._schedule(TICK_S)  # keep the elapsed time moving while nothing happens
+
+    # -- displaying -----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, str]:
+        """``text/html`` and ``text/plain`` of the view as it is now."""
+        with self._lock:
+            return {
+                "text/html": runview.snapshot_html(self._state),
+                "text/plain": runview.snapshot_text(self._state),
+            }
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle.update(self.snapshot())
+        return bundle
+
+    def _ipython_display_(self) -> None:
+        """Show the live view with its snapshot; remember the display so the run's end can
+        replace it with the final snapshot. A finished run shows the snapshot alone."""
+        from IPython.display import display
+
+        with self._lock:
+            if self._state.finished:
+                display(self.snapshot(), raw=True)
+                return
+            handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+            if handle is not None:
+                self._displays.append((handle.display_id, _parent_header()))
+
+    def _publish_final(self) -> None:
+        """Replace every live display of this view by the final snapshot (once)."""
+        with self._lock:
+            if self._published or not self._state.finished:
+                return
+            self._published = True
+            displays, self._displays = list(self._displays), []
+            bundle = self.snapshot()
+        for display_id, parent in displays:
+            _update_display(bundle, display_id, parent)
 
     def __repr__(self) -> str:
         return f"<RunWidget {self._run.run_id} {self._state.status}>"
 
 
-class RunText:
-    """The text view :func:`watch` returns when ipywidgets is missing: the run's own repr, live."""
+def _part(body: str) -> str:
+    return f"<div class='lev-run'>{body}</div>" if body else ""
 
-    def __init__(self, run: Any) -> None:
+
+def _parent_header() -> Any:
+    """The message header of the cell being executed (ipykernel), or None."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        return dict(shell.display_pub.parent_header) if shell is not None else None
+    except Exception:  # not a kernel, or a display publisher without headers
+        return None
+
+
+def _update_display(bundle: dict[str, str], display_id: str, parent: Any) -> None:
+    """``update_display`` sent as part of the message ``parent`` (the cell that showed the view),
+    so JupyterLab updates that cell's output even when the run ends after the cell finished."""
+    from IPython import get_ipython
+    from IPython.display import update_display
+
+    shell = get_ipython()
+    publisher = getattr(shell, "display_pub", None) if shell is not None else None
+    token = None
+    if parent and hasattr(publisher, "set_thread_parent"):
+        token = publisher.set_thread_parent(parent)  # type: ignore[union-attr]
+    try:
+        update_display(bundle, raw=True, display_id=display_id)
+    except Exception:  # the kernel went away: nothing to update
+        pass
+    finally:
+        if token is not None:
+            publisher.reset_thread_parent(token)  # type: ignore[union-attr]
+
+
+class RunText:
+    """The view :func:`watch` returns without ipywidgets: the run's snapshot, drawn when shown."""
+
+    def __init__(self, run: Any, stages: Sequence[str] | None = None) -> None:
         self.run = run
+        self._stages = list(stages or [])
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return snapshot_bundle(self.run, self._stages)
 
     def __repr__(self) -> str:
         return repr(self.run)
@@ -182,7 +295,7 @@ class RunText:
 
 def watch(run: Any, stages: Sequence[str] | None = None, display: bool = True) -> Any:
     """Show ``run`` live in the notebook and return the view (a RunWidget, or RunText without ipywidgets)."""
-    view: Any = RunWidget(run, stages) if _widgets is not None else RunText(run)
+    view: Any = RunWidget(run, stages) if _widgets is not None else RunText(run, stages)
     if display:
         from IPython.display import display as show
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from lev_nb.errors import UsageError
 from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
@@ -110,24 +111,27 @@ class ModelOverride:
 def resolve_model(spec: str | Provider | None) -> Provider | None:
     """Resolve a ``--model`` value. ``None`` means "each stage uses its own model block".
 
-    Raises ValueError for a string in none of the accepted forms, and ScriptFileError (a ValueError)
-    for a scripted file that is missing or malformed.
+    Raises UsageError (a ValueError) for a string in none of the accepted forms, and ScriptFileError
+    (a ValueError) for a scripted file that is missing or malformed.
     """
     if spec is None:
         return None
     if not isinstance(spec, str):
         if isinstance(spec, Provider):
             return spec
-        raise ValueError(f"model must be a string or a Provider object, got {type(spec).__name__}; accepted strings: {ACCEPTED_FORMS}")
+        raise UsageError(
+            f"model must be a string or a Provider object, got {type(spec).__name__}",
+            f"accepted strings: {ACCEPTED_FORMS}",
+        )
     text = spec.strip()
     if text == "mock":
         return MockModel()
     if text.startswith("scripted:"):
         path = text[len("scripted:"):]
         if not path:
-            raise ValueError(f"model '{spec}' names no script file; write scripted:FILE")
+            raise UsageError(f"model '{spec}' names no script file", "write scripted:FILE")
         return ScriptedModel.from_file(path)
     provider, sep, model = text.partition("/")
     if sep and provider and model and " " not in text:
         return ModelOverride(provider, model)
-    raise ValueError(f"model '{spec}' is not a model spec; use {ACCEPTED_FORMS}")
+    raise UsageError(f"model '{spec}' is not a model spec", f"use {ACCEPTED_FORMS}")

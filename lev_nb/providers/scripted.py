@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lev_nb.errors import CleanError
 from lev_nb.messages import ModelRequest, ModelResponse, ToolCall, Usage, request_text
 from lev_nb.providers.base import ERROR_KINDS, ProviderError
 from lev_nb.text import estimate_tokens
@@ -29,8 +30,9 @@ _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_wri
 _SCRIPTABLE_ERROR_KINDS = tuple(k for k in ERROR_KINDS if k != "exhausted")
 
 
-class ScriptFileError(ValueError):
-    """A scripted model file has the wrong shape. The message names the source, the entry and what to fix."""
+class ScriptFileError(CleanError, ValueError):
+    """A scripted model file has the wrong shape. The message names the source, the entry and what to fix
+    (in a notebook, one clean block)."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lev_nb.errors import CleanError, Problem
 from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError
 
 COMPILE_PREFIX = "Script compilation failed: "
@@ -20,11 +21,12 @@ EXECUTE_PREFIX = "Script execution failed: "
 VALIDATE_PREFIX = "Script validation failed: "
 
 
-class ScriptError(Exception):
+class ScriptError(CleanError, Exception):
     """A script that cannot be used: it does not compile, lacks a required function, or failed.
 
     ``message`` is the full text (starting with ``Script compilation failed: `` and the like),
-    ``path`` the script file or label, ``line`` the 1-based line when known.
+    ``path`` the script file or label, ``line`` the 1-based line when known. In a notebook it
+    shows as one block (the message, and the file and line when the message does not name them).
     """
 
     def __init__(self, message: str, path: str | Path | None = None, line: int | None = None) -> None:
@@ -35,6 +37,13 @@ class ScriptError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message, self.path, self.line))
+
+    def problem(self) -> Problem:
+        """The message, and where (file:line) when the message does not already say it."""
+        where = None
+        if self.path is not None and self.path not in self.message:
+            where = self.path + (f":{self.line}" if self.line is not None else "")
+        return Problem(" ".join(self.message.split()), where)
 
 
 @cache

@@ -181,3 +181,120 @@ def test_blueprint_displays_as_mermaid_and_plain_text_only() -> None:
     bundle = bp._repr_mimebundle_()
     assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
     assert bundle["text/vnd.mermaid"] == bp.mermaid() == bundle["text/plain"]
+
+
+# -- readable in a notebook (issue 9) ----------------------------------------------------------
+def _labels(text: str) -> list[str]:
+    import re
+
+    return re.findall(r'\|"(.*?)"\|', text)
+
+
+@pytest.mark.parametrize("agent", BUNDLED)
+def test_bundled_edge_labels_are_short_and_cut_hints_are_in_the_note(agent: str) -> None:
+    from lev_nb.blueprint.graph import EDGE_LABEL_SLACK, LEGEND_ID, MAX_EDGE_LABEL
+
+    bp = load(ROOT / "blueprints" / agent)
+    text = blueprint_mermaid(bp)
+    for label in _labels(text):
+        hint = label.split(" · ")[0]
+        assert len(hint) <= MAX_EDGE_LABEL + EDGE_LABEL_SLACK, label
+    hints = [edge.hint for stage in bp.stages.values() for edge in stage.edges if edge.hint]
+    cut = [h for h in hints if len(h) > MAX_EDGE_LABEL + EDGE_LABEL_SLACK]
+    note = next((line for line in text.splitlines() if line.strip().startswith(f"{LEGEND_ID}[")), "")
+    for number, hint in enumerate(cut, start=1):
+        assert f"[{number}]" in note and hint in note.replace("#quot;", '"')
+    assert bool(cut) == bool(note)
+    if cut:  # the note hangs under the graph by an invisible link, adding no width
+        assert f"~~~ {LEGEND_ID}" in text
+
+
+def test_short_hint_cuts_at_a_word() -> None:
+    from lev_nb.blueprint.graph import short_hint
+
+    assert short_hint("Every report has a label") == "Every report has a label"
+    assert short_hint("Some reports were not labelled yet; keep going") == "Some reports were not…"
+    assert short_hint("The sub-questions are listed") == "The sub-questions are listed"  # barely over
+    assert short_hint("x" * 40, 10) == "x" * 9 + "…"
+
+
+def _luminance(hex_colour: str) -> float:
+    rgb = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_class_colours_set_text_colour_with_enough_contrast() -> None:
+    """A fill without a text colour takes the theme's text (light in a dark theme): every class
+    that sets a fill sets its text colour too, at WCAG AA contrast (4.5:1)."""
+    from lev_nb.blueprint.graph import CLASS_STYLES
+
+    for name, style in CLASS_STYLES.items():
+        props = dict(part.split(":", 1) for part in style.split(","))
+        assert ("fill" in props) == ("color" in props), name
+        if "fill" in props:
+            light, dark = sorted((_luminance(props["fill"]), _luminance(props["color"])), reverse=True)
+            assert (light + 0.05) / (dark + 0.05) >= 4.5, name
+    text = blueprint_mermaid(load(ROOT / "blueprints" / "research-brief"))
+    for name, style in CLASS_STYLES.items():
+        assert f"classDef {name} {style}" in text
+
+
+def test_direction_defaults_to_top_down_and_layout_is_elk() -> None:
+    from lev_nb.blueprint.graph import default_direction
+
+    big = load(ROOT / "blueprints" / "code-fixer")
+    small = load("[agent]\nname = \"s\"\n[stages.a]\nmode = \"autonomous\"\n[stages.b]\nmode = \"output\"\n")
+    assert default_direction(big) == "TB" and default_direction(small) == "LR"
+    assert "\nflowchart TB\n" in big.mermaid() and "\nflowchart LR\n" in small.mermaid()
+    assert "\nflowchart RL\n" in big.mermaid(direction="RL")
+    head = big.mermaid().split("\n---\n", 1)[0]
+    assert "defaultRenderer: elk" in head and head.startswith('---\ntitle: "code-fixer"\nconfig:')
+
+
+def test_run_path_marks_visited_stages_taken_edges_and_the_end() -> None:
+    from lev_nb.blueprint.graph import PATH_LINK_STYLE, run_mermaid
+
+    bp = load(ROOT / "blueprints" / "triage")
+    text = run_mermaid(bp, ["read", "check", "table"], status="complete")
+    lines = text.splitlines()
+    assert "\tclass s_read,s_check,s_table visited" in lines
+    assert "\tclass s_table finished" in lines
+    links = [line.strip() for line in lines if "-->" in line or "-.->" in line or "==>" in line]
+    (style,) = [line for line in lines if line.strip().startswith("linkStyle")]
+    taken = [links[int(i)] for i in style.split()[1].split(",")]
+    assert taken == [
+        "lev_start --> s_read", 's_read -->|"Every report has a label · gated"| s_check',
+        's_check -->|"The labels are right"| s_table', "s_table --> lev_done",
+    ]
+    assert style.strip().endswith(PATH_LINK_STYLE)
+
+    failed = run_mermaid(bp, ["read", "table_after_error"], status="error")
+    assert "\tclass s_table_after_error failed" in failed.splitlines()
+    assert "lev_done" not in failed.split("linkStyle")[1]
+    running = run_mermaid(bp, ["read", "check"])
+    assert "\tclass s_check current" in running.splitlines()
+
+
+def test_run_path_through_a_fan_out_marks_the_worker() -> None:
+    from lev_nb.blueprint.graph import run_mermaid
+
+    bp = load(ROOT / "blueprints" / "research-brief")
+    text = run_mermaid(bp, ["scope", "split", "synthesize", "write"], status="complete")
+    visited = next(line for line in text.splitlines() if line.endswith(" visited"))
+    assert "s_investigate" in visited
+    links = [line.strip() for line in text.splitlines() if "-->" in line or "==>" in line or "-.->" in line]
+    style = next(line for line in text.splitlines() if line.strip().startswith("linkStyle"))
+    taken = [links[int(i)] for i in style.split()[1].split(",")]
+    assert 's_split ==>|"fan out"| s_investigate' in taken and 's_investigate ==>|"results"| s_synthesize' in taken
+
+
+def test_stages_to_end_counts_stages_left_along_model_edges() -> None:
+    from lev_nb.blueprint.graph import stages_to_end
+
+    assert stages_to_end(load(ROOT / "blueprints" / "triage")) == {
+        "read": 2, "check": 1, "table": 0, "table_after_error": 0,
+    }
+    assert stages_to_end(load(ROOT / "blueprints" / "research-brief")) == {
+        "scope": 3, "split": 2, "synthesize": 1, "write": 0,
+    }

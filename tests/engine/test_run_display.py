@@ -14,9 +14,9 @@ def test_run_displays_a_summary_with_status_path_and_output(tmp_path: Path) -> N
     bundle = run._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
     plain = bundle["text/plain"]
-    assert "status: complete" in plain
-    assert "stages: read → check → table" in plain
-    assert "from 'table' (csv)" in plain
+    assert plain.startswith(f"triage · {run.run_id} · complete")
+    assert "path: read → check → table" in plain
+    assert "final output (csv) from table:" in plain
     assert "<table>" in bundle["text/html"] and run.run_id in bundle["text/html"]
 
 

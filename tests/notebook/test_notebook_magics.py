@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,10 @@ def test_cell_magic_starts_a_run_stores_it_and_shows_the_widget(ip: InteractiveS
     assert run.status == "complete" and run.meta["task"] == "Triage R-7: crash on save"
     (view,) = ip.user_ns["_shown"]
     assert isinstance(view, RunWidget) and view.run is run
-    assert view.progress.bar_style == "success"
+    deadline = time.monotonic() + 5
+    while view.status != "complete" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "width:100%" in view.progress.value and "data-status='complete'" in view.header.value
     ip.run_line_magic("lev", "ps")
     assert run.run_id in capsys.readouterr().out
 
