@@ -72,6 +72,7 @@ def start_run(
         hook_scripts=hook_scripts,
         region_scripts=region_scripts,
     )
+    runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run  # before the run starts, so on_complete always receives it
     run.start()

@@ -90,6 +90,22 @@ class Run:
         return str(self._runner.workdir)
 
     @property
+    def blueprint(self) -> Any:
+        """The Blueprint this run runs (read from its agent.leviath for a worker of another agent)."""
+        runner = self._runner
+        if runner.blueprint is None and runner.plan.source_path:
+            from lev_nb.blueprint import load
+
+            runner.blueprint = load(runner.plan.source_path)
+        return runner.blueprint
+
+    def graph(self, direction: str | None = None) -> Any:
+        """The blueprint's graph with the path this run took, drawn by Mermaid in a notebook."""
+        from lev_nb.blueprint.graph import run_diagram
+
+        return run_diagram(self.blueprint, self.stage_history, current=self.stage, status=self.status, direction=direction)
+
+    @property
     def result(self) -> Any:
         """The final output (an ``Output``), or None when none was submitted."""
         return self._runner.final_output

@@ -94,6 +94,8 @@ class Runner:
         self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
         self.events = EventLog()
         self.handle: Any = None  # set by start_run to the public Run handle
+        # The Blueprint this plan came from: set by start_run, shared by workers of the same plan.
+        self.blueprint: Any = parent.blueprint if parent is not None and parent.plan is plan else None
 
         run_id = store.new_run_id(plan.agent_name)
         run_store = store.RunStore(run_id, home=home)

@@ -19,19 +19,9 @@ def watch(run: Any, stages: Any = None, display: bool = True) -> Any:
 
 
 def run_graph(run: Any, direction: str | None = None) -> Any:
-    """The blueprint's graph with the path ``run`` took: visited stages, the edges taken and where
-    it is (or how it ended). A Mermaid diagram JupyterLab draws offline."""
-    from lev_nb.blueprint.graph import run_diagram
-    from lev_nb.errors import UsageError
-    from lev_nb.notebook.widget import blueprint_of
-
-    bp = blueprint_of(run)
-    if bp is None:
-        raise UsageError(
-            f"run {run.run_id} does not know its blueprint (it was loaded from text)",
-            "draw it with bp.mermaid(current=run.stage) on the Blueprint you started it from",
-        )
-    return run_diagram(bp, run.stage_history, current=run.stage, status=run.status, direction=direction)
+    """The blueprint's graph with the path ``run`` took (the same as ``run.graph()``): visited
+    stages, the edges taken and where it is (or how it ended); a Mermaid diagram drawn offline."""
+    return run.graph(direction)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -28,3 +28,14 @@ def test_events_print_as_one_readable_line(tmp_path: Path) -> None:
     assert all("\n" not in line for line in lines)
     transition = next(e for e in run.events if e.kind == "transition")
     assert str(transition).startswith("[read] transition: target=check")
+
+
+def test_a_run_knows_its_blueprint_and_draws_the_path_it_took(tmp_path: Path) -> None:
+    bp = lev_nb.load('[agent]\nname = "two"\n[stages.a]\n[stages.a.transitions]\nb = {}\n[stages.b]\n[stages.b.transitions]\n')
+    run = bp.run("t", model="mock", home=tmp_path).wait(30)
+    assert run.blueprint is bp  # a blueprint given as text too
+    bundle = run.graph()._repr_mimebundle_()
+    assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
+    assert "s_a" in bundle["text/vnd.mermaid"] and "s_b" in bundle["text/vnd.mermaid"]
+    worker_run = lev_nb.run(ROOT / "blueprints" / "triage", "R-1", model="mock", home=tmp_path).wait(30)
+    assert worker_run.blueprint.name == "triage"

@@ -153,7 +153,7 @@ def test_stages_come_from_the_blueprint_even_for_a_run_loaded_elsewhere() -> Non
     text_bp = lev_nb.load((TRIAGE / "agent.leviath").read_text(encoding="utf-8"))
     run2 = text_bp.run("R-1", model="mock").wait(RUN_TIMEOUT_S)
     state = widget_module.follow(run2, new_state(run2))
-    assert state.stages == [] and [c[1] for c in chips(runview.progress_html(state))][0] == "✓ read"
+    assert state.stages == text_bp.stage_names  # the run keeps the blueprint it was started from
 
 
 # -- throttled, thread-safe, trait-only updates -------------------------------------------------
