@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from lev_nb.blueprint.script_tools import (
     tool_spec,
 )
 from lev_nb.rhai import AST, NotPlainDataError, RhaiError
+from lev_nb.schemas import compile_schema
 
 from ._common import (
     COMPILE_PREFIX,
@@ -122,25 +122,11 @@ def discover_tools(
     return tools, skipped
 
 
-@lru_cache(maxsize=256)
-def _schema_validator(schema_json: str) -> Any:
-    """A compiled JSON-Schema validator, or None when the schema itself is broken."""
-    import jsonschema
-
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None  # a typo in a declared type: run without validation, as the upstream does
-    return cls(schema)
-
-
 def _argument_error(tool: ToolScript, arguments: object) -> str | None:
     """Check arguments against the advertised schema (skipped when that schema is broken)."""
-    validator = _schema_validator(json.dumps(tool.parameters_schema, sort_keys=True))
+    validator, _broken = compile_schema(tool.parameters_schema)
     if validator is None:
-        return None
+        return None  # a typo in a declared type: run without validation, as the upstream does
     error = next(iter(validator.iter_errors(arguments)), None)
     if error is None:
         return None

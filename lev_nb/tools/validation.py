@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from functools import lru_cache
 from typing import Any
 
-from jsonschema import exceptions as js_exceptions
-from jsonschema import validators
-
+from lev_nb.schemas import compile_schema
 from lev_nb.text import cut_text
 
 __all__ = ["validate_arguments", "MAX_VIOLATIONS", "MAX_VIOLATION_BYTES"]
@@ -20,20 +16,7 @@ MAX_VIOLATIONS = 3
 MAX_VIOLATION_BYTES = 256
 
 
-@lru_cache(maxsize=512)
-def _validator_for(schema_json: str) -> Any:
-    """A compiled validator for a schema (given as canonical JSON), or None if it does not compile."""
-    schema = json.loads(schema_json)
-    cls = validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except js_exceptions.SchemaError as exc:
-        log.warning("tool schema does not compile, skipping argument validation: %s", exc.message)
-        return None
-    return cls(schema)
-
-
-def _where(error: js_exceptions.ValidationError) -> str:
+def _where(error: Any) -> str:
     """A JSON-pointer-ish location for an error (empty at the top level)."""
     if not error.absolute_path:
         return ""
@@ -48,12 +31,9 @@ def validate_arguments(tool: str, schema: dict[str, Any] | None, arguments: Any)
     if not schema:
         return None
     args = {} if arguments is None else arguments
-    try:
-        key = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError):
-        return None
-    validator = _validator_for(key)
+    validator, problem = compile_schema(schema)
     if validator is None:
+        log.warning("tool schema does not compile, skipping argument validation: %s", problem)
         return None
     errors = sorted(validator.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if not errors:

@@ -17,6 +17,7 @@ from typing import Any
 from lev_nb.blueprint.constants import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine import views
 from lev_nb.engine.plan.types import OutputSpec
+from lev_nb.schemas import compile_schema
 from lev_nb.text import cut_text_marked
 from lev_nb.workspace import PathEscape, confine
 
@@ -231,14 +232,9 @@ def check_schema(schema: dict[str, Any], content: str) -> tuple[str | None, str 
     Returns ``(refusal, warning)``: a refusal text for the agent, or a warning when the schema
     itself is unusable (in which case the check is skipped).
     """
-    import jsonschema
-
-    try:
-        validator_cls = jsonschema.validators.validator_for(schema)
-        validator_cls.check_schema(schema)
-        validator = validator_cls(schema)
-    except jsonschema.SchemaError as exc:
-        return None, f"the declared output schema is not a valid JSON Schema, so it was not checked: {exc.message}"
+    validator, problem = compile_schema(schema)
+    if validator is None:
+        return None, f"the declared output schema is not a valid JSON Schema, so it was not checked: {problem}"
     try:
         document = _strict_json(content)
     except ValueError as exc:
