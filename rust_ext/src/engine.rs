@@ -1,28 +1,38 @@
-//! The hardened engine: the one `harden()` policy, the wall-clock deadline, and the Python-facing
-//! `Engine` / `AST` classes.
+//! The hardened engine: the one `harden()` policy and the Python-facing `Engine` / `AST` classes.
 //!
 //! Threading model: an `Engine` keeps one fully configured `rhai::Engine` behind an `Arc` (it is
 //! `Send + Sync` under Rhai's `sync` feature), built on first use and again after a registration.
-//! Every evaluation clones the `Arc`, releases the GIL and runs with a fresh `Scope`, so calls from
-//! many Python threads at once never share state. Python callbacks re-attach to the interpreter
-//! only while they run.
+//! Every compilation and evaluation releases the GIL and runs on an evaluation thread with a
+//! large, known stack (`worker`), with a fresh `Scope`, under the guards of `guard` (deadline,
+//! memory, stack); calls from many Python threads at once never share state. Python callbacks
+//! (registered functions, print/debug sinks) run back on the calling thread, which re-attaches
+//! to the interpreter only while they run. What a script leaves behind (its scope, its values)
+//! is dropped on the evaluation thread; only checked, shallow plain data comes back.
 
 use std::any::TypeId;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use rhai::module_resolvers::DummyModuleResolver;
-use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Position, Scope, AST, FLOAT, INT};
+use rhai::{
+    Dynamic, Engine, EvalAltResult, FnPtr, LexError, Position, Scope, Token, AST, FLOAT, INT,
+};
 
-use crate::convert::{dynamic_to_py, py_to_dynamic};
-use crate::errors::{error_to_py, NotPlainDataError, TERMINATE_INTERRUPTED};
+use crate::convert::{check_plain, dynamic_to_py, py_to_dynamic, Unfit};
+use crate::errors::{
+    report, report_to_py, ErrorReport, NotPlainDataError, RhaiError, TERMINATE_INTERRUPTED,
+};
+use crate::guard;
 use crate::helpers::register_shared;
+use crate::limits::Limits;
+use crate::worker;
+
+pub use crate::guard::with_deadline;
 
 /// Most parameters accepted by a function registered with a variadic Python callable.
 pub const MAX_VARIADIC_ARITY: usize = 10;
@@ -31,95 +41,6 @@ pub const MAX_VARIADIC_ARITY: usize = 10;
 // The policy (pure Rust, unit-tested without Python)
 // ---------------------------------------------------------------------------------------------
 
-/// Every limit of the sandbox; `Limits::DEFAULT` (also `Default`) holds the default numbers.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Limits {
-    /// Operation budget (0 = unlimited, as in Rhai).
-    pub max_operations: u64,
-    /// Longest string, in bytes.
-    pub max_string_size: usize,
-    /// Most elements in an array or BLOB.
-    pub max_array_size: usize,
-    /// Most properties in an object map.
-    pub max_map_size: usize,
-    /// Deepest function-call nesting (recursion depth).
-    pub max_call_levels: usize,
-    /// Deepest expression nesting at global level.
-    pub max_expr_depth: usize,
-    /// Deepest expression nesting inside functions.
-    pub max_function_expr_depth: usize,
-    /// Wall-clock deadline per evaluation, backing the operation budget (None = no deadline).
-    pub timeout_ms: Option<u64>,
-}
-
-impl Limits {
-    /// The default of every limit: the upstream numbers of spec/rhai.md §1 plus lev_nb's
-    /// wall-clock deadline. The one statement of these numbers: the `Engine` constructor's
-    /// defaults and the module's `DEFAULT_LIMITS` are read from it.
-    pub const DEFAULT: Limits = Limits {
-        max_operations: 100_000,
-        max_string_size: 1_000_000,
-        max_array_size: 10_000,
-        max_map_size: 10_000,
-        max_call_levels: 64,
-        max_expr_depth: 128,
-        max_function_expr_depth: 128,
-        timeout_ms: Some(10_000),
-    };
-
-    /// The limits as a dict keyed by the `Engine` constructor's keyword arguments.
-    pub fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("max_operations", self.max_operations)?;
-        d.set_item("max_string_size", self.max_string_size)?;
-        d.set_item("max_array_size", self.max_array_size)?;
-        d.set_item("max_map_size", self.max_map_size)?;
-        d.set_item("max_call_levels", self.max_call_levels)?;
-        d.set_item("max_expr_depth", self.max_expr_depth)?;
-        d.set_item("max_function_expr_depth", self.max_function_expr_depth)?;
-        d.set_item("timeout_ms", self.timeout_ms)?;
-        Ok(d)
-    }
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits::DEFAULT
-    }
-}
-
-/// How often (in operations) the deadline is looked at; a power of two minus one as a mask.
-const DEADLINE_CHECK_MASK: u64 = 0x3FF;
-
-thread_local! {
-    /// The deadline of the evaluation running on this thread, if any.
-    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// Run `f` with a wall-clock deadline `timeout_ms` from now. A nested call never extends the
-/// deadline of the evaluation it runs inside.
-pub fn with_deadline<R>(timeout_ms: Option<u64>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Instant>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            DEADLINE.with(|d| d.set(self.0));
-        }
-    }
-    let previous = DEADLINE.with(|d| d.get());
-    let mine = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-    let effective = match (previous, mine) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let _restore = Restore(previous);
-    DEADLINE.with(|d| d.set(effective));
-    f()
-}
-
-fn deadline_passed() -> bool {
-    DEADLINE.with(|d| d.get().is_some_and(|t| Instant::now() >= t))
-}
-
 fn disabled(name: &str) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorRuntime(
         format!("{name} is disabled in lev_nb scripts").into(),
@@ -127,8 +48,16 @@ fn disabled(name: &str) -> Box<EvalAltResult> {
     ))
 }
 
+/// A stop that scripts cannot catch, with `message` as its text (see `errors::own_message`).
+pub fn terminated(message: impl Into<String>) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorTerminated(
+        Dynamic::from(message.into()),
+        Position::NONE,
+    ))
+}
+
 /// The one sandbox policy applied to every engine (spec/rhai.md §1 and §5, plus lev_nb's
-/// deadline and disabled `sleep`).
+/// deadline, memory budget, stack floor, compile bounds and disabled `sleep`).
 pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.set_max_operations(limits.max_operations);
     engine.set_max_string_size(limits.max_string_size);
@@ -136,6 +65,7 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.set_max_map_size(limits.max_map_size);
     engine.set_max_call_levels(limits.max_call_levels);
     engine.set_max_expr_depths(limits.max_expr_depth, limits.max_function_expr_depth);
+    engine.set_max_functions(limits.max_functions);
     // Refused while parsing, so a script using it never compiles.
     engine.disable_symbol("eval");
     // No module can ever be found: `import` fails.
@@ -150,13 +80,19 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.register_fn("sleep", |_: FLOAT| -> Result<(), Box<EvalAltResult>> {
         Err(disabled("sleep"))
     });
-    // The wall-clock deadline, checked every 1024 operations.
-    let timeout_ms = limits.timeout_ms.unwrap_or(0);
-    engine.on_progress(move |ops| {
-        if ops & DEADLINE_CHECK_MASK == 0 && deadline_passed() {
-            Some(Dynamic::from_int(timeout_ms as INT))
+    // Before every operation: the stack floor and the memory budget; every 1024: the clock.
+    let timeout_ms = limits.timeout_ms;
+    engine.on_progress(move |ops| guard::check(ops, timeout_ms));
+    // While compiling, for every token: the same guards (the parser is otherwise unbounded in
+    // time: some scripts take time quadratic in their length).
+    #[allow(deprecated)] // "not deprecated, but volatile", says Rhai
+    engine.on_parse_token(|token, _, _| {
+        if guard::check_compile() {
+            Token::LexError(Box::new(LexError::Runtime(
+                guard::compile_abort().unwrap_or_default().to_string(),
+            )))
         } else {
-            None
+            token
         }
     });
 }
@@ -169,8 +105,30 @@ pub fn hardened_engine(limits: &Limits) -> Engine {
     engine
 }
 
+/// Compile `source` under the script-size limit; a compilation stopped by a guard is a limit
+/// error, not a syntax error.
+pub fn compile_with(
+    engine: &Engine,
+    source: &str,
+    limits: &Limits,
+) -> Result<AST, Box<EvalAltResult>> {
+    if source.len() > limits.max_script_size {
+        return Err(terminated(format!(
+            "Script too large: {} bytes, more than max_script_size ({} bytes)",
+            source.len(),
+            limits.max_script_size
+        )));
+    }
+    engine
+        .compile(source)
+        .map_err(|err| match guard::compile_abort() {
+            Some(message) => terminated(message),
+            None => err.into(),
+        })
+}
+
 // ---------------------------------------------------------------------------------------------
-// Python callbacks
+// Python callbacks (they run on the calling thread, see `worker::on_caller`)
 // ---------------------------------------------------------------------------------------------
 
 thread_local! {
@@ -207,65 +165,71 @@ fn exception_text(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
-/// Call a Python callable with Rhai arguments. Python exceptions and Rust panics become Rhai
-/// runtime errors (catchable by `try`/`catch`); nothing unwinds through Rhai's frames.
+/// Call a Python callable with Rhai arguments, on the calling thread. Python exceptions and Rust
+/// panics become Rhai runtime errors (catchable by `try`/`catch`); nothing unwinds through
+/// Rhai's frames.
 fn invoke_python(
     name: &str,
     func: &Py<PyAny>,
     args: &[&mut Dynamic],
     pos: Position,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
-            let mut items = Vec::with_capacity(args.len());
-            for arg in args.iter() {
-                let converted = dynamic_to_py(py, arg).map_err(|e| {
-                    runtime_error(format!("{name}: {}", exception_text(py, &e)), pos)
-                })?;
-                items.push(converted);
-            }
-            let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
-            match call {
-                Ok(value) => py_to_dynamic(&value).map_err(|e| {
-                    runtime_error(
-                        format!(
-                            "{name} returned an unusable value: {}",
-                            exception_text(py, &e)
-                        ),
-                        pos,
-                    )
-                }),
-                Err(err) if err.is_instance_of::<PyException>(py) => {
-                    Err(runtime_error(exception_text(py, &err), pos))
+    worker::on_caller(|| {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
+                let mut items = Vec::with_capacity(args.len());
+                for arg in args.iter() {
+                    let converted = dynamic_to_py(py, arg).map_err(|e| {
+                        runtime_error(format!("{name}: {}", exception_text(py, &e)), pos)
+                    })?;
+                    items.push(converted);
                 }
-                Err(err) => {
-                    PENDING_INTERRUPT.with(|p| *p.borrow_mut() = Some(err));
-                    Err(Box::new(EvalAltResult::ErrorTerminated(
-                        TERMINATE_INTERRUPTED.into(),
-                        pos,
-                    )))
+                let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
+                match call {
+                    Ok(value) => py_to_dynamic(&value).map_err(|e| {
+                        runtime_error(
+                            format!(
+                                "{name} returned an unusable value: {}",
+                                exception_text(py, &e)
+                            ),
+                            pos,
+                        )
+                    }),
+                    Err(err) if err.is_instance_of::<PyException>(py) => {
+                        Err(runtime_error(exception_text(py, &err), pos))
+                    }
+                    Err(err) => {
+                        PENDING_INTERRUPT.with(|p| *p.borrow_mut() = Some(err));
+                        Err(Box::new(EvalAltResult::ErrorTerminated(
+                            TERMINATE_INTERRUPTED.into(),
+                            pos,
+                        )))
+                    }
                 }
-            }
-        })
-    }));
-    match outcome {
-        Ok(result) => result,
-        Err(payload) => Err(runtime_error(
-            format!("{name} panicked: {}", panic_message(payload.as_ref())),
-            pos,
-        )),
-    }
+            })
+        }));
+        match outcome {
+            Ok(result) => result,
+            Err(payload) => Err(runtime_error(
+                format!("{name} panicked: {}", panic_message(payload.as_ref())),
+                pos,
+            )),
+        }
+    })
 }
 
-/// Forward printed text to a Python sink; its failures are ignored (printing cannot fail).
+/// Forward printed text to a Python sink, on the calling thread; its failures are ignored
+/// (printing cannot fail).
 fn forward_output(sink: &Py<PyAny>, text: &str) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        Python::attach(|py| {
-            if let Err(err) = sink.bind(py).call1((text,)) {
-                err.write_unraisable(py, Some(sink.bind(py)));
-            }
-        })
-    }));
+    worker::on_caller(|| {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            Python::attach(|py| {
+                if let Err(err) = sink.bind(py).call1((text,)) {
+                    err.write_unraisable(py, Some(sink.bind(py)));
+                }
+            })
+        }));
+    })
 }
 
 struct PythonFunction {
@@ -303,6 +267,58 @@ fn build_engine(limits: &Limits, registry: &Registry) -> Engine {
         }
     }
     engine
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running on an evaluation thread
+// ---------------------------------------------------------------------------------------------
+
+/// What an evaluation hands back to the calling thread: shallow, checked plain data, or the
+/// finished description of what went wrong (everything else stays on the evaluation thread).
+enum Outcome {
+    Value(Dynamic),
+    NotPlain(String),
+    Failed(ErrorReport),
+}
+
+type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
+
+fn panicked(payload: &(dyn std::any::Any + Send)) -> Box<EvalAltResult> {
+    runtime_error(
+        format!("the Rhai engine panicked: {}", panic_message(payload)),
+        Position::NONE,
+    )
+}
+
+/// On the evaluation thread: check a result before it may leave.
+fn settle(result: std::thread::Result<EvalResult>, limits: &Limits) -> Outcome {
+    match result {
+        Ok(Ok(value)) => match check_plain(&value, limits) {
+            Ok(()) => Outcome::Value(value),
+            Err(Unfit::NotPlain(message)) => Outcome::NotPlain(message),
+            Err(Unfit::TooLarge(err)) => Outcome::Failed(report(&err, limits)),
+        },
+        Ok(Err(err)) => Outcome::Failed(report(&err, limits)),
+        Err(payload) => Outcome::Failed(report(&panicked(payload.as_ref()), limits)),
+    }
+}
+
+/// Run `job` on an evaluation thread as one evaluation of an engine with `limits`: without the
+/// GIL, under the deadline (never later than the one of an evaluation this runs inside), with
+/// the memory budget counted from its start.
+fn on_evaluation_thread<R, F>(py: Python<'_>, limits: &Limits, job: F) -> PyResult<R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let deadline = guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
+    let memory = limits.max_memory;
+    let ran = py.detach(move || {
+        guard::with_deadline_at(deadline, || {
+            worker::run(move || guard::evaluation(deadline, memory, job))
+        })
+    });
+    ran.map_err(RhaiError::new_err)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,8 +361,6 @@ pub struct PyEngine {
     engine: RwLock<Option<Arc<Engine>>>,
 }
 
-type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
-
 impl PyEngine {
     /// The configured engine, built on first use after a registration (so registering several
     /// functions costs one build, not one per function).
@@ -387,34 +401,28 @@ impl PyEngine {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Run `work` without the GIL under this engine's deadline, then convert the outcome.
+    /// Run `work` on an evaluation thread, then convert its checked outcome. `work` owns what
+    /// the script may grow (its scope, its arguments), so all of it is dropped over there.
     fn execute<F>(&self, py: Python<'_>, work: F) -> PyResult<Py<PyAny>>
     where
-        F: FnOnce(&Engine) -> EvalResult + Send,
+        F: FnOnce(&Engine, &Limits) -> EvalResult + Send,
     {
+        // This reference outlives the evaluation, so the engine (and the Python callables it
+        // holds) is never dropped on the evaluation thread.
         let engine = self.current();
-        let timeout = self.limits.timeout_ms;
-        let outcome = py.detach(move || {
-            catch_unwind(AssertUnwindSafe(|| {
-                with_deadline(timeout, || work(&engine))
-            }))
-        });
-        let outcome = match outcome {
-            Ok(result) => result,
-            Err(payload) => Err(runtime_error(
-                format!(
-                    "the Rhai engine panicked: {}",
-                    panic_message(payload.as_ref())
-                ),
-                Position::NONE,
-            )),
-        };
+        let limits = &self.limits;
+        let engine_ref: &Engine = &engine;
+        let outcome = on_evaluation_thread(py, limits, move || {
+            let result = catch_unwind(AssertUnwindSafe(|| work(engine_ref, limits)));
+            settle(result, limits)
+        })?;
         match outcome {
-            Ok(value) => match dynamic_to_py(py, &value) {
+            Outcome::Value(value) => match dynamic_to_py(py, &value) {
                 Ok(converted) => Ok(converted.unbind()),
                 Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
             },
-            Err(err) => Err(error_to_py(py, *err)),
+            Outcome::NotPlain(message) => Err(NotPlainDataError::new_err(message)),
+            Outcome::Failed(failure) => Err(report_to_py(py, failure)),
         }
     }
 }
@@ -430,61 +438,28 @@ fn scope_from(variables: Option<&Bound<'_, PyDict>>) -> PyResult<Scope<'static>>
     Ok(scope)
 }
 
-fn compile_with(engine: &Engine, source: &str) -> Result<AST, Box<EvalAltResult>> {
-    engine.compile(source).map_err(Into::into)
-}
-
 #[pymethods]
 impl PyEngine {
-    /// Every limit defaults to `Limits::DEFAULT`; `max_operations = 0` or `timeout_ms = None`
-    /// lifts that bound.
+    /// Limits are keyword arguments, each defaulting to `Limits::DEFAULT`; `max_operations = 0`
+    /// or `timeout_ms = None` lifts that bound. A limit out of its range raises ValueError.
     #[new]
-    #[pyo3(signature = (
-        *,
-        max_operations = Limits::DEFAULT.max_operations,
-        max_string_size = Limits::DEFAULT.max_string_size,
-        max_array_size = Limits::DEFAULT.max_array_size,
-        max_map_size = Limits::DEFAULT.max_map_size,
-        max_call_levels = Limits::DEFAULT.max_call_levels,
-        max_expr_depth = Limits::DEFAULT.max_expr_depth,
-        max_function_expr_depth = Limits::DEFAULT.max_function_expr_depth,
-        timeout_ms = Limits::DEFAULT.timeout_ms,
-        on_print = None,
-        on_debug = None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, on_print = None, on_debug = None, **limits))]
     fn new(
-        max_operations: u64,
-        max_string_size: usize,
-        max_array_size: usize,
-        max_map_size: usize,
-        max_call_levels: usize,
-        max_expr_depth: usize,
-        max_function_expr_depth: usize,
-        timeout_ms: Option<u64>,
         on_print: Option<Py<PyAny>>,
         on_debug: Option<Py<PyAny>>,
-    ) -> Self {
-        let limits = Limits {
-            max_operations,
-            max_string_size,
-            max_array_size,
-            max_map_size,
-            max_call_levels,
-            max_expr_depth,
-            max_function_expr_depth,
-            timeout_ms,
-        };
+        limits: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let limits = Limits::from_kwargs(limits)?;
         let registry = Registry {
             on_print: on_print.map(Arc::new),
             on_debug: on_debug.map(Arc::new),
             functions: Vec::new(),
         };
-        PyEngine {
+        Ok(PyEngine {
             limits,
             registry: Mutex::new(registry),
             engine: RwLock::new(None),
-        }
+        })
     }
 
     /// The limits in force, as a dict of the constructor's keyword arguments.
@@ -493,13 +468,23 @@ impl PyEngine {
         self.limits.to_dict(py)
     }
 
-    /// Compile a script with this (hardened) engine.
+    /// Compile a script with this (hardened) engine, under its deadline and memory budget.
     fn compile(&self, py: Python<'_>, source: &str) -> PyResult<PyAst> {
         let engine = self.current();
-        let source = source.to_owned();
-        match py.detach(move || compile_with(&engine, &source)) {
+        let limits = &self.limits;
+        let engine_ref: &Engine = &engine;
+        let compiled = on_evaluation_thread(py, limits, move || {
+            match catch_unwind(AssertUnwindSafe(|| {
+                compile_with(engine_ref, source, limits)
+            })) {
+                Ok(Ok(ast)) => Ok(ast),
+                Ok(Err(err)) => Err(report(&err, limits)),
+                Err(payload) => Err(report(&panicked(payload.as_ref()), limits)),
+            }
+        })?;
+        match compiled {
             Ok(ast) => Ok(PyAst { ast: Arc::new(ast) }),
-            Err(err) => Err(error_to_py(py, *err)),
+            Err(failure) => Err(report_to_py(py, failure)),
         }
     }
 
@@ -512,9 +497,8 @@ impl PyEngine {
         variables: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let mut scope = scope_from(variables)?;
-        let source = source.to_owned();
-        self.execute(py, move |engine| {
-            let ast = compile_with(engine, &source)?;
+        self.execute(py, move |engine, limits| {
+            let ast = compile_with(engine, source, limits)?;
             engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
         })
     }
@@ -529,7 +513,7 @@ impl PyEngine {
     ) -> PyResult<Py<PyAny>> {
         let mut scope = scope_from(variables)?;
         let ast = ast.get().ast.clone();
-        self.execute(py, move |engine| {
+        self.execute(py, move |engine, _| {
             engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
         })
     }
@@ -549,27 +533,26 @@ impl PyEngine {
             converted.push(py_to_dynamic(&arg)?);
         }
         let ast = ast.get().ast.clone();
-        let fn_name = fn_name.to_owned();
-        self.execute(py, move |engine| {
+        self.execute(py, move |engine, _| {
             let mut scope = Scope::new();
-            engine.call_fn::<Dynamic>(&mut scope, &ast, &fn_name, converted)
+            engine.call_fn::<Dynamic>(&mut scope, &ast, fn_name, converted)
         })
     }
 
     /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.
     fn register_fn(&self, name: &str, func: Py<PyAny>, arities: Vec<usize>) -> PyResult<()> {
         if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?}: a Rhai function name is letters, digits and '_'"
             )));
         }
         if FnPtr::new(name).is_err() {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?}: it is not a valid Rhai function name (a keyword?)"
             )));
         }
         if let Some(bad) = arities.iter().find(|&&a| a > MAX_VARIADIC_ARITY.max(16)) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?} with {bad} parameters: at most 16 are supported"
             )));
         }
