@@ -697,4 +697,178 @@ mod tests {
             "{err}"
         );
     }
+
+    // --- on an evaluation thread, under the guards -------------------------------------------
+
+    /// Compile and run `source` the way `Engine.eval` does (on a worker, under the guards) and
+    /// describe the outcome there: nothing deep comes back to the test thread's small stack.
+    fn outcome(limits: &Limits, source: &str) -> Result<String, String> {
+        let engine = hardened_engine(limits);
+        let deadline = guard::combine_deadline(None, limits.timeout_ms);
+        worker::run(|| {
+            guard::evaluation(deadline, limits.max_memory, || {
+                compile_with(&engine, source, limits)
+                    .and_then(|ast| engine.eval_ast::<Dynamic>(&ast))
+                    .map(|value| match check_plain(&value, limits) {
+                        Ok(()) => value.to_string(),
+                        Err(Unfit::NotPlain(message)) => format!("not plain: {message}"),
+                        Err(Unfit::TooLarge(err)) => format!("too large: {err}"),
+                    })
+                    .map_err(|err| crate::errors::describe(&err))
+            })
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn deep_values_are_safe_on_an_evaluation_thread() {
+        let limits = Limits::default();
+        let source = "let a = []; for i in 0..1500 { a = [a]; } \
+                      let b = a; [a == a, `${a}`.len(), b.len(), switch a { 1 => 1, _ => 2 }]";
+        assert_eq!(outcome(&limits, source).unwrap(), "[true, 3002, 1, 2]");
+        let build = "let a = []; for i in 0..300 { a = [a]; } ";
+        let back = outcome(&limits, &format!("{build}a")).unwrap();
+        assert!(
+            back.starts_with("not plain") && back.contains("nested deeper"),
+            "{back}"
+        );
+        let json = outcome(&limits, &format!("{build}to_json(a)")).unwrap_err();
+        assert!(json.contains("nested deeper"), "{json}");
+    }
+
+    #[test]
+    fn a_long_closure_chain_is_dropped_safely() {
+        let limits = Limits {
+            max_operations: 0,
+            ..Limits::default()
+        };
+        let source = "let a = 0; for i in 0..20000 { let b = a; a = || b; } 1";
+        assert_eq!(outcome(&limits, source).unwrap(), "1");
+    }
+
+    #[test]
+    fn the_stack_guard_stops_deep_recursion() {
+        let limits = Limits {
+            max_operations: 0,
+            timeout_ms: Some(60_000),
+            max_call_levels: 8192,
+            max_function_expr_depth: 4096,
+            ..Limits::default()
+        };
+        let nest = format!("{}f(n - 1){}", "n + (".repeat(1000), ")".repeat(1000));
+        let source = format!("fn f(n) {{ if n == 0 {{ 0 }} else {{ {nest} }} }} f(8000)");
+        let err = outcome(&limits, &source).unwrap_err();
+        assert!(err.contains("Stack overflow"), "{err}");
+    }
+
+    #[test]
+    fn the_memory_budget_covers_closures_and_map_keys() {
+        let limits = Limits {
+            max_memory: 4 << 20,
+            ..Limits::default()
+        };
+        let pad = r#"let s = ""; s.pad(500000, "x"); "#;
+        for tail in [
+            "let fs = []; for i in 0..20 { let t = s; t += i; fs.push(|| t); } 0",
+            "let m = #{}; for i in 0..20 { m[s + i] = i; } 0",
+        ] {
+            let err = outcome(&limits, &format!("{pad}{tail}")).unwrap_err();
+            assert!(err.contains(guard::MEMORY_MESSAGE), "{err}");
+        }
+    }
+
+    #[test]
+    fn compile_bounds_are_limit_errors() {
+        let limits = Limits {
+            timeout_ms: Some(100),
+            ..Limits::default()
+        };
+        let lets: String = (0..60_000).map(|i| format!("let v{i}=0;")).collect();
+        let err = outcome(&limits, &lets).unwrap_err();
+        assert!(err.contains(guard::COMPILE_TIMEOUT_MESSAGE), "{err}");
+        let big = "1;".repeat(600_000);
+        let err = outcome(&limits, &big).unwrap_err();
+        assert!(err.contains("max_script_size"), "{err}");
+        let fns: String = (0..1001).map(|i| format!("fn f{i}() {{ 0 }}\n")).collect();
+        let engine = hardened_engine(&Limits::default());
+        let err: Box<EvalAltResult> = engine.compile(&fns).unwrap_err().into();
+        assert_eq!(
+            crate::errors::classify(&err),
+            crate::errors::ErrorClass::Limit
+        );
+    }
+
+    #[test]
+    fn helpers_check_sizes_before_allocating() {
+        let limits = Limits::default();
+        let pad = r#"let s = ""; s.pad(999000, "x"); "#;
+        for tail in [
+            "let a = []; a.pad(10000, 1); join(a, s)",
+            r#"let r = ""; r.pad(1000, "y"); s.replace("x", r); s"#,
+            r#"s.replace('x', "yz"); s"#,
+        ] {
+            let err = outcome(&limits, &format!("{pad}{tail}")).unwrap_err();
+            assert!(err.contains("Length of string too large"), "{tail}: {err}");
+        }
+        let err = outcome(&limits, &format!("{pad}split(s, \"\")")).unwrap_err();
+        assert!(err.contains("Size of array/BLOB too large"), "{err}");
+        // The checked replacements still replace as the standard ones do.
+        let same = outcome(
+            &limits,
+            r#"let t = "abcabc"; t.replace("b", "XY"); t.replace('c', 'z'); t.replace("", "-"); t"#,
+        );
+        assert_eq!(same.unwrap(), "-a-X-Y-z-a-X-Y-z-");
+    }
+
+    /// A small xorshift generator: scripts from pieces that stressed the engine, random limits;
+    /// every outcome must be a value or an error (a crash ends the test binary).
+    #[test]
+    fn random_scripts_end_in_a_value_or_an_error() {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pieces = [
+            "for i in 0..N { a = [a]; }",
+            "for i in 0..N { a = #{x: a}; }",
+            "for i in 0..N { let b = a; a = || b; }",
+            "let d = down(N);",
+            "s.pad(N, \"xy\");",
+            "s.replace(\"x\", s);",
+            "a = [a, a] == [a, a];",
+            "a = `${a}`;",
+            "a = to_json(a);",
+            "a = parse_json(to_json([a]));",
+            "a = join([a, s], s);",
+            "a = split(s, \"\");",
+            "m[s + N] = a;",
+            "print(a);",
+        ];
+        let sizes = ["0", "1", "10", "300"];
+        let prelude = "fn down(n) { if n <= 0 { 0 } else { 1 + down(n - 1) } } \
+                       let a = []; let s = \"s\"; let m = #{};\n";
+        for _ in 0..80 {
+            let mut source = prelude.to_string();
+            for _ in 0..next(6) {
+                let piece = pieces[next(pieces.len())].replace('N', sizes[next(sizes.len())]);
+                source.push_str(&piece);
+                source.push('\n');
+            }
+            source.push_str(["a", "s", "m", "a == a"][next(4)]);
+            let limits = Limits {
+                max_operations: [0, 1000, 100_000][next(3)],
+                max_string_size: [10, 1_000_000][next(2)],
+                max_array_size: [5, 10_000][next(2)],
+                max_call_levels: [0, 64, 2000][next(3)],
+                max_memory: [1 << 20, 64 << 20][next(2)],
+                timeout_ms: Some(2_000),
+                ..Limits::default()
+            };
+            limits.validate().unwrap();
+            let _ = outcome(&limits, &source);
+        }
+    }
 }
