@@ -23,6 +23,9 @@ No script, value or limit can end the process: scripts compile and run on thread
 native stack (``STACK_SIZE``) whose evaluator part is guarded, and data can only nest as deep as the
 limits allow (see ``rust_ext/src/limits.rs``). Python callbacks (registered functions, print and
 debug sinks) still run on the calling thread, so thread-locals and context are theirs as before.
+An engine without callbacks first tries each script on the calling thread under capped operations
+and sizes, when that thread's stack has room for them; a script past the caps runs again on an
+evaluation thread (it is pure, so only the time of the first try is lost).
 
 Values cross the boundary as: None <-> (), bool, int <-> INT (i64), float <-> FLOAT, str <-> string
 (a Rhai char becomes a one-character str), list/tuple -> array -> list, dict (str keys) <-> map,

@@ -12,6 +12,7 @@
 use std::any::TypeId;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use pyo3::exceptions::{PyException, PyValueError};
@@ -25,11 +26,12 @@ use rhai::{
 
 use crate::convert::{check_plain, dynamic_to_py, py_to_dynamic, Unfit};
 use crate::errors::{
-    report, report_to_py, ErrorReport, NotPlainDataError, RhaiError, TERMINATE_INTERRUPTED,
+    report, report_to_py, ErrorClass, ErrorReport, NotPlainDataError, RhaiError,
+    TERMINATE_INTERRUPTED,
 };
 use crate::guard;
 use crate::helpers::register_shared;
-use crate::limits::Limits;
+use crate::limits::{Limits, INLINE_ROOM};
 use crate::worker;
 
 pub use crate::guard::with_deadline;
@@ -315,7 +317,7 @@ where
     let memory = limits.max_memory;
     let ran = py.detach(move || {
         guard::with_deadline_at(deadline, || {
-            worker::run(move || guard::evaluation(deadline, memory, job))
+            worker::run(move || guard::evaluation(deadline, memory, None, job))
         })
     });
     ran.map_err(RhaiError::new_err)
@@ -329,6 +331,9 @@ where
 #[pyclass(module = "lev_nb._rhai", name = "AST", frozen)]
 pub struct PyAst {
     pub ast: Arc<AST>,
+    /// Set once a capped attempt of this script on the calling thread fell short: later runs go
+    /// straight to an evaluation thread.
+    prefer_worker: AtomicBool,
 }
 
 #[pymethods]
@@ -353,25 +358,35 @@ impl PyAst {
     }
 }
 
+/// The configured Rhai engines of a `PyEngine`.
+struct Built {
+    /// With the real limits: what runs on an evaluation thread.
+    full: Engine,
+    /// With the capped limits of a first attempt on the calling thread (`Limits::inline`);
+    /// only for an engine without Python callbacks, whose scripts are pure.
+    inline: Option<Engine>,
+}
+
 /// A hardened Rhai engine. Compiles and runs scripts; safe to share between threads.
 #[pyclass(module = "lev_nb._rhai", name = "Engine", frozen, subclass)]
 pub struct PyEngine {
     limits: Limits,
+    inline_limits: Limits,
     registry: Mutex<Registry>,
-    engine: RwLock<Option<Arc<Engine>>>,
+    engine: RwLock<Option<Arc<Built>>>,
 }
 
 impl PyEngine {
-    /// The configured engine, built on first use after a registration (so registering several
+    /// The configured engines, built on first use after a registration (so registering several
     /// functions costs one build, not one per function).
-    fn current(&self) -> Arc<Engine> {
-        if let Some(engine) = self
+    fn current(&self) -> Arc<Built> {
+        if let Some(built) = self
             .engine
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .as_ref()
         {
-            return engine.clone();
+            return built.clone();
         }
         // Lock order everywhere: registry, then engine.
         let registry = self.lock_registry();
@@ -379,15 +394,21 @@ impl PyEngine {
             .engine
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(engine) = slot.as_ref() {
-            return engine.clone();
+        if let Some(built) = slot.as_ref() {
+            return built.clone();
         }
-        let fresh = Arc::new(build_engine(&self.limits, &registry));
+        let pure = registry.functions.is_empty()
+            && registry.on_print.is_none()
+            && registry.on_debug.is_none();
+        let fresh = Arc::new(Built {
+            full: build_engine(&self.limits, &registry),
+            inline: pure.then(|| build_engine(&self.inline_limits, &registry)),
+        });
         *slot = Some(fresh.clone());
         fresh
     }
 
-    /// Forget the built engine; the next evaluation rebuilds it from the registry.
+    /// Forget the built engines; the next evaluation rebuilds them from the registry.
     fn invalidate(&self) {
         *self
             .engine
@@ -401,28 +422,89 @@ impl PyEngine {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Run `work` on an evaluation thread, then convert its checked outcome. `work` owns what
-    /// the script may grow (its scope, its arguments), so all of it is dropped over there.
-    fn execute<F>(&self, py: Python<'_>, work: F) -> PyResult<Py<PyAny>>
+    /// Run `job(engine, limits)` and return what it settled to. A pure engine first tries on the
+    /// calling thread under the capped limits, when this thread's stack has room for them (no
+    /// hop: what most short scripts cost); an attempt that fails on a limit proves nothing about
+    /// the real limits, so the job runs again on an evaluation thread, as every other job does.
+    /// `prefer_worker` remembers, per compiled script, that the attempt is not worth making.
+    /// The inputs are copied for the attempt before it starts, so neither copy counts against
+    /// the memory budget (as the inputs never did).
+    fn settle_job<I, R, J>(
+        &self,
+        py: Python<'_>,
+        prefer_worker: Option<&AtomicBool>,
+        inputs: I,
+        job: J,
+    ) -> PyResult<Result<R, ErrorReport>>
     where
-        F: FnOnce(&Engine, &Limits) -> EvalResult + Send,
+        I: Clone + Send,
+        J: Fn(&Engine, &Limits, I) -> Result<R, ErrorReport> + Sync,
+        R: Send,
     {
-        // This reference outlives the evaluation, so the engine (and the Python callables it
-        // holds) is never dropped on the evaluation thread.
-        let engine = self.current();
+        // This reference outlives the evaluation, so the engines (and the Python callables
+        // they hold) are never dropped on an evaluation thread.
+        let built = self.current();
         let limits = &self.limits;
-        let engine_ref: &Engine = &engine;
-        let outcome = on_evaluation_thread(py, limits, move || {
-            let result = catch_unwind(AssertUnwindSafe(|| work(engine_ref, limits)));
-            settle(result, limits)
-        })?;
-        match outcome {
-            Outcome::Value(value) => match dynamic_to_py(py, &value) {
+        if let Some(inline) = &built.inline {
+            let wanted = !prefer_worker.is_some_and(|flag| flag.load(Ordering::Relaxed));
+            let floor = wanted
+                .then(|| worker::inline_floor(self.inline_limits.reserve(), INLINE_ROOM))
+                .flatten();
+            if let Some(floor) = floor {
+                let deadline =
+                    guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
+                let inline_limits = &self.inline_limits;
+                let job = &job;
+                let copy = inputs.clone();
+                let first = py.detach(move || {
+                    guard::evaluation(deadline, limits.max_memory, Some(floor), || {
+                        job(inline, inline_limits, copy)
+                    })
+                });
+                match first {
+                    Err(report) if report.class == ErrorClass::Limit => {
+                        if let Some(flag) = prefer_worker {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    done => return Ok(done),
+                }
+            }
+        }
+        let full: &Engine = &built.full;
+        let job = &job;
+        on_evaluation_thread(py, limits, move || job(full, limits, inputs))
+    }
+
+    /// Run a script with `inputs` (its scope or its arguments), then convert its checked
+    /// outcome. What the script may grow is dropped where it ran.
+    fn execute<I, F>(
+        &self,
+        py: Python<'_>,
+        prefer_worker: Option<&AtomicBool>,
+        inputs: I,
+        work: F,
+    ) -> PyResult<Py<PyAny>>
+    where
+        I: Clone + Send,
+        F: Fn(&Engine, &Limits, I) -> EvalResult + Sync,
+    {
+        let limits = &self.limits;
+        let settled =
+            self.settle_job(py, prefer_worker, inputs, |engine, run_limits, inputs| {
+                let result = catch_unwind(AssertUnwindSafe(|| work(engine, run_limits, inputs)));
+                match settle(result, limits) {
+                    Outcome::Failed(failure) => Err(failure),
+                    other => Ok(other),
+                }
+            })?;
+        match settled {
+            Ok(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
                 Ok(converted) => Ok(converted.unbind()),
                 Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
             },
-            Outcome::NotPlain(message) => Err(NotPlainDataError::new_err(message)),
-            Outcome::Failed(failure) => Err(report_to_py(py, failure)),
+            Ok(Outcome::NotPlain(message)) => Err(NotPlainDataError::new_err(message)),
+            Ok(Outcome::Failed(failure)) | Err(failure) => Err(report_to_py(py, failure)),
         }
     }
 }
@@ -456,6 +538,7 @@ impl PyEngine {
             functions: Vec::new(),
         };
         Ok(PyEngine {
+            inline_limits: limits.inline(),
             limits,
             registry: Mutex::new(registry),
             engine: RwLock::new(None),
@@ -470,20 +553,19 @@ impl PyEngine {
 
     /// Compile a script with this (hardened) engine, under its deadline and memory budget.
     fn compile(&self, py: Python<'_>, source: &str) -> PyResult<PyAst> {
-        let engine = self.current();
         let limits = &self.limits;
-        let engine_ref: &Engine = &engine;
-        let compiled = on_evaluation_thread(py, limits, move || {
-            match catch_unwind(AssertUnwindSafe(|| {
-                compile_with(engine_ref, source, limits)
-            })) {
+        let compiled = self.settle_job(py, None, (), |engine, _, ()| {
+            match catch_unwind(AssertUnwindSafe(|| compile_with(engine, source, limits))) {
                 Ok(Ok(ast)) => Ok(ast),
                 Ok(Err(err)) => Err(report(&err, limits)),
                 Err(payload) => Err(report(&panicked(payload.as_ref()), limits)),
             }
         })?;
         match compiled {
-            Ok(ast) => Ok(PyAst { ast: Arc::new(ast) }),
+            Ok(ast) => Ok(PyAst {
+                ast: Arc::new(ast),
+                prefer_worker: AtomicBool::new(false),
+            }),
             Err(failure) => Err(report_to_py(py, failure)),
         }
     }
@@ -496,8 +578,8 @@ impl PyEngine {
         source: &str,
         variables: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let mut scope = scope_from(variables)?;
-        self.execute(py, move |engine, limits| {
+        let scope = scope_from(variables)?;
+        self.execute(py, None, scope, move |engine, limits, mut scope| {
             let ast = compile_with(engine, source, limits)?;
             engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
         })
@@ -511,11 +593,15 @@ impl PyEngine {
         ast: &Bound<'_, PyAst>,
         variables: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let mut scope = scope_from(variables)?;
-        let ast = ast.get().ast.clone();
-        self.execute(py, move |engine, _| {
-            engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
-        })
+        let scope = scope_from(variables)?;
+        let compiled = ast.get();
+        let script = compiled.ast.clone();
+        self.execute(
+            py,
+            Some(&compiled.prefer_worker),
+            scope,
+            move |engine, _, mut scope| engine.eval_ast_with_scope::<Dynamic>(&mut scope, &script),
+        )
     }
 
     /// Call a function defined by a compiled script with positional arguments. As with Rhai's
@@ -532,11 +618,17 @@ impl PyEngine {
         for arg in args.iter() {
             converted.push(py_to_dynamic(&arg)?);
         }
-        let ast = ast.get().ast.clone();
-        self.execute(py, move |engine, _| {
-            let mut scope = Scope::new();
-            engine.call_fn::<Dynamic>(&mut scope, &ast, fn_name, converted)
-        })
+        let compiled = ast.get();
+        let script = compiled.ast.clone();
+        self.execute(
+            py,
+            Some(&compiled.prefer_worker),
+            converted,
+            move |engine, _, args| {
+                let mut scope = Scope::new();
+                engine.call_fn::<Dynamic>(&mut scope, &script, fn_name, args)
+            },
+        )
     }
 
     /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.
@@ -706,7 +798,7 @@ mod tests {
         let engine = hardened_engine(limits);
         let deadline = guard::combine_deadline(None, limits.timeout_ms);
         worker::run(|| {
-            guard::evaluation(deadline, limits.max_memory, || {
+            guard::evaluation(deadline, limits.max_memory, None, || {
                 compile_with(&engine, source, limits)
                     .and_then(|ast| engine.eval_ast::<Dynamic>(&ast))
                     .map(|value| match check_plain(&value, limits) {

@@ -170,8 +170,13 @@ pub fn with_deadline<R>(timeout_ms: Option<u64>, f: impl FnOnce() -> R) -> R {
 }
 
 /// Run `f` as one evaluation: under `deadline`, with a memory budget of `memory_limit` bytes
-/// counted from now (0 = none).
-pub fn evaluation<R>(deadline: Option<Instant>, memory_limit: usize, f: impl FnOnce() -> R) -> R {
+/// counted from now (0 = none), and with `stack_floor` (else this thread's own, if any).
+pub fn evaluation<R>(
+    deadline: Option<Instant>,
+    memory_limit: usize,
+    stack_floor: Option<usize>,
+    f: impl FnOnce() -> R,
+) -> R {
     struct Restore(Guard);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -187,7 +192,7 @@ pub fn evaluation<R>(deadline: Option<Instant>, memory_limit: usize, f: impl FnO
             deadline,
             memory_base: live_bytes(),
             memory_limit: memory_limit.min(isize::MAX as usize) as isize,
-            stack_floor: previous.stack_floor,
+            stack_floor: stack_floor.unwrap_or(previous.stack_floor),
         })
     });
     COMPILE_ABORT.with(|a| a.set(None));
@@ -279,7 +284,7 @@ mod tests {
     #[test]
     fn memory_budget_is_counted_from_the_start_of_the_evaluation() {
         let held = vec![0u8; 4 << 20];
-        evaluation(None, 1 << 20, || {
+        evaluation(None, 1 << 20, None, || {
             assert!(
                 check(16, None).is_none(),
                 "memory held before must not count"

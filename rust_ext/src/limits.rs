@@ -59,6 +59,14 @@ pub const BYTES_PER_CALL_LEVEL: usize = 16 << 10;
 
 const MIB: u64 = 1 << 20;
 
+/// Caps of a first attempt on the calling thread (see `worker`): operations, and items in
+/// arrays and maps. They keep the deepest data the attempt can build within a few hundred KiB
+/// of stack, while most short scripts (a validator, a hook) finish well inside them.
+pub const INLINE_MAX_OPERATIONS: u64 = 3_000;
+pub const INLINE_MAX_ITEMS: usize = 1_000;
+/// Stack the evaluator may use on the calling thread, above the reserve, during that attempt.
+pub const INLINE_ROOM: usize = 1 << 20;
+
 /// One limit: its keyword, the range it may take, and what that range means.
 struct Range {
     name: &'static str,
@@ -228,6 +236,25 @@ impl Limits {
         Ok(limits)
     }
 
+    /// The capped limits of a first attempt on the calling thread (see `worker`).
+    pub fn inline(&self) -> Limits {
+        Limits {
+            max_operations: match self.max_operations {
+                0 => INLINE_MAX_OPERATIONS,
+                n => n.min(INLINE_MAX_OPERATIONS),
+            },
+            max_array_size: self.max_array_size.min(INLINE_MAX_ITEMS),
+            max_map_size: self.max_map_size.min(INLINE_MAX_ITEMS),
+            ..self.clone()
+        }
+    }
+
+    /// Stack kept free below the evaluator for what recurses without passing the progress hook
+    /// (see the module documentation), with 256 KiB to spare.
+    pub fn reserve(&self) -> usize {
+        (self.data_depth_bound() as usize).saturating_mul(BYTES_PER_DATA_LEVEL) + (256 << 10)
+    }
+
     /// How deep data can nest under these limits (see the module documentation).
     pub fn data_depth_bound(&self) -> u64 {
         let by_memory = (self.max_memory / CHAIN_BYTES_PER_LEVEL) as u64;
@@ -360,6 +387,22 @@ mod tests {
             ..deep
         };
         budgeted.validate().unwrap();
+    }
+
+    #[test]
+    fn the_inline_caps_fit_a_python_thread() {
+        // A 4 MiB stack left on the calling thread is enough for the capped attempt.
+        let inline = Limits::DEFAULT.inline();
+        assert!(
+            inline.reserve() + INLINE_ROOM <= 4 << 20,
+            "{}",
+            inline.reserve()
+        );
+        let unbudgeted = Limits {
+            max_operations: 0,
+            ..Limits::DEFAULT
+        };
+        assert_eq!(unbudgeted.inline().max_operations, INLINE_MAX_OPERATIONS);
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //! worker anyway, so callbacks see the caller's thread-locals, context and signal handling as
 //! before (`on_caller`).
 //!
+//! An engine without Python callbacks may instead run a first, capped attempt on the calling
+//! thread itself when that thread's own stack has room for the worst case of the caps (see
+//! `inline_floor` and `Limits::inline`): such a script is a pure function of its inputs, so an
+//! attempt that hits a cap is simply run again here, with the real limits.
+//!
 //! Each calling thread keeps its own idle workers (a companion, plus one more per level of
 //! evaluations nested through callbacks). A hand-off is a store to an atomic and an unpark; each
 //! side spins for a few microseconds before parking, so a call that takes microseconds costs
@@ -300,6 +305,65 @@ pub fn on_worker() -> bool {
     !CURRENT.with(Cell::get).is_null()
 }
 
+thread_local! {
+    /// The lowest usable address of this thread's stack: None until asked, Some(0) if unknown.
+    static STACK_LOW: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The lowest address of this thread's stack (above its guard page), if the platform says.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn query_stack_low() -> usize {
+    // SAFETY: plain queries about the current thread into a zeroed attribute object.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return 0;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let mut guard: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0
+            && libc::pthread_attr_getguardsize(&attr, &mut guard) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if !ok || addr.is_null() {
+            return 0;
+        }
+        // The main thread's stack is reported as its whole rlimit; never count on more than
+        // 8 MiB below where the stack is now, the common default.
+        let top = addr as usize + size;
+        let low = addr as usize + guard;
+        low.max(top.saturating_sub(8 << 20))
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn query_stack_low() -> usize {
+    0
+}
+
+/// Where a capped attempt may run on this thread: `Some(floor)` when the stack below the
+/// current frame holds `reserve` bytes for what recurses without the progress hook plus `room`
+/// for the evaluator, which the stack guard then keeps above `floor`. None on a worker, or when
+/// this thread's stack is unknown or too small.
+pub fn inline_floor(reserve: usize, room: usize) -> Option<usize> {
+    if on_worker() {
+        return None;
+    }
+    let low = match STACK_LOW.with(Cell::get) {
+        Some(low) => low,
+        None => {
+            let low = query_stack_low();
+            STACK_LOW.with(|c| c.set(Some(low)));
+            low
+        }
+    };
+    if low == 0 {
+        return None;
+    }
+    let floor = low.checked_add(reserve)?;
+    (guard::stack_pointer() > floor.checked_add(room)?).then_some(floor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +400,14 @@ mod tests {
         }
         // About 100 MiB of frames: far beyond a Python thread's stack.
         assert_eq!(run(|| down(100_000)).unwrap(), 100_000);
+    }
+
+    #[test]
+    fn inline_room_is_known_on_ordinary_threads_only() {
+        // A test thread has a 2 MiB stack or more: room for 64 KiB + 64 KiB, not for 1 GiB.
+        assert!(inline_floor(64 << 10, 64 << 10).is_some());
+        assert!(inline_floor(1 << 30, 0).is_none());
+        assert_eq!(run(|| inline_floor(64 << 10, 64 << 10)).unwrap(), None);
     }
 
     #[test]

@@ -410,3 +410,26 @@ def test_fuzzed_scripts_return_a_value_or_a_rhai_error() -> None:
     assert done.returncode == 0 and "fuzzed" in done.stdout, (
         f"status {done.returncode}: {done.stdout[-2000:]} {done.stderr[-4000:]}"
     )
+
+
+# --- the capped first attempt on the calling thread -------------------------------------------
+
+
+def test_scripts_past_the_first_attempts_caps_run_again_with_the_real_limits() -> None:
+    # A pure engine first tries a script on the calling thread with capped operations and sizes;
+    # a script past those caps runs again on an evaluation thread, with the same outcome.
+    engine = Engine()
+    assert engine.eval("let a = []; a.pad(5000, 1); a.len()") == 5000
+    assert engine.eval("let n = 0; for i in 0..20000 { n += 1; } n") == 20000
+    ast = engine.compile("fn count(k) { let n = 0; for i in 0..k { n += 1; } n }")
+    assert [engine.call(ast, "count", k) for k in (10, 20000, 10, 20000)] == [10, 20000, 10, 20000]
+    with pytest.raises(RhaiLimitError, match="Too many operations"):
+        Engine(max_operations=50_000).eval("let n = 0; for i in 0..100000 { n += 1; } n")
+    with pytest.raises(RhaiRuntimeError, match="boom"):
+        engine.eval('throw "boom"')
+
+
+def test_the_first_attempt_keeps_python_inputs_unchanged_for_the_second() -> None:
+    # The script changes its inputs, then goes past the caps: the second run sees them intact.
+    source = "v.push(1); let n = 0; for i in 0..5000 { n += 1; } v.len() + n"
+    assert Engine().eval(source, v=[0, 0]) == 5003
