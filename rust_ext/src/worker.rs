@@ -124,13 +124,41 @@ thread_local! {
     static IDLE_WORKERS: RefCell<Vec<Worker>> = const { RefCell::new(Vec::new()) };
 }
 
+/// After a job this long, hand the stack pages it may have touched back to the system (a deep
+/// value can take hundreds of MiB of stack to drop, and an idle worker would keep them).
+const TRIM_AFTER: Duration = Duration::from_millis(20);
+
+/// Release the pages of this thread's stack below the current frame.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_stack() {
+    let (low, _) = query_stack();
+    let page = 4096;
+    let high = guard::stack_pointer().saturating_sub(64 << 10) & !(page - 1);
+    let low = (low + page - 1) & !(page - 1);
+    if low != 0 && high > low {
+        // SAFETY: the range lies in this thread's own stack, below every live frame; MADV_DONTNEED
+        // on private anonymous memory only drops the pages (they read back as zeros).
+        unsafe {
+            libc::madvise(low as *mut libc::c_void, high - low, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_stack() {}
+
 fn worker_main(slot: Arc<Slot>) {
     guard::set_stack_floor(guard::stack_pointer().saturating_sub(STACK_SIZE - RESERVE));
     CURRENT.with(|c| c.set(Arc::as_ptr(&slot)));
+    let mut ran_long = false;
     loop {
+        if ran_long {
+            trim_stack();
+        }
         if wait(&slot.state, |s| s == JOB || s == EXIT, IDLE_SPIN) == EXIT {
             return;
         }
+        let started = Instant::now();
         slot.state.store(RUNNING, Ordering::Relaxed);
         // SAFETY: JOB hands the task and caller cells to this thread (the caller cell stays
         // set for `on_caller` until the next job).
@@ -141,6 +169,7 @@ fn worker_main(slot: Arc<Slot>) {
             // (`run` wraps it in catch_unwind).
             unsafe { (*task.as_ptr())() };
         }
+        ran_long = started.elapsed() >= TRIM_AFTER;
         slot.state.store(DONE, Ordering::Release);
         if let Some(caller) = caller {
             caller.unpark();
@@ -310,14 +339,15 @@ thread_local! {
     static STACK_LOW: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// The lowest address of this thread's stack (above its guard page), if the platform says.
+/// The lowest address of this thread's stack (above its guard page) and its top, if the
+/// platform says (else zeros).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn query_stack_low() -> usize {
+fn query_stack() -> (usize, usize) {
     // SAFETY: plain queries about the current thread into a zeroed attribute object.
     unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return 0;
+            return (0, 0);
         }
         let mut addr: *mut libc::c_void = std::ptr::null_mut();
         let mut size: libc::size_t = 0;
@@ -326,19 +356,26 @@ fn query_stack_low() -> usize {
             && libc::pthread_attr_getguardsize(&attr, &mut guard) == 0;
         libc::pthread_attr_destroy(&mut attr);
         if !ok || addr.is_null() {
-            return 0;
+            return (0, 0);
         }
-        // The main thread's stack is reported as its whole rlimit; never count on more than
-        // 8 MiB below where the stack is now, the common default.
-        let top = addr as usize + size;
-        let low = addr as usize + guard;
-        low.max(top.saturating_sub(8 << 20))
+        (addr as usize + guard, addr as usize + size)
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn query_stack() -> (usize, usize) {
+    (0, 0)
+}
+
+/// The lowest address of this calling thread's stack we count on. The main thread's stack is
+/// reported as its whole rlimit; never count on more than 8 MiB, the common default.
 fn query_stack_low() -> usize {
-    0
+    let (low, top) = query_stack();
+    if low == 0 {
+        0
+    } else {
+        low.max(top.saturating_sub(8 << 20))
+    }
 }
 
 /// Where a capped attempt may run on this thread: `Some(floor)` when the stack below the

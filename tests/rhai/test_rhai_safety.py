@@ -433,3 +433,52 @@ def test_the_first_attempt_keeps_python_inputs_unchanged_for_the_second() -> Non
     # The script changes its inputs, then goes past the caps: the second run sees them intact.
     source = "v.push(1); let n = 0; for i in 0..5000 { n += 1; } v.len() + n"
     assert Engine().eval(source, v=[0, 0]) == 5003
+
+
+# --- evaluation threads --------------------------------------------------------------------
+
+
+def _worker_stack_rss_mib() -> list[int]:
+    """Resident MiB of each evaluation-thread stack mapping (the 1 GiB ones) of this process."""
+    sizes: list[int] = []
+    size = 0
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0] if line else ""
+        if "-" in head and ":" not in head:
+            start, end = (int(x, 16) for x in head.split("-"))
+            size = end - start
+        elif line.startswith("Rss:") and size >= STACK_SIZE:
+            sizes.append(int(line.split()[1]) >> 10)
+    return sizes
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux /proc")
+def test_a_worker_gives_back_the_stack_a_deep_drop_took() -> None:
+    engine = Engine(max_operations=2_000_000)
+    engine.register_fn("nop", lambda: 0)  # callbacks: always on an evaluation thread
+    assert engine.eval("let a = 0; for i in 0..200000 { let b = a; a = || b; } 1") == 1
+    deadline = time.monotonic() + 5
+    while max(_worker_stack_rss_mib(), default=0) > 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert max(_worker_stack_rss_mib(), default=0) <= 8, _worker_stack_rss_mib()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_starts_its_own_evaluation_threads() -> None:
+    child = textwrap.dedent(
+        """
+        import os
+        from lev_nb.rhai import Engine
+        engine = Engine()
+        engine.register_fn("twice", lambda x: 2 * x)
+        assert engine.eval("twice(20) + 1") == 41  # the parent's evaluation thread exists
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if engine.eval("twice(21)") == 42 and Engine().eval("1 + 1") == 2 else 1)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 0 and "child 0" in done.stdout, done.stderr
