@@ -18,16 +18,34 @@ use rhai::Dynamic;
 // Counting allocator: bytes held by allocations made on each thread
 // ---------------------------------------------------------------------------------------------
 
-thread_local! {
+/// What this thread knows about memory and the evaluation running on it, in one thread-local
+/// (in a shared library every thread-local access is a call, and the progress hook reads both).
+struct ThreadState {
     /// Bytes allocated minus bytes freed on this thread (may go negative when a thread frees
-    /// what another allocated). Const-initialised without a destructor, so the allocator can use
-    /// it at any time, thread teardown included.
-    static LIVE: Cell<isize> = const { Cell::new(0) };
+    /// what another allocated).
+    live: Cell<isize>,
+    guard: Cell<Guard>,
+}
+
+thread_local! {
+    /// Const-initialised without a destructor, so the allocator can use it at any time, thread
+    /// teardown included.
+    static STATE: ThreadState = const {
+        ThreadState {
+            live: Cell::new(0),
+            guard: Cell::new(NO_GUARD),
+        }
+    };
 }
 
 #[inline]
 fn account(delta: isize) {
-    let _ = LIVE.try_with(|live| live.set(live.get().wrapping_add(delta)));
+    let _ = STATE.try_with(|s| s.live.set(s.live.get().wrapping_add(delta)));
+}
+
+#[inline]
+fn with_guard<R>(f: impl FnOnce(&Cell<Guard>) -> R) -> R {
+    STATE.with(|s| f(&s.guard))
 }
 
 /// The system allocator, counting the bytes each thread holds. A script's memory is what its
@@ -68,7 +86,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
 /// Bytes this thread holds (allocated minus freed) since it started.
 pub fn live_bytes() -> isize {
-    LIVE.with(Cell::get)
+    STATE.with(|s| s.live.get())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -79,7 +97,7 @@ pub fn live_bytes() -> isize {
 struct Guard {
     /// Wall-clock deadline.
     deadline: Option<Instant>,
-    /// `LIVE` when the evaluation began.
+    /// Bytes the thread held when the evaluation began.
     memory_base: isize,
     /// Most bytes the evaluation may hold (0 = no budget).
     memory_limit: isize,
@@ -95,7 +113,6 @@ const NO_GUARD: Guard = Guard {
 };
 
 thread_local! {
-    static GUARD: Cell<Guard> = const { Cell::new(NO_GUARD) };
     /// Set once compilation was stopped by a guard: the message, and every later token fails.
     static COMPILE_ABORT: Cell<Option<&'static str>> = const { Cell::new(None) };
     static TOKENS: Cell<u32> = const { Cell::new(0) };
@@ -103,10 +120,10 @@ thread_local! {
 
 /// How often (in operations or tokens) the clock is read; a power of two minus one as a mask.
 const DEADLINE_CHECK_MASK: u64 = 0x3FF;
-/// How often the stack and the memory are looked at. Between two looks a script runs at most 16
-/// operations: a few levels deeper (each level is an operation) and a few allocations more
-/// (each bounded by the size limits), nothing the reserve and the budget cannot absorb.
-const GUARD_CHECK_MASK: u64 = 0xF;
+/// How often the stack is looked at. Between two looks a script runs at most 16 operations, a
+/// few levels deeper (each level is an operation): nothing the reserve cannot absorb. (Memory
+/// is looked at before every operation: one operation can double what a script holds.)
+const STACK_CHECK_MASK: u64 = 0xF;
 
 /// The address of a local: where this thread's stack currently is (stacks grow down).
 #[inline(always)]
@@ -117,7 +134,7 @@ pub fn stack_pointer() -> usize {
 
 /// Make this thread check its stack: an operation starting below `floor` stops the script.
 pub fn set_stack_floor(floor: usize) {
-    GUARD.with(|g| {
+    with_guard(|g| {
         let mut guard = g.get();
         guard.stack_floor = floor;
         g.set(guard);
@@ -137,7 +154,7 @@ pub fn combine_deadline(outer: Option<Instant>, timeout_ms: Option<u64>) -> Opti
 /// The deadline in force on this thread (the evaluation running here, or the one whose Python
 /// callbacks this thread is serving).
 pub fn current_deadline() -> Option<Instant> {
-    GUARD.with(|g| g.get().deadline)
+    with_guard(|g| g.get().deadline)
 }
 
 /// Run `f` with the deadline in force on this thread set to `deadline` (restored afterwards),
@@ -147,7 +164,7 @@ pub fn with_deadline_at<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> 
     impl Drop for Restore {
         fn drop(&mut self) {
             let previous = self.0;
-            GUARD.with(|g| {
+            with_guard(|g| {
                 let mut guard = g.get();
                 guard.deadline = previous;
                 g.set(guard);
@@ -155,7 +172,7 @@ pub fn with_deadline_at<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> 
         }
     }
     let _restore = Restore(current_deadline());
-    GUARD.with(|g| {
+    with_guard(|g| {
         let mut guard = g.get();
         guard.deadline = deadline;
         g.set(guard);
@@ -181,13 +198,13 @@ pub fn evaluation<R>(
     impl Drop for Restore {
         fn drop(&mut self) {
             let previous = self.0;
-            GUARD.with(|g| g.set(previous));
+            with_guard(|g| g.set(previous));
             COMPILE_ABORT.with(|a| a.set(None));
         }
     }
-    let previous = GUARD.with(Cell::get);
+    let previous = with_guard(Cell::get);
     let _restore = Restore(previous);
-    GUARD.with(|g| {
+    with_guard(|g| {
         g.set(Guard {
             deadline,
             memory_base: live_bytes(),
@@ -208,7 +225,7 @@ pub const COMPILE_TIMEOUT_MESSAGE: &str =
 
 /// Which guard, if any, an operation starting now violates.
 fn violated(check_clock: bool) -> Option<&'static str> {
-    let guard = GUARD.with(Cell::get);
+    let guard = with_guard(Cell::get);
     if guard.stack_floor != 0 && stack_pointer() < guard.stack_floor {
         return Some(STACK_MESSAGE);
     }
@@ -224,13 +241,20 @@ fn violated(check_clock: bool) -> Option<&'static str> {
 /// The progress hook: `Some(token)` stops the script. `timeout_ms` words the timeout message.
 #[inline]
 pub fn check(ops: u64, timeout_ms: Option<u64>) -> Option<Dynamic> {
-    if ops & GUARD_CHECK_MASK != 0 {
+    let (guard, live) = STATE.with(|s| (s.guard.get(), s.live.get()));
+    if guard.memory_limit > 0 && live.wrapping_sub(guard.memory_base) > guard.memory_limit {
+        return Some(Dynamic::from(MEMORY_MESSAGE.to_string()));
+    }
+    if ops & STACK_CHECK_MASK != 0 {
         return None;
     }
-    match violated(ops & DEADLINE_CHECK_MASK == 0)? {
-        TIMEOUT_PREFIX => Some(Dynamic::from(timeout_message(timeout_ms))),
-        message => Some(Dynamic::from(message.to_string())),
+    if guard.stack_floor != 0 && stack_pointer() < guard.stack_floor {
+        return Some(Dynamic::from(STACK_MESSAGE.to_string()));
     }
+    if ops & DEADLINE_CHECK_MASK == 0 && guard.deadline.is_some_and(|t| Instant::now() >= t) {
+        return Some(Dynamic::from(timeout_message(timeout_ms)));
+    }
+    None
 }
 
 /// The message of a script stopped by its deadline.
