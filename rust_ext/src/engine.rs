@@ -11,8 +11,8 @@
 
 use std::any::TypeId;
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use pyo3::exceptions::{PyException, PyValueError};
@@ -331,9 +331,34 @@ where
 #[pyclass(module = "lev_nb._rhai", name = "AST", frozen)]
 pub struct PyAst {
     pub ast: Arc<AST>,
-    /// Set once a capped attempt of this script on the calling thread fell short: later runs go
-    /// straight to an evaluation thread.
-    prefer_worker: AtomicBool,
+    /// The entry points (a function name; "" for the whole script) whose capped attempt on the
+    /// calling thread fell short once: later runs go straight to an evaluation thread.
+    past_caps: Mutex<HashSet<String>>,
+}
+
+/// Where to remember, for one entry point of a compiled script, that its first attempt on the
+/// calling thread is not worth making.
+#[derive(Clone, Copy)]
+struct EntryPoint<'a> {
+    ast: &'a PyAst,
+    name: &'a str,
+}
+
+impl EntryPoint<'_> {
+    fn past_caps(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.ast
+            .past_caps
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn worth_trying(&self) -> bool {
+        !self.past_caps().contains(self.name)
+    }
+
+    fn remember_past_caps(&self) {
+        self.past_caps().insert(self.name.to_string());
+    }
 }
 
 #[pymethods]
@@ -426,13 +451,14 @@ impl PyEngine {
     /// calling thread under the capped limits, when this thread's stack has room for them (no
     /// hop: what most short scripts cost); an attempt that fails on a limit proves nothing about
     /// the real limits, so the job runs again on an evaluation thread, as every other job does.
-    /// `prefer_worker` remembers, per compiled script, that the attempt is not worth making.
+    /// `entry` remembers, per entry point of a compiled script, that the attempt is not worth
+    /// making.
     /// The inputs are copied for the attempt before it starts, so neither copy counts against
     /// the memory budget (as the inputs never did).
     fn settle_job<I, R, J>(
         &self,
         py: Python<'_>,
-        prefer_worker: Option<&AtomicBool>,
+        entry: Option<EntryPoint<'_>>,
         inputs: I,
         job: J,
     ) -> PyResult<Result<R, ErrorReport>>
@@ -446,7 +472,7 @@ impl PyEngine {
         let built = self.current();
         let limits = &self.limits;
         if let Some(inline) = &built.inline {
-            let wanted = !prefer_worker.is_some_and(|flag| flag.load(Ordering::Relaxed));
+            let wanted = entry.is_none_or(|e| e.worth_trying());
             let floor = wanted
                 .then(|| worker::inline_floor(self.inline_limits.reserve(), INLINE_ROOM))
                 .flatten();
@@ -463,8 +489,8 @@ impl PyEngine {
                 });
                 match first {
                     Err(report) if report.class == ErrorClass::Limit => {
-                        if let Some(flag) = prefer_worker {
-                            flag.store(true, Ordering::Relaxed);
+                        if let Some(entry) = entry {
+                            entry.remember_past_caps();
                         }
                     }
                     done => return Ok(done),
@@ -481,7 +507,7 @@ impl PyEngine {
     fn execute<I, F>(
         &self,
         py: Python<'_>,
-        prefer_worker: Option<&AtomicBool>,
+        entry: Option<EntryPoint<'_>>,
         inputs: I,
         work: F,
     ) -> PyResult<Py<PyAny>>
@@ -490,14 +516,13 @@ impl PyEngine {
         F: Fn(&Engine, &Limits, I) -> EvalResult + Sync,
     {
         let limits = &self.limits;
-        let settled =
-            self.settle_job(py, prefer_worker, inputs, |engine, run_limits, inputs| {
-                let result = catch_unwind(AssertUnwindSafe(|| work(engine, run_limits, inputs)));
-                match settle(result, limits) {
-                    Outcome::Failed(failure) => Err(failure),
-                    other => Ok(other),
-                }
-            })?;
+        let settled = self.settle_job(py, entry, inputs, |engine, run_limits, inputs| {
+            let result = catch_unwind(AssertUnwindSafe(|| work(engine, run_limits, inputs)));
+            match settle(result, limits) {
+                Outcome::Failed(failure) => Err(failure),
+                other => Ok(other),
+            }
+        })?;
         match settled {
             Ok(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
                 Ok(converted) => Ok(converted.unbind()),
@@ -564,7 +589,7 @@ impl PyEngine {
         match compiled {
             Ok(ast) => Ok(PyAst {
                 ast: Arc::new(ast),
-                prefer_worker: AtomicBool::new(false),
+                past_caps: Mutex::new(HashSet::new()),
             }),
             Err(failure) => Err(report_to_py(py, failure)),
         }
@@ -598,7 +623,10 @@ impl PyEngine {
         let script = compiled.ast.clone();
         self.execute(
             py,
-            Some(&compiled.prefer_worker),
+            Some(EntryPoint {
+                ast: compiled,
+                name: "",
+            }),
             scope,
             move |engine, _, mut scope| engine.eval_ast_with_scope::<Dynamic>(&mut scope, &script),
         )
@@ -622,7 +650,10 @@ impl PyEngine {
         let script = compiled.ast.clone();
         self.execute(
             py,
-            Some(&compiled.prefer_worker),
+            Some(EntryPoint {
+                ast: compiled,
+                name: fn_name,
+            }),
             converted,
             move |engine, _, args| {
                 let mut scope = Scope::new();

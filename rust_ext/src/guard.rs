@@ -24,6 +24,9 @@ struct ThreadState {
     /// Bytes allocated minus bytes freed on this thread (may go negative when a thread frees
     /// what another allocated).
     live: Cell<isize>,
+    /// `live` above which the evaluation running here is over its memory budget (the guard's
+    /// base plus limit, kept apart so the check before every operation reads two words).
+    ceiling: Cell<isize>,
     guard: Cell<Guard>,
 }
 
@@ -33,6 +36,7 @@ thread_local! {
     static STATE: ThreadState = const {
         ThreadState {
             live: Cell::new(0),
+            ceiling: Cell::new(isize::MAX),
             guard: Cell::new(NO_GUARD),
         }
     };
@@ -194,23 +198,33 @@ pub fn evaluation<R>(
     stack_floor: Option<usize>,
     f: impl FnOnce() -> R,
 ) -> R {
-    struct Restore(Guard);
+    struct Restore(Guard, isize);
     impl Drop for Restore {
         fn drop(&mut self) {
-            let previous = self.0;
-            with_guard(|g| g.set(previous));
+            let (previous, ceiling) = (self.0, self.1);
+            STATE.with(|s| {
+                s.guard.set(previous);
+                s.ceiling.set(ceiling);
+            });
             COMPILE_ABORT.with(|a| a.set(None));
         }
     }
-    let previous = with_guard(Cell::get);
-    let _restore = Restore(previous);
-    with_guard(|g| {
-        g.set(Guard {
+    let (previous, previous_ceiling) = STATE.with(|s| (s.guard.get(), s.ceiling.get()));
+    let _restore = Restore(previous, previous_ceiling);
+    let base = live_bytes();
+    let limit = memory_limit.min(isize::MAX as usize) as isize;
+    STATE.with(|s| {
+        s.guard.set(Guard {
             deadline,
-            memory_base: live_bytes(),
-            memory_limit: memory_limit.min(isize::MAX as usize) as isize,
+            memory_base: base,
+            memory_limit: limit,
             stack_floor: stack_floor.unwrap_or(previous.stack_floor),
-        })
+        });
+        s.ceiling.set(if limit > 0 {
+            base.saturating_add(limit)
+        } else {
+            isize::MAX
+        });
     });
     COMPILE_ABORT.with(|a| a.set(None));
     f()
@@ -241,13 +255,14 @@ fn violated(check_clock: bool) -> Option<&'static str> {
 /// The progress hook: `Some(token)` stops the script. `timeout_ms` words the timeout message.
 #[inline]
 pub fn check(ops: u64, timeout_ms: Option<u64>) -> Option<Dynamic> {
-    let (guard, live) = STATE.with(|s| (s.guard.get(), s.live.get()));
-    if guard.memory_limit > 0 && live.wrapping_sub(guard.memory_base) > guard.memory_limit {
+    let (live, ceiling) = STATE.with(|s| (s.live.get(), s.ceiling.get()));
+    if live > ceiling {
         return Some(Dynamic::from(MEMORY_MESSAGE.to_string()));
     }
     if ops & STACK_CHECK_MASK != 0 {
         return None;
     }
+    let guard = with_guard(Cell::get);
     if guard.stack_floor != 0 && stack_pointer() < guard.stack_floor {
         return Some(Dynamic::from(STACK_MESSAGE.to_string()));
     }

@@ -482,3 +482,13 @@ def test_a_forked_child_starts_its_own_evaluation_threads() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60, env=env, check=False)
     assert done.returncode == 0 and "child 0" in done.stdout, done.stderr
+
+
+def test_one_entry_point_past_the_caps_does_not_send_the_others_to_a_worker() -> None:
+    # Remembered per function: the long one goes straight to an evaluation thread afterwards,
+    # the short one keeps its attempt on the calling thread; both stay right.
+    engine = Engine(max_operations=1_000_000)
+    ast = engine.compile("fn short(s) { s.len() } fn long() { let n = 0; for i in 0..20000 { n += i; } n }")
+    for _ in range(3):
+        assert engine.call(ast, "long") == sum(range(20000))
+        assert engine.call(ast, "short", "abc") == 3
