@@ -88,6 +88,17 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
+/// Move `bytes` of this thread's count to another thread's (`adopt_bytes` there): what a
+/// Python callback allocated for a script belongs to the script's evaluation.
+pub fn release_bytes(bytes: isize) {
+    account(bytes.wrapping_neg());
+}
+
+/// Take over `bytes` another thread counted (see `release_bytes`).
+pub fn adopt_bytes(bytes: isize) {
+    account(bytes);
+}
+
 /// Bytes this thread holds (allocated minus freed) since it started.
 pub fn live_bytes() -> isize {
     STATE.with(|s| s.live.get())

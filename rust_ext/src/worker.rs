@@ -303,10 +303,16 @@ pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
     let slot = unsafe { &*slot };
     let mut f = Some(f);
     let mut out: Option<thread::Result<T>> = None;
+    let mut allocated: isize = 0;
     {
         let mut task = || {
             if let Some(f) = f.take() {
+                // What the callback leaves allocated (the values it hands to the script) counts
+                // against the script's memory budget, not the calling thread's.
+                let before = guard::live_bytes();
                 out = Some(catch_unwind(AssertUnwindSafe(f)));
+                allocated = guard::live_bytes().wrapping_sub(before);
+                guard::release_bytes(allocated);
             }
         };
         // SAFETY: while RUNNING the task cell belongs to the worker; the caller takes it after
@@ -322,6 +328,7 @@ pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
         wait(&slot.state, |s| s == CALLBACK_DONE, CALLBACK_SPIN);
         slot.state.store(RUNNING, Ordering::Relaxed);
     }
+    guard::adopt_bytes(allocated);
     match out {
         Some(Ok(value)) => value,
         Some(Err(payload)) => resume_unwind(payload),

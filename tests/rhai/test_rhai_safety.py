@@ -492,3 +492,17 @@ def test_one_entry_point_past_the_caps_does_not_send_the_others_to_a_worker() ->
     for _ in range(3):
         assert engine.call(ast, "long") == sum(range(20000))
         assert engine.call(ast, "short", "abc") == 3
+
+
+def test_what_callbacks_hand_to_a_script_counts_against_its_memory() -> None:
+    # Values a host function returns are allocated on the calling thread; they still count, so
+    # dropping many of them cannot buy a script room beyond its budget.
+    engine = Engine(max_operations=1_000_000)
+    big = "x" * 900_000
+    engine.register_fn("fetch", lambda: big)
+    source = (
+        "for i in 0..200 { let t = fetch(); } "
+        'let a = []; let s = ""; s.pad(900000, "x"); for i in 0..100 { let t = s; t += i; a.push(|| t); } 1'
+    )
+    with pytest.raises(RhaiLimitError, match="max_memory"):
+        engine.eval(source)
