@@ -7,6 +7,10 @@ RHAI_VERSION: str
 MAX_VARIADIC_ARITY: int
 DEFAULT_LIMITS: dict[str, int | None]
 """The default of every limit, keyed by ``Engine``'s keyword arguments (from ``Limits::DEFAULT``)."""
+STACK_SIZE: int
+"""Native stack, in bytes, of the threads every compilation and evaluation runs on."""
+MAX_NESTING: int
+"""Deepest nesting of data crossing to or from Python, or serialised by ``to_json``."""
 
 class RhaiError(Exception):
     """Any error raised by a Rhai script."""
@@ -53,11 +57,15 @@ class Engine:
         max_expr_depth: int = ...,
         max_function_expr_depth: int = ...,
         timeout_ms: int | None = ...,
+        max_memory: int = ...,
+        max_script_size: int = ...,
+        max_functions: int = ...,
         on_print: Callable[[str], object] | None = None,
         on_debug: Callable[[str], object] | None = None,
     ) -> Engine:
         """Each limit left out takes its value in ``DEFAULT_LIMITS``; ``max_operations=0`` or
-        ``timeout_ms=None`` lifts that bound."""
+        ``timeout_ms=None`` lifts that bound. A limit outside its range (negative, or more than
+        the evaluation stack can take) raises ValueError saying why."""
     @property
     def limits(self) -> dict[str, int | None]: ...
     @property

@@ -11,10 +11,21 @@ Usable on its own::
     engine.register_fn("lookup", {"a": 1}.get) # Python callable as a Rhai function
 
 Every engine is hardened (see ``DEFAULT_LIMITS``): an operation budget backed by a wall-clock
-deadline, size limits on strings/arrays/maps, bounded recursion and expression depth, ``eval``
-refused at compile time, ``import`` unable to find any module, ``sleep`` disabled, and
-``print``/``debug`` sent to ``on_print``/``on_debug`` callbacks (or dropped). Scripts have no
-file, network, process or environment access unless the host registers functions for it.
+deadline, size limits on strings/arrays/maps, a memory budget (``max_memory``, every byte a script
+holds, closures and map keys included), bounded recursion and expression depth, bounded script
+size and function count (compilation runs under the deadline too), ``eval`` refused at compile
+time, ``import`` unable to find any module, ``sleep`` disabled, and ``print``/``debug`` sent to
+``on_print``/``on_debug`` callbacks (or dropped). Scripts have no file, network, process or
+environment access unless the host registers functions for it. A limit out of its range (negative,
+or more than the evaluation stack can take) raises ValueError when the engine is built.
+
+No script, value or limit can end the process: scripts compile and run on threads with a large
+native stack (``STACK_SIZE``) whose evaluator part is guarded, and data can only nest as deep as the
+limits allow (see ``rust_ext/src/limits.rs``). Python callbacks (registered functions, print and
+debug sinks) still run on the calling thread, so thread-locals and context are theirs as before.
+An engine without callbacks first tries each script on the calling thread under capped operations
+and sizes, when that thread's stack has room for them; a script past the caps runs again on an
+evaluation thread (it is pure, so only the time of the first try is lost).
 
 Values cross the boundary as: None <-> (), bool, int <-> INT (i64), float <-> FLOAT, str <-> string
 (a Rhai char becomes a one-character str), list/tuple -> array -> list, dict (str keys) <-> map,
@@ -35,8 +46,10 @@ from lev_nb import _rhai
 from lev_nb.errors import render_traceback
 from lev_nb._rhai import (
     AST,
+    MAX_NESTING,
     MAX_VARIADIC_ARITY,
     RHAI_VERSION,
+    STACK_SIZE,
     NotPlainDataError,
     RhaiError,
     RhaiLimitError,
@@ -48,6 +61,7 @@ __all__ = [
     "AST",
     "DEFAULT_LIMITS",
     "Engine",
+    "MAX_NESTING",
     "MAX_VARIADIC_ARITY",
     "NotPlainDataError",
     "RHAI_VERSION",
@@ -55,6 +69,7 @@ __all__ = [
     "RhaiLimitError",
     "RhaiRuntimeError",
     "RhaiSyntaxError",
+    "STACK_SIZE",
     "arities_of",
 ]
 
@@ -103,8 +118,8 @@ class Engine(_rhai.Engine):
     """A hardened Rhai engine that compiles and runs scripts.
 
     Construct with keyword limits (defaults in ``DEFAULT_LIMITS``; ``max_operations=0`` or
-    ``timeout_ms=None`` lifts that bound) and optional ``on_print``/``on_debug`` callables that
-    receive the text a script prints. Methods:
+    ``timeout_ms=None`` lifts that bound; a value out of range raises ValueError) and optional
+    ``on_print``/``on_debug`` callables that receive the text a script prints. Methods:
 
     - ``eval(source, **variables)``: compile and run; the variables are in the script's scope.
     - ``compile(source) -> AST`` and ``run(ast, **variables)``.

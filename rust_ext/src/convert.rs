@@ -7,14 +7,143 @@
 //!   costs no serialisation.
 //!
 //! Python ints outside the i64 range become FLOAT, as a JSON number of that size would (§0).
+//!
+//! Every recursive walk here stops at `MAX_NESTING` levels, so none of them can exhaust a
+//! thread's stack; `check_plain` decides, on the evaluation thread, whether a script's value may
+//! be handed to Python at all (plain data, shallow enough, within the limits).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use rhai::{Array, Blob, Dynamic, ImmutableString, Map};
+use rhai::{Array, Blob, Dynamic, EvalAltResult, ImmutableString, Map, Position};
 
-/// Deepest nesting accepted when converting containers; also stops self-referencing lists.
+use crate::limits::Limits;
+
+/// Deepest nesting accepted when converting containers or serialising JSON; also stops
+/// self-referencing lists.
 pub const MAX_NESTING: usize = 256;
+
+// ---------------------------------------------------------------------------------------------
+// Depth and size of a Rhai value
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `value` nests containers (arrays, maps, shared cells) more than `max` levels deep.
+/// Never recurses past `max + 1` levels.
+pub fn deeper_than(value: &Dynamic, max: usize) -> bool {
+    fn walk(value: &Dynamic, left: usize) -> bool {
+        if value.is_shared() {
+            return match value.read_lock::<Dynamic>() {
+                Some(inner) if !inner.is_shared() => walk(&inner, left),
+                _ => false,
+            };
+        }
+        if let Some(array) = value.read_lock::<Array>() {
+            return left == 0 || array.iter().any(|item| walk(item, left - 1));
+        }
+        if let Some(map) = value.read_lock::<Map>() {
+            return left == 0 || map.values().any(|item| walk(item, left - 1));
+        }
+        false
+    }
+    walk(value, max)
+}
+
+/// Why a value may not go to Python.
+pub enum Unfit {
+    /// Not plain data, or nested deeper than `MAX_NESTING` (a `NotPlainDataError` message).
+    NotPlain(String),
+    /// Larger than the limits allow.
+    TooLarge(Box<EvalAltResult>),
+}
+
+#[derive(Default)]
+struct Totals {
+    string_bytes: usize,
+    array_items: usize,
+    map_items: usize,
+    bytes: usize,
+}
+
+fn too_large(what: &str) -> Unfit {
+    Unfit::TooLarge(Box::new(EvalAltResult::ErrorDataTooLarge(
+        what.to_string(),
+        Position::NONE,
+    )))
+}
+
+/// Check, without converting, that `value` is plain data `dynamic_to_py` accepts, nested at
+/// most `MAX_NESTING` levels, and within `limits`: strings, array/BLOB items and map properties
+/// counted over the whole value as Rhai counts them, and its total size (map keys included)
+/// within `max_memory`.
+pub fn check_plain(value: &Dynamic, limits: &Limits) -> Result<(), Unfit> {
+    fn walk(value: &Dynamic, depth: usize, totals: &mut Totals) -> Result<(), Unfit> {
+        if depth > MAX_NESTING {
+            return Err(Unfit::NotPlain(format!(
+                "cannot convert a Rhai value to Python: nested deeper than {MAX_NESTING} levels"
+            )));
+        }
+        totals.bytes += std::mem::size_of::<Dynamic>();
+        if value.is_shared() {
+            return match value.read_lock::<Dynamic>() {
+                Some(inner) if !inner.is_shared() => walk(&inner, depth, totals),
+                _ => Err(Unfit::NotPlain(
+                    "cannot convert a Rhai value to Python: a shared value is locked".to_string(),
+                )),
+            };
+        }
+        if value.is_unit() || value.is_bool() || value.is_int() || value.is_float() {
+            return Ok(());
+        }
+        if let Some(s) = value.read_lock::<ImmutableString>() {
+            totals.string_bytes += s.len();
+            totals.bytes += s.len();
+            return Ok(());
+        }
+        if let Ok(c) = value.as_char() {
+            totals.string_bytes += c.len_utf8();
+            return Ok(());
+        }
+        if let Some(array) = value.read_lock::<Array>() {
+            totals.array_items += array.len();
+            for item in array.iter() {
+                walk(item, depth + 1, totals)?;
+            }
+            return Ok(());
+        }
+        if let Some(map) = value.read_lock::<Map>() {
+            totals.map_items += map.len();
+            for (key, item) in map.iter() {
+                totals.bytes += key.len();
+                walk(item, depth + 1, totals)?;
+            }
+            return Ok(());
+        }
+        if let Some(blob) = value.read_lock::<Blob>() {
+            totals.array_items += blob.len();
+            totals.bytes += blob.len();
+            return Ok(());
+        }
+        Err(Unfit::NotPlain(format!(
+            "cannot convert a Rhai value of type '{}' to Python: it is not plain data",
+            value.type_name()
+        )))
+    }
+    let mut totals = Totals::default();
+    walk(value, 0, &mut totals)?;
+    if totals.string_bytes > limits.max_string_size {
+        return Err(too_large("Length of string"));
+    }
+    if totals.array_items > limits.max_array_size {
+        return Err(too_large("Size of array/BLOB"));
+    }
+    if totals.map_items > limits.max_map_size {
+        return Err(too_large("Size of object map"));
+    }
+    if totals.bytes > limits.max_memory {
+        return Err(too_large("Size of the result"));
+    }
+    Ok(())
+}
 
 // ---------------------------------------------------------------------------------------------
 // JSON <-> Rhai (no Python involved)
@@ -25,8 +154,12 @@ pub fn json_to_dynamic(value: &serde_json::Value) -> Result<Dynamic, String> {
     rhai::serde::to_dynamic(value).map_err(|e| e.to_string())
 }
 
-/// Convert a Rhai value into JSON. Fails for values that are not plain data (FnPtr, timestamp...).
+/// Convert a Rhai value into JSON. Fails for values that are not plain data (FnPtr, timestamp...)
+/// and for data nested deeper than `MAX_NESTING` levels.
 pub fn dynamic_to_json(value: &Dynamic) -> Result<serde_json::Value, String> {
+    if deeper_than(value, MAX_NESTING) {
+        return Err(format!("data nested deeper than {MAX_NESTING} levels"));
+    }
     rhai::serde::from_dynamic::<serde_json::Value>(value).map_err(|e| e.to_string())
 }
 
@@ -38,8 +171,51 @@ pub fn parse_json_text(text: &str) -> Result<Dynamic, String> {
 
 /// Serialise a Rhai value as compact JSON text.
 pub fn to_json_text(value: &Dynamic) -> Result<String, String> {
-    let json = dynamic_to_json(value)?;
-    serde_json::to_string(&json).map_err(|e| e.to_string())
+    to_json_text_within(value, usize::MAX).map_err(|e| match e {
+        JsonError::TooLong => "too long".to_string(),
+        JsonError::Other(message) => message,
+    })
+}
+
+/// Why `to_json_text_within` failed.
+pub enum JsonError {
+    /// The text would be longer than the limit (nothing longer was allocated).
+    TooLong,
+    Other(String),
+}
+
+/// A buffer that refuses to grow past `max` bytes.
+struct Bounded {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(data.len()) > self.max {
+            return Err(std::io::Error::other("too long"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Serialise a Rhai value as compact JSON text of at most `max` bytes.
+pub fn to_json_text_within(value: &Dynamic, max: usize) -> Result<String, JsonError> {
+    let json = dynamic_to_json(value).map_err(JsonError::Other)?;
+    let mut out = Bounded {
+        buf: Vec::new(),
+        max,
+    };
+    match serde_json::to_writer(&mut out, &json) {
+        Ok(()) => String::from_utf8(out.buf).map_err(|e| JsonError::Other(e.to_string())),
+        Err(e) if e.is_io() => Err(JsonError::TooLong),
+        Err(e) => Err(JsonError::Other(e.to_string())),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,28 +1,40 @@
-//! The hardened engine: the one `harden()` policy, the wall-clock deadline, and the Python-facing
-//! `Engine` / `AST` classes.
+//! The hardened engine: the one `harden()` policy and the Python-facing `Engine` / `AST` classes.
 //!
 //! Threading model: an `Engine` keeps one fully configured `rhai::Engine` behind an `Arc` (it is
 //! `Send + Sync` under Rhai's `sync` feature), built on first use and again after a registration.
-//! Every evaluation clones the `Arc`, releases the GIL and runs with a fresh `Scope`, so calls from
-//! many Python threads at once never share state. Python callbacks re-attach to the interpreter
-//! only while they run.
+//! Every compilation and evaluation releases the GIL and runs on an evaluation thread with a
+//! large, known stack (`worker`), with a fresh `Scope`, under the guards of `guard` (deadline,
+//! memory, stack); calls from many Python threads at once never share state. Python callbacks
+//! (registered functions, print/debug sinks) run back on the calling thread, which re-attaches
+//! to the interpreter only while they run. What a script leaves behind (its scope, its values)
+//! is dropped on the evaluation thread; only checked, shallow plain data comes back.
 
 use std::any::TypeId;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use rhai::module_resolvers::DummyModuleResolver;
-use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, Position, Scope, AST, FLOAT, INT};
+use rhai::{
+    Dynamic, Engine, EvalAltResult, FnPtr, LexError, Position, Scope, Token, AST, FLOAT, INT,
+};
 
-use crate::convert::{dynamic_to_py, py_to_dynamic};
-use crate::errors::{error_to_py, NotPlainDataError, TERMINATE_INTERRUPTED};
+use crate::convert::{check_plain, dynamic_to_py, py_to_dynamic, Unfit};
+use crate::errors::{
+    report, report_to_py, ErrorClass, ErrorReport, NotPlainDataError, RhaiError,
+    TERMINATE_INTERRUPTED,
+};
+use crate::guard;
 use crate::helpers::register_shared;
+use crate::limits::{Limits, INLINE_ROOM};
+use crate::worker;
+
+pub use crate::guard::with_deadline;
 
 /// Most parameters accepted by a function registered with a variadic Python callable.
 pub const MAX_VARIADIC_ARITY: usize = 10;
@@ -31,95 +43,6 @@ pub const MAX_VARIADIC_ARITY: usize = 10;
 // The policy (pure Rust, unit-tested without Python)
 // ---------------------------------------------------------------------------------------------
 
-/// Every limit of the sandbox; `Limits::DEFAULT` (also `Default`) holds the default numbers.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Limits {
-    /// Operation budget (0 = unlimited, as in Rhai).
-    pub max_operations: u64,
-    /// Longest string, in bytes.
-    pub max_string_size: usize,
-    /// Most elements in an array or BLOB.
-    pub max_array_size: usize,
-    /// Most properties in an object map.
-    pub max_map_size: usize,
-    /// Deepest function-call nesting (recursion depth).
-    pub max_call_levels: usize,
-    /// Deepest expression nesting at global level.
-    pub max_expr_depth: usize,
-    /// Deepest expression nesting inside functions.
-    pub max_function_expr_depth: usize,
-    /// Wall-clock deadline per evaluation, backing the operation budget (None = no deadline).
-    pub timeout_ms: Option<u64>,
-}
-
-impl Limits {
-    /// The default of every limit: the upstream numbers of spec/rhai.md §1 plus lev_nb's
-    /// wall-clock deadline. The one statement of these numbers: the `Engine` constructor's
-    /// defaults and the module's `DEFAULT_LIMITS` are read from it.
-    pub const DEFAULT: Limits = Limits {
-        max_operations: 100_000,
-        max_string_size: 1_000_000,
-        max_array_size: 10_000,
-        max_map_size: 10_000,
-        max_call_levels: 64,
-        max_expr_depth: 128,
-        max_function_expr_depth: 128,
-        timeout_ms: Some(10_000),
-    };
-
-    /// The limits as a dict keyed by the `Engine` constructor's keyword arguments.
-    pub fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("max_operations", self.max_operations)?;
-        d.set_item("max_string_size", self.max_string_size)?;
-        d.set_item("max_array_size", self.max_array_size)?;
-        d.set_item("max_map_size", self.max_map_size)?;
-        d.set_item("max_call_levels", self.max_call_levels)?;
-        d.set_item("max_expr_depth", self.max_expr_depth)?;
-        d.set_item("max_function_expr_depth", self.max_function_expr_depth)?;
-        d.set_item("timeout_ms", self.timeout_ms)?;
-        Ok(d)
-    }
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits::DEFAULT
-    }
-}
-
-/// How often (in operations) the deadline is looked at; a power of two minus one as a mask.
-const DEADLINE_CHECK_MASK: u64 = 0x3FF;
-
-thread_local! {
-    /// The deadline of the evaluation running on this thread, if any.
-    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-/// Run `f` with a wall-clock deadline `timeout_ms` from now. A nested call never extends the
-/// deadline of the evaluation it runs inside.
-pub fn with_deadline<R>(timeout_ms: Option<u64>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Instant>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            DEADLINE.with(|d| d.set(self.0));
-        }
-    }
-    let previous = DEADLINE.with(|d| d.get());
-    let mine = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-    let effective = match (previous, mine) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let _restore = Restore(previous);
-    DEADLINE.with(|d| d.set(effective));
-    f()
-}
-
-fn deadline_passed() -> bool {
-    DEADLINE.with(|d| d.get().is_some_and(|t| Instant::now() >= t))
-}
-
 fn disabled(name: &str) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorRuntime(
         format!("{name} is disabled in lev_nb scripts").into(),
@@ -127,8 +50,16 @@ fn disabled(name: &str) -> Box<EvalAltResult> {
     ))
 }
 
+/// A stop that scripts cannot catch, with `message` as its text (see `errors::own_message`).
+pub fn terminated(message: impl Into<String>) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorTerminated(
+        Dynamic::from(message.into()),
+        Position::NONE,
+    ))
+}
+
 /// The one sandbox policy applied to every engine (spec/rhai.md §1 and §5, plus lev_nb's
-/// deadline and disabled `sleep`).
+/// deadline, memory budget, stack floor, compile bounds and disabled `sleep`).
 pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.set_max_operations(limits.max_operations);
     engine.set_max_string_size(limits.max_string_size);
@@ -136,6 +67,7 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.set_max_map_size(limits.max_map_size);
     engine.set_max_call_levels(limits.max_call_levels);
     engine.set_max_expr_depths(limits.max_expr_depth, limits.max_function_expr_depth);
+    engine.set_max_functions(limits.max_functions);
     // Refused while parsing, so a script using it never compiles.
     engine.disable_symbol("eval");
     // No module can ever be found: `import` fails.
@@ -150,13 +82,19 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     engine.register_fn("sleep", |_: FLOAT| -> Result<(), Box<EvalAltResult>> {
         Err(disabled("sleep"))
     });
-    // The wall-clock deadline, checked every 1024 operations.
-    let timeout_ms = limits.timeout_ms.unwrap_or(0);
-    engine.on_progress(move |ops| {
-        if ops & DEADLINE_CHECK_MASK == 0 && deadline_passed() {
-            Some(Dynamic::from_int(timeout_ms as INT))
+    // Before every operation: the stack floor and the memory budget; every 1024: the clock.
+    let timeout_ms = limits.timeout_ms;
+    engine.on_progress(move |ops| guard::check(ops, timeout_ms));
+    // While compiling, for every token: the same guards (the parser is otherwise unbounded in
+    // time: some scripts take time quadratic in their length).
+    #[allow(deprecated)] // "not deprecated, but volatile", says Rhai
+    engine.on_parse_token(|token, _, _| {
+        if guard::check_compile() {
+            Token::LexError(Box::new(LexError::Runtime(
+                guard::compile_abort().unwrap_or_default().to_string(),
+            )))
         } else {
-            None
+            token
         }
     });
 }
@@ -169,8 +107,30 @@ pub fn hardened_engine(limits: &Limits) -> Engine {
     engine
 }
 
+/// Compile `source` under the script-size limit; a compilation stopped by a guard is a limit
+/// error, not a syntax error.
+pub fn compile_with(
+    engine: &Engine,
+    source: &str,
+    limits: &Limits,
+) -> Result<AST, Box<EvalAltResult>> {
+    if source.len() > limits.max_script_size {
+        return Err(terminated(format!(
+            "Script too large: {} bytes, more than max_script_size ({} bytes)",
+            source.len(),
+            limits.max_script_size
+        )));
+    }
+    engine
+        .compile(source)
+        .map_err(|err| match guard::compile_abort() {
+            Some(message) => terminated(message),
+            None => err.into(),
+        })
+}
+
 // ---------------------------------------------------------------------------------------------
-// Python callbacks
+// Python callbacks (they run on the calling thread, see `worker::on_caller`)
 // ---------------------------------------------------------------------------------------------
 
 thread_local! {
@@ -207,65 +167,71 @@ fn exception_text(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
-/// Call a Python callable with Rhai arguments. Python exceptions and Rust panics become Rhai
-/// runtime errors (catchable by `try`/`catch`); nothing unwinds through Rhai's frames.
+/// Call a Python callable with Rhai arguments, on the calling thread. Python exceptions and Rust
+/// panics become Rhai runtime errors (catchable by `try`/`catch`); nothing unwinds through
+/// Rhai's frames.
 fn invoke_python(
     name: &str,
     func: &Py<PyAny>,
     args: &[&mut Dynamic],
     pos: Position,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
-            let mut items = Vec::with_capacity(args.len());
-            for arg in args.iter() {
-                let converted = dynamic_to_py(py, arg).map_err(|e| {
-                    runtime_error(format!("{name}: {}", exception_text(py, &e)), pos)
-                })?;
-                items.push(converted);
-            }
-            let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
-            match call {
-                Ok(value) => py_to_dynamic(&value).map_err(|e| {
-                    runtime_error(
-                        format!(
-                            "{name} returned an unusable value: {}",
-                            exception_text(py, &e)
-                        ),
-                        pos,
-                    )
-                }),
-                Err(err) if err.is_instance_of::<PyException>(py) => {
-                    Err(runtime_error(exception_text(py, &err), pos))
+    worker::on_caller(|| {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
+                let mut items = Vec::with_capacity(args.len());
+                for arg in args.iter() {
+                    let converted = dynamic_to_py(py, arg).map_err(|e| {
+                        runtime_error(format!("{name}: {}", exception_text(py, &e)), pos)
+                    })?;
+                    items.push(converted);
                 }
-                Err(err) => {
-                    PENDING_INTERRUPT.with(|p| *p.borrow_mut() = Some(err));
-                    Err(Box::new(EvalAltResult::ErrorTerminated(
-                        TERMINATE_INTERRUPTED.into(),
-                        pos,
-                    )))
+                let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
+                match call {
+                    Ok(value) => py_to_dynamic(&value).map_err(|e| {
+                        runtime_error(
+                            format!(
+                                "{name} returned an unusable value: {}",
+                                exception_text(py, &e)
+                            ),
+                            pos,
+                        )
+                    }),
+                    Err(err) if err.is_instance_of::<PyException>(py) => {
+                        Err(runtime_error(exception_text(py, &err), pos))
+                    }
+                    Err(err) => {
+                        PENDING_INTERRUPT.with(|p| *p.borrow_mut() = Some(err));
+                        Err(Box::new(EvalAltResult::ErrorTerminated(
+                            TERMINATE_INTERRUPTED.into(),
+                            pos,
+                        )))
+                    }
                 }
-            }
-        })
-    }));
-    match outcome {
-        Ok(result) => result,
-        Err(payload) => Err(runtime_error(
-            format!("{name} panicked: {}", panic_message(payload.as_ref())),
-            pos,
-        )),
-    }
+            })
+        }));
+        match outcome {
+            Ok(result) => result,
+            Err(payload) => Err(runtime_error(
+                format!("{name} panicked: {}", panic_message(payload.as_ref())),
+                pos,
+            )),
+        }
+    })
 }
 
-/// Forward printed text to a Python sink; its failures are ignored (printing cannot fail).
+/// Forward printed text to a Python sink, on the calling thread; its failures are ignored
+/// (printing cannot fail).
 fn forward_output(sink: &Py<PyAny>, text: &str) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        Python::attach(|py| {
-            if let Err(err) = sink.bind(py).call1((text,)) {
-                err.write_unraisable(py, Some(sink.bind(py)));
-            }
-        })
-    }));
+    worker::on_caller(|| {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            Python::attach(|py| {
+                if let Err(err) = sink.bind(py).call1((text,)) {
+                    err.write_unraisable(py, Some(sink.bind(py)));
+                }
+            })
+        }));
+    })
 }
 
 struct PythonFunction {
@@ -306,6 +272,58 @@ fn build_engine(limits: &Limits, registry: &Registry) -> Engine {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Running on an evaluation thread
+// ---------------------------------------------------------------------------------------------
+
+/// What an evaluation hands back to the calling thread: shallow, checked plain data, or the
+/// finished description of what went wrong (everything else stays on the evaluation thread).
+enum Outcome {
+    Value(Dynamic),
+    NotPlain(String),
+    Failed(ErrorReport),
+}
+
+type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
+
+fn panicked(payload: &(dyn std::any::Any + Send)) -> Box<EvalAltResult> {
+    runtime_error(
+        format!("the Rhai engine panicked: {}", panic_message(payload)),
+        Position::NONE,
+    )
+}
+
+/// On the evaluation thread: check a result before it may leave.
+fn settle(result: std::thread::Result<EvalResult>, limits: &Limits) -> Outcome {
+    match result {
+        Ok(Ok(value)) => match check_plain(&value, limits) {
+            Ok(()) => Outcome::Value(value),
+            Err(Unfit::NotPlain(message)) => Outcome::NotPlain(message),
+            Err(Unfit::TooLarge(err)) => Outcome::Failed(report(&err, limits)),
+        },
+        Ok(Err(err)) => Outcome::Failed(report(&err, limits)),
+        Err(payload) => Outcome::Failed(report(&panicked(payload.as_ref()), limits)),
+    }
+}
+
+/// Run `job` on an evaluation thread as one evaluation of an engine with `limits`: without the
+/// GIL, under the deadline (never later than the one of an evaluation this runs inside), with
+/// the memory budget counted from its start.
+fn on_evaluation_thread<R, F>(py: Python<'_>, limits: &Limits, job: F) -> PyResult<R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let deadline = guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
+    let memory = limits.max_memory;
+    let ran = py.detach(move || {
+        guard::with_deadline_at(deadline, || {
+            worker::run(move || guard::evaluation(deadline, memory, None, job))
+        })
+    });
+    ran.map_err(RhaiError::new_err)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Python classes
 // ---------------------------------------------------------------------------------------------
 
@@ -313,6 +331,34 @@ fn build_engine(limits: &Limits, registry: &Registry) -> Engine {
 #[pyclass(module = "lev_nb._rhai", name = "AST", frozen)]
 pub struct PyAst {
     pub ast: Arc<AST>,
+    /// The entry points (a function name; "" for the whole script) whose capped attempt on the
+    /// calling thread fell short once: later runs go straight to an evaluation thread.
+    past_caps: Mutex<HashSet<String>>,
+}
+
+/// Where to remember, for one entry point of a compiled script, that its first attempt on the
+/// calling thread is not worth making.
+#[derive(Clone, Copy)]
+struct EntryPoint<'a> {
+    ast: &'a PyAst,
+    name: &'a str,
+}
+
+impl EntryPoint<'_> {
+    fn past_caps(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.ast
+            .past_caps
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn worth_trying(&self) -> bool {
+        !self.past_caps().contains(self.name)
+    }
+
+    fn remember_past_caps(&self) {
+        self.past_caps().insert(self.name.to_string());
+    }
 }
 
 #[pymethods]
@@ -337,27 +383,35 @@ impl PyAst {
     }
 }
 
+/// The configured Rhai engines of a `PyEngine`.
+struct Built {
+    /// With the real limits: what runs on an evaluation thread.
+    full: Engine,
+    /// With the capped limits of a first attempt on the calling thread (`Limits::inline`);
+    /// only for an engine without Python callbacks, whose scripts are pure.
+    inline: Option<Engine>,
+}
+
 /// A hardened Rhai engine. Compiles and runs scripts; safe to share between threads.
 #[pyclass(module = "lev_nb._rhai", name = "Engine", frozen, subclass)]
 pub struct PyEngine {
     limits: Limits,
+    inline_limits: Limits,
     registry: Mutex<Registry>,
-    engine: RwLock<Option<Arc<Engine>>>,
+    engine: RwLock<Option<Arc<Built>>>,
 }
 
-type EvalResult = Result<Dynamic, Box<EvalAltResult>>;
-
 impl PyEngine {
-    /// The configured engine, built on first use after a registration (so registering several
+    /// The configured engines, built on first use after a registration (so registering several
     /// functions costs one build, not one per function).
-    fn current(&self) -> Arc<Engine> {
-        if let Some(engine) = self
+    fn current(&self) -> Arc<Built> {
+        if let Some(built) = self
             .engine
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .as_ref()
         {
-            return engine.clone();
+            return built.clone();
         }
         // Lock order everywhere: registry, then engine.
         let registry = self.lock_registry();
@@ -365,15 +419,21 @@ impl PyEngine {
             .engine
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(engine) = slot.as_ref() {
-            return engine.clone();
+        if let Some(built) = slot.as_ref() {
+            return built.clone();
         }
-        let fresh = Arc::new(build_engine(&self.limits, &registry));
+        let pure = registry.functions.is_empty()
+            && registry.on_print.is_none()
+            && registry.on_debug.is_none();
+        let fresh = Arc::new(Built {
+            full: build_engine(&self.limits, &registry),
+            inline: pure.then(|| build_engine(&self.inline_limits, &registry)),
+        });
         *slot = Some(fresh.clone());
         fresh
     }
 
-    /// Forget the built engine; the next evaluation rebuilds it from the registry.
+    /// Forget the built engines; the next evaluation rebuilds them from the registry.
     fn invalidate(&self) {
         *self
             .engine
@@ -387,34 +447,89 @@ impl PyEngine {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Run `work` without the GIL under this engine's deadline, then convert the outcome.
-    fn execute<F>(&self, py: Python<'_>, work: F) -> PyResult<Py<PyAny>>
+    /// Run `job(engine, limits)` and return what it settled to. A pure engine first tries on the
+    /// calling thread under the capped limits, when this thread's stack has room for them (no
+    /// hop: what most short scripts cost); an attempt that fails on a limit proves nothing about
+    /// the real limits, so the job runs again on an evaluation thread, as every other job does.
+    /// `entry` remembers, per entry point of a compiled script, that the attempt is not worth
+    /// making.
+    /// The inputs are copied for the attempt before it starts, so neither copy counts against
+    /// the memory budget (as the inputs never did).
+    fn settle_job<I, R, J>(
+        &self,
+        py: Python<'_>,
+        entry: Option<EntryPoint<'_>>,
+        inputs: I,
+        job: J,
+    ) -> PyResult<Result<R, ErrorReport>>
     where
-        F: FnOnce(&Engine) -> EvalResult + Send,
+        I: Clone + Send,
+        J: Fn(&Engine, &Limits, I) -> Result<R, ErrorReport> + Sync,
+        R: Send,
     {
-        let engine = self.current();
-        let timeout = self.limits.timeout_ms;
-        let outcome = py.detach(move || {
-            catch_unwind(AssertUnwindSafe(|| {
-                with_deadline(timeout, || work(&engine))
-            }))
-        });
-        let outcome = match outcome {
-            Ok(result) => result,
-            Err(payload) => Err(runtime_error(
-                format!(
-                    "the Rhai engine panicked: {}",
-                    panic_message(payload.as_ref())
-                ),
-                Position::NONE,
-            )),
-        };
-        match outcome {
-            Ok(value) => match dynamic_to_py(py, &value) {
+        // This reference outlives the evaluation, so the engines (and the Python callables
+        // they hold) are never dropped on an evaluation thread.
+        let built = self.current();
+        let limits = &self.limits;
+        if let Some(inline) = &built.inline {
+            let wanted = entry.is_none_or(|e| e.worth_trying());
+            let floor = wanted
+                .then(|| worker::inline_floor(self.inline_limits.reserve(), INLINE_ROOM))
+                .flatten();
+            if let Some(floor) = floor {
+                let deadline =
+                    guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
+                let inline_limits = &self.inline_limits;
+                let job = &job;
+                let copy = inputs.clone();
+                let first = py.detach(move || {
+                    guard::evaluation(deadline, limits.max_memory, Some(floor), || {
+                        job(inline, inline_limits, copy)
+                    })
+                });
+                match first {
+                    Err(report) if report.class == ErrorClass::Limit => {
+                        if let Some(entry) = entry {
+                            entry.remember_past_caps();
+                        }
+                    }
+                    done => return Ok(done),
+                }
+            }
+        }
+        let full: &Engine = &built.full;
+        let job = &job;
+        on_evaluation_thread(py, limits, move || job(full, limits, inputs))
+    }
+
+    /// Run a script with `inputs` (its scope or its arguments), then convert its checked
+    /// outcome. What the script may grow is dropped where it ran.
+    fn execute<I, F>(
+        &self,
+        py: Python<'_>,
+        entry: Option<EntryPoint<'_>>,
+        inputs: I,
+        work: F,
+    ) -> PyResult<Py<PyAny>>
+    where
+        I: Clone + Send,
+        F: Fn(&Engine, &Limits, I) -> EvalResult + Sync,
+    {
+        let limits = &self.limits;
+        let settled = self.settle_job(py, entry, inputs, |engine, run_limits, inputs| {
+            let result = catch_unwind(AssertUnwindSafe(|| work(engine, run_limits, inputs)));
+            match settle(result, limits) {
+                Outcome::Failed(failure) => Err(failure),
+                other => Ok(other),
+            }
+        })?;
+        match settled {
+            Ok(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
                 Ok(converted) => Ok(converted.unbind()),
                 Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
             },
-            Err(err) => Err(error_to_py(py, *err)),
+            Ok(Outcome::NotPlain(message)) => Err(NotPlainDataError::new_err(message)),
+            Ok(Outcome::Failed(failure)) | Err(failure) => Err(report_to_py(py, failure)),
         }
     }
 }
@@ -430,61 +545,29 @@ fn scope_from(variables: Option<&Bound<'_, PyDict>>) -> PyResult<Scope<'static>>
     Ok(scope)
 }
 
-fn compile_with(engine: &Engine, source: &str) -> Result<AST, Box<EvalAltResult>> {
-    engine.compile(source).map_err(Into::into)
-}
-
 #[pymethods]
 impl PyEngine {
-    /// Every limit defaults to `Limits::DEFAULT`; `max_operations = 0` or `timeout_ms = None`
-    /// lifts that bound.
+    /// Limits are keyword arguments, each defaulting to `Limits::DEFAULT`; `max_operations = 0`
+    /// or `timeout_ms = None` lifts that bound. A limit out of its range raises ValueError.
     #[new]
-    #[pyo3(signature = (
-        *,
-        max_operations = Limits::DEFAULT.max_operations,
-        max_string_size = Limits::DEFAULT.max_string_size,
-        max_array_size = Limits::DEFAULT.max_array_size,
-        max_map_size = Limits::DEFAULT.max_map_size,
-        max_call_levels = Limits::DEFAULT.max_call_levels,
-        max_expr_depth = Limits::DEFAULT.max_expr_depth,
-        max_function_expr_depth = Limits::DEFAULT.max_function_expr_depth,
-        timeout_ms = Limits::DEFAULT.timeout_ms,
-        on_print = None,
-        on_debug = None,
-    ))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, on_print = None, on_debug = None, **limits))]
     fn new(
-        max_operations: u64,
-        max_string_size: usize,
-        max_array_size: usize,
-        max_map_size: usize,
-        max_call_levels: usize,
-        max_expr_depth: usize,
-        max_function_expr_depth: usize,
-        timeout_ms: Option<u64>,
         on_print: Option<Py<PyAny>>,
         on_debug: Option<Py<PyAny>>,
-    ) -> Self {
-        let limits = Limits {
-            max_operations,
-            max_string_size,
-            max_array_size,
-            max_map_size,
-            max_call_levels,
-            max_expr_depth,
-            max_function_expr_depth,
-            timeout_ms,
-        };
+        limits: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let limits = Limits::from_kwargs(limits)?;
         let registry = Registry {
             on_print: on_print.map(Arc::new),
             on_debug: on_debug.map(Arc::new),
             functions: Vec::new(),
         };
-        PyEngine {
+        Ok(PyEngine {
+            inline_limits: limits.inline(),
             limits,
             registry: Mutex::new(registry),
             engine: RwLock::new(None),
-        }
+        })
     }
 
     /// The limits in force, as a dict of the constructor's keyword arguments.
@@ -493,13 +576,22 @@ impl PyEngine {
         self.limits.to_dict(py)
     }
 
-    /// Compile a script with this (hardened) engine.
+    /// Compile a script with this (hardened) engine, under its deadline and memory budget.
     fn compile(&self, py: Python<'_>, source: &str) -> PyResult<PyAst> {
-        let engine = self.current();
-        let source = source.to_owned();
-        match py.detach(move || compile_with(&engine, &source)) {
-            Ok(ast) => Ok(PyAst { ast: Arc::new(ast) }),
-            Err(err) => Err(error_to_py(py, *err)),
+        let limits = &self.limits;
+        let compiled = self.settle_job(py, None, (), |engine, _, ()| {
+            match catch_unwind(AssertUnwindSafe(|| compile_with(engine, source, limits))) {
+                Ok(Ok(ast)) => Ok(ast),
+                Ok(Err(err)) => Err(report(&err, limits)),
+                Err(payload) => Err(report(&panicked(payload.as_ref()), limits)),
+            }
+        })?;
+        match compiled {
+            Ok(ast) => Ok(PyAst {
+                ast: Arc::new(ast),
+                past_caps: Mutex::new(HashSet::new()),
+            }),
+            Err(failure) => Err(report_to_py(py, failure)),
         }
     }
 
@@ -511,10 +603,9 @@ impl PyEngine {
         source: &str,
         variables: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let mut scope = scope_from(variables)?;
-        let source = source.to_owned();
-        self.execute(py, move |engine| {
-            let ast = compile_with(engine, &source)?;
+        let scope = scope_from(variables)?;
+        self.execute(py, None, scope, move |engine, limits, mut scope| {
+            let ast = compile_with(engine, source, limits)?;
             engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
         })
     }
@@ -527,11 +618,18 @@ impl PyEngine {
         ast: &Bound<'_, PyAst>,
         variables: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let mut scope = scope_from(variables)?;
-        let ast = ast.get().ast.clone();
-        self.execute(py, move |engine| {
-            engine.eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
-        })
+        let scope = scope_from(variables)?;
+        let compiled = ast.get();
+        let script = compiled.ast.clone();
+        self.execute(
+            py,
+            Some(EntryPoint {
+                ast: compiled,
+                name: "",
+            }),
+            scope,
+            move |engine, _, mut scope| engine.eval_ast_with_scope::<Dynamic>(&mut scope, &script),
+        )
     }
 
     /// Call a function defined by a compiled script with positional arguments. As with Rhai's
@@ -548,28 +646,36 @@ impl PyEngine {
         for arg in args.iter() {
             converted.push(py_to_dynamic(&arg)?);
         }
-        let ast = ast.get().ast.clone();
-        let fn_name = fn_name.to_owned();
-        self.execute(py, move |engine| {
-            let mut scope = Scope::new();
-            engine.call_fn::<Dynamic>(&mut scope, &ast, &fn_name, converted)
-        })
+        let compiled = ast.get();
+        let script = compiled.ast.clone();
+        self.execute(
+            py,
+            Some(EntryPoint {
+                ast: compiled,
+                name: fn_name,
+            }),
+            converted,
+            move |engine, _, args| {
+                let mut scope = Scope::new();
+                engine.call_fn::<Dynamic>(&mut scope, &script, fn_name, args)
+            },
+        )
     }
 
     /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.
     fn register_fn(&self, name: &str, func: Py<PyAny>, arities: Vec<usize>) -> PyResult<()> {
         if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?}: a Rhai function name is letters, digits and '_'"
             )));
         }
         if FnPtr::new(name).is_err() {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?}: it is not a valid Rhai function name (a keyword?)"
             )));
         }
         if let Some(bad) = arities.iter().find(|&&a| a > MAX_VARIADIC_ARITY.max(16)) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "cannot register {name:?} with {bad} parameters: at most 16 are supported"
             )));
         }
@@ -713,5 +819,179 @@ mod tests {
             matches!(*err, EvalAltResult::ErrorFunctionNotFound(..)),
             "{err}"
         );
+    }
+
+    // --- on an evaluation thread, under the guards -------------------------------------------
+
+    /// Compile and run `source` the way `Engine.eval` does (on a worker, under the guards) and
+    /// describe the outcome there: nothing deep comes back to the test thread's small stack.
+    fn outcome(limits: &Limits, source: &str) -> Result<String, String> {
+        let engine = hardened_engine(limits);
+        let deadline = guard::combine_deadline(None, limits.timeout_ms);
+        worker::run(|| {
+            guard::evaluation(deadline, limits.max_memory, None, || {
+                compile_with(&engine, source, limits)
+                    .and_then(|ast| engine.eval_ast::<Dynamic>(&ast))
+                    .map(|value| match check_plain(&value, limits) {
+                        Ok(()) => value.to_string(),
+                        Err(Unfit::NotPlain(message)) => format!("not plain: {message}"),
+                        Err(Unfit::TooLarge(err)) => format!("too large: {err}"),
+                    })
+                    .map_err(|err| crate::errors::describe(&err))
+            })
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn deep_values_are_safe_on_an_evaluation_thread() {
+        let limits = Limits::default();
+        let source = "let a = []; for i in 0..1500 { a = [a]; } \
+                      let b = a; [a == a, `${a}`.len(), b.len(), switch a { 1 => 1, _ => 2 }]";
+        assert_eq!(outcome(&limits, source).unwrap(), "[true, 3002, 1, 2]");
+        let build = "let a = []; for i in 0..300 { a = [a]; } ";
+        let back = outcome(&limits, &format!("{build}a")).unwrap();
+        assert!(
+            back.starts_with("not plain") && back.contains("nested deeper"),
+            "{back}"
+        );
+        let json = outcome(&limits, &format!("{build}to_json(a)")).unwrap_err();
+        assert!(json.contains("nested deeper"), "{json}");
+    }
+
+    #[test]
+    fn a_long_closure_chain_is_dropped_safely() {
+        let limits = Limits {
+            max_operations: 0,
+            ..Limits::default()
+        };
+        let source = "let a = 0; for i in 0..20000 { let b = a; a = || b; } 1";
+        assert_eq!(outcome(&limits, source).unwrap(), "1");
+    }
+
+    #[test]
+    fn the_stack_guard_stops_deep_recursion() {
+        let limits = Limits {
+            max_operations: 0,
+            timeout_ms: Some(60_000),
+            max_call_levels: 8192,
+            max_function_expr_depth: 4096,
+            ..Limits::default()
+        };
+        let nest = format!("{}f(n - 1){}", "n + (".repeat(1000), ")".repeat(1000));
+        let source = format!("fn f(n) {{ if n == 0 {{ 0 }} else {{ {nest} }} }} f(8000)");
+        let err = outcome(&limits, &source).unwrap_err();
+        assert!(err.contains("Stack overflow"), "{err}");
+    }
+
+    #[test]
+    fn the_memory_budget_covers_closures_and_map_keys() {
+        let limits = Limits {
+            max_memory: 4 << 20,
+            ..Limits::default()
+        };
+        let pad = r#"let s = ""; s.pad(500000, "x"); "#;
+        for tail in [
+            "let fs = []; for i in 0..20 { let t = s; t += i; fs.push(|| t); } 0",
+            "let m = #{}; for i in 0..20 { m[s + i] = i; } 0",
+        ] {
+            let err = outcome(&limits, &format!("{pad}{tail}")).unwrap_err();
+            assert!(err.contains(guard::MEMORY_MESSAGE), "{err}");
+        }
+    }
+
+    #[test]
+    fn compile_bounds_are_limit_errors() {
+        let limits = Limits {
+            timeout_ms: Some(100),
+            ..Limits::default()
+        };
+        let lets: String = (0..60_000).map(|i| format!("let v{i}=0;")).collect();
+        let err = outcome(&limits, &lets).unwrap_err();
+        assert!(err.contains(guard::COMPILE_TIMEOUT_MESSAGE), "{err}");
+        let big = "1;".repeat(600_000);
+        let err = outcome(&limits, &big).unwrap_err();
+        assert!(err.contains("max_script_size"), "{err}");
+        let fns: String = (0..1001).map(|i| format!("fn f{i}() {{ 0 }}\n")).collect();
+        let engine = hardened_engine(&Limits::default());
+        let err: Box<EvalAltResult> = engine.compile(&fns).unwrap_err().into();
+        assert_eq!(
+            crate::errors::classify(&err),
+            crate::errors::ErrorClass::Limit
+        );
+    }
+
+    #[test]
+    fn helpers_check_sizes_before_allocating() {
+        let limits = Limits::default();
+        let pad = r#"let s = ""; s.pad(999000, "x"); "#;
+        for tail in [
+            "let a = []; a.pad(10000, 1); join(a, s)",
+            r#"let r = ""; r.pad(1000, "y"); s.replace("x", r); s"#,
+            r#"s.replace('x', "yz"); s"#,
+        ] {
+            let err = outcome(&limits, &format!("{pad}{tail}")).unwrap_err();
+            assert!(err.contains("Length of string too large"), "{tail}: {err}");
+        }
+        let err = outcome(&limits, &format!("{pad}split(s, \"\")")).unwrap_err();
+        assert!(err.contains("Size of array/BLOB too large"), "{err}");
+        // The checked replacements still replace as the standard ones do.
+        let same = outcome(
+            &limits,
+            r#"let t = "abcabc"; t.replace("b", "XY"); t.replace('c', 'z'); t.replace("", "-"); t"#,
+        );
+        assert_eq!(same.unwrap(), "-a-X-Y-z-a-X-Y-z-");
+    }
+
+    /// A small xorshift generator: scripts from pieces that stressed the engine, random limits;
+    /// every outcome must be a value or an error (a crash ends the test binary).
+    #[test]
+    fn random_scripts_end_in_a_value_or_an_error() {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pieces = [
+            "for i in 0..N { a = [a]; }",
+            "for i in 0..N { a = #{x: a}; }",
+            "for i in 0..N { let b = a; a = || b; }",
+            "let d = down(N);",
+            "s.pad(N, \"xy\");",
+            "s.replace(\"x\", s);",
+            "a = [a, a] == [a, a];",
+            "a = `${a}`;",
+            "a = to_json(a);",
+            "a = parse_json(to_json([a]));",
+            "a = join([a, s], s);",
+            "a = split(s, \"\");",
+            "m[s + N] = a;",
+            "print(a);",
+        ];
+        let sizes = ["0", "1", "10", "300"];
+        let prelude = "fn down(n) { if n <= 0 { 0 } else { 1 + down(n - 1) } } \
+                       let a = []; let s = \"s\"; let m = #{};\n";
+        for _ in 0..80 {
+            let mut source = prelude.to_string();
+            for _ in 0..next(6) {
+                let piece = pieces[next(pieces.len())].replace('N', sizes[next(sizes.len())]);
+                source.push_str(&piece);
+                source.push('\n');
+            }
+            source.push_str(["a", "s", "m", "a == a"][next(4)]);
+            let limits = Limits {
+                max_operations: [0, 1000, 100_000][next(3)],
+                max_string_size: [10, 1_000_000][next(2)],
+                max_array_size: [5, 10_000][next(2)],
+                max_call_levels: [0, 64, 2000][next(3)],
+                max_memory: [1 << 20, 64 << 20][next(2)],
+                timeout_ms: Some(2_000),
+                ..Limits::default()
+            };
+            limits.validate().unwrap();
+            let _ = outcome(&limits, &source);
+        }
     }
 }

@@ -10,10 +10,11 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use rhai::{EvalAltResult, Position};
+use rhai::{Dynamic, EvalAltResult, ParseErrorType, Position};
 
-use crate::convert::dynamic_to_py;
+use crate::convert::{check_plain, dynamic_to_py};
 use crate::engine::PENDING_INTERRUPT;
+use crate::limits::Limits;
 
 create_exception!(
     _rhai,
@@ -47,8 +48,9 @@ create_exception!(
     "A script produced a value that is not plain data (function pointer, timestamp...)."
 );
 
-/// Termination token used when a Python callback raised a non-Exception BaseException.
-pub const TERMINATE_INTERRUPTED: &str = "interrupted";
+/// Termination token used when a Python callback raised a non-Exception BaseException. (Every
+/// termination token is the message of the stop; only lev_nb's own hooks can terminate.)
+pub const TERMINATE_INTERRUPTED: &str = "Script interrupted";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -60,6 +62,7 @@ pub enum ErrorClass {
 /// Which exception class an evaluation error belongs to (decided by the innermost error).
 pub fn classify(err: &EvalAltResult) -> ErrorClass {
     match err.unwrap_inner() {
+        EvalAltResult::ErrorParsing(ParseErrorType::TooManyFunctions, _) => ErrorClass::Limit,
         EvalAltResult::ErrorParsing(..) => ErrorClass::Syntax,
         EvalAltResult::ErrorTooManyOperations(..)
         | EvalAltResult::ErrorTooManyVariables(..)
@@ -86,16 +89,7 @@ pub fn own_message(err: &EvalAltResult) -> String {
         EvalAltResult::ErrorRuntime(value, _) if value.is_unit() => "Runtime error".to_string(),
         EvalAltResult::ErrorRuntime(value, _) => value.to_string(),
         EvalAltResult::ErrorParsing(kind, _) => kind.to_string(),
-        EvalAltResult::ErrorTerminated(token, _) => {
-            if token.to_string() == TERMINATE_INTERRUPTED {
-                "Script interrupted".to_string()
-            } else {
-                format!(
-                    "Script timed out: wall-clock limit of {} ms exceeded",
-                    token.as_int().unwrap_or(0)
-                )
-            }
-        }
+        EvalAltResult::ErrorTerminated(token, _) => token.to_string(),
         other => {
             // Rhai's Display appends " (<position>)" when the position is known.
             let text = other.to_string();
@@ -136,33 +130,61 @@ pub fn describe(err: &EvalAltResult) -> String {
     }
 }
 
-fn build(py: Python<'_>, err: &EvalAltResult) -> PyResult<PyErr> {
-    let display = describe(err);
-    let exc = match classify(err) {
-        ErrorClass::Syntax => RhaiSyntaxError::new_err(display),
-        ErrorClass::Runtime => RhaiRuntimeError::new_err(display),
-        ErrorClass::Limit => RhaiLimitError::new_err(display),
-    };
-    let value = exc.value(py);
+/// Everything Python needs to know about an error, worked out on the evaluation thread (where
+/// formatting a nested thrown value is safe): the class, `str(exc)`, `.message`, the position,
+/// and the thrown value when it is plain data within the limits.
+pub struct ErrorReport {
+    pub class: ErrorClass,
+    pub display: String,
+    pub message: String,
+    pub line: Option<usize>,
+    pub position: Option<usize>,
+    pub thrown: Option<Dynamic>,
+}
+
+/// Describe `err` for Python.
+pub fn report(err: &EvalAltResult, limits: &Limits) -> ErrorReport {
     let pos = best_position(err);
-    value.setattr("message", own_message(err))?;
-    value.setattr("line", pos.line())?;
-    value.setattr("position", pos.position())?;
     let thrown = match err.unwrap_inner() {
-        EvalAltResult::ErrorRuntime(v, _) => dynamic_to_py(py, v).ok().map(Bound::unbind),
+        EvalAltResult::ErrorRuntime(value, _) if check_plain(value, limits).is_ok() => {
+            Some(value.clone())
+        }
         _ => None,
     };
+    ErrorReport {
+        class: classify(err),
+        display: describe(err),
+        message: own_message(err),
+        line: pos.line(),
+        position: pos.position(),
+        thrown,
+    }
+}
+
+fn build(py: Python<'_>, report: ErrorReport) -> PyResult<PyErr> {
+    let exc = match report.class {
+        ErrorClass::Syntax => RhaiSyntaxError::new_err(report.display),
+        ErrorClass::Runtime => RhaiRuntimeError::new_err(report.display),
+        ErrorClass::Limit => RhaiLimitError::new_err(report.display),
+    };
+    let value = exc.value(py);
+    value.setattr("message", report.message)?;
+    value.setattr("line", report.line)?;
+    value.setattr("position", report.position)?;
+    let thrown = report
+        .thrown
+        .and_then(|v| dynamic_to_py(py, &v).ok().map(Bound::unbind));
     value.setattr("value", thrown)?;
     Ok(exc)
 }
 
-/// Convert an evaluation error into the matching Python exception. A KeyboardInterrupt (or other
-/// BaseException) raised by a callback during the evaluation is re-raised as itself.
-pub fn error_to_py(py: Python<'_>, err: EvalAltResult) -> PyErr {
+/// The matching Python exception. A KeyboardInterrupt (or other BaseException) raised by a
+/// callback during the evaluation is re-raised as itself.
+pub fn report_to_py(py: Python<'_>, report: ErrorReport) -> PyErr {
     if let Some(pending) = PENDING_INTERRUPT.with(|p| p.borrow_mut().take()) {
         return pending;
     }
-    build(py, &err).unwrap_or_else(|e| e)
+    build(py, report).unwrap_or_else(|e| e)
 }
 
 /// Give the exception classes their documented attributes (None until an instance sets them).
@@ -183,7 +205,7 @@ pub fn add_to_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{hardened_engine, Limits};
+    use crate::engine::hardened_engine;
 
     fn error_of(src: &str) -> Box<EvalAltResult> {
         let engine = hardened_engine(&Limits::default());

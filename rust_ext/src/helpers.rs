@@ -2,15 +2,104 @@
 //!
 //! None of them touches files, the network, processes or the environment. Functions registered
 //! on the engine's own namespace take precedence over the standard package, which is how `trim`,
-//! `is_empty` (strings), `to_json(Map)` and `sleep` are shadowed.
+//! `is_empty` (strings), `to_json(Map)` and `sleep` are shadowed, and how the standard `replace`
+//! is replaced by one that checks the size of its result before building it.
+//!
+//! Every helper that builds a string or an array works out its size first and refuses (with
+//! Rhai's own "too large" limit error) anything over the engine's limits, before allocating it;
+//! every helper that walks nested data stops at `MAX_NESTING` levels.
 
-use crate::convert::{parse_json_text, to_json_text};
-use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position, FLOAT, INT};
+use crate::convert::{deeper_than, parse_json_text, to_json_text_within, JsonError, MAX_NESTING};
+use rhai::{
+    Array, Dynamic, Engine, EvalAltResult, ImmutableString, Map, NativeCallContext, Position,
+    FLOAT, INT,
+};
 
 type FnResult<T> = Result<T, Box<EvalAltResult>>;
 
 fn runtime_error(message: String) -> Box<EvalAltResult> {
     Box::new(EvalAltResult::ErrorRuntime(message.into(), Position::NONE))
+}
+
+fn too_large(what: &str) -> Box<EvalAltResult> {
+    Box::new(EvalAltResult::ErrorDataTooLarge(
+        what.to_string(),
+        Position::NONE,
+    ))
+}
+
+/// Refuse a string of `len` bytes if the engine's limit is lower.
+fn check_string(ctx: &NativeCallContext, len: usize) -> FnResult<()> {
+    let max = ctx.engine().max_string_size();
+    if max > 0 && len > max {
+        return Err(too_large("Length of string"));
+    }
+    Ok(())
+}
+
+/// Refuse an array of `len` items if the engine's limit is lower.
+fn check_array(ctx: &NativeCallContext, len: usize) -> FnResult<()> {
+    let max = ctx.engine().max_array_size();
+    if max > 0 && len > max {
+        return Err(too_large("Size of array/BLOB"));
+    }
+    Ok(())
+}
+
+/// `items` joined by `sep`, refused before it grows past the string limit.
+pub fn join(ctx: &NativeCallContext, items: &Array, sep: &str) -> FnResult<String> {
+    // The separators alone first: that is what made a 10 GB string out of small inputs.
+    let seps = sep.len().saturating_mul(items.len().saturating_sub(1));
+    check_string(ctx, seps)?;
+    let mut total = seps;
+    let mut parts = Vec::with_capacity(items.len());
+    for item in items {
+        if deeper_than(item, MAX_NESTING) {
+            return Err(runtime_error(format!(
+                "join: an item is nested deeper than {MAX_NESTING} levels"
+            )));
+        }
+        let part = item.to_string();
+        total = total.saturating_add(part.len());
+        check_string(ctx, total)?;
+        parts.push(part);
+    }
+    Ok(parts.join(sep))
+}
+
+/// `text` split on `sep`, refused before it grows past the array limit.
+pub fn split(ctx: &NativeCallContext, text: &str, sep: &str) -> FnResult<Array> {
+    check_array(ctx, text.split(sep).count())?;
+    Ok(text
+        .split(sep)
+        .map(|p| Dynamic::from(p.to_string()))
+        .collect())
+}
+
+/// Rhai's `replace`, with the length of the result checked before it is built (the standard
+/// one builds the whole result, then checks it).
+fn replace(
+    ctx: &NativeCallContext,
+    text: &mut ImmutableString,
+    find: &str,
+    with: &str,
+) -> FnResult<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    // `str::replace` with an empty pattern inserts `with` at every character boundary.
+    let count = if find.is_empty() {
+        text.chars().count() + 1
+    } else {
+        text.matches(find).count()
+    };
+    if count == 0 {
+        return Ok(());
+    }
+    let len = (text.len() - count * find.len()).saturating_add(count.saturating_mul(with.len()));
+    check_string(ctx, len)?;
+    *text = text.replace(find, with).into();
+    Ok(())
 }
 
 /// `ceil(utf8_bytes / 4)`: the heuristic token count the upstream uses.
@@ -71,30 +160,69 @@ pub fn register_shared(engine: &mut Engine) {
     engine.register_fn("parse_json", |text: &str| -> FnResult<Dynamic> {
         parse_json_text(text).map_err(|e| runtime_error(format!("parse_json: {e}")))
     });
-    engine.register_fn("to_json", |value: Dynamic| -> FnResult<String> {
-        to_json_text(&value).map_err(|e| runtime_error(format!("to_json: {e}")))
-    });
-    engine.register_fn("to_json", |map: Map| -> FnResult<String> {
-        to_json_text(&Dynamic::from_map(map)).map_err(|e| runtime_error(format!("to_json: {e}")))
-    });
+    fn to_json(ctx: &NativeCallContext, value: &Dynamic) -> FnResult<String> {
+        let max = match ctx.engine().max_string_size() {
+            0 => usize::MAX,
+            max => max,
+        };
+        to_json_text_within(value, max).map_err(|e| match e {
+            JsonError::TooLong => too_large("Length of string"),
+            JsonError::Other(message) => runtime_error(format!("to_json: {message}")),
+        })
+    }
+    engine.register_fn(
+        "to_json",
+        |ctx: NativeCallContext, value: Dynamic| -> FnResult<String> { to_json(&ctx, &value) },
+    );
+    engine.register_fn(
+        "to_json",
+        |ctx: NativeCallContext, map: Map| -> FnResult<String> {
+            to_json(&ctx, &Dynamic::from_map(map))
+        },
+    );
 
     // §3.1 text helpers.
     engine.register_fn("contains", |text: &str, pat: &str| text.contains(pat));
     engine.register_fn("starts_with", |text: &str, pat: &str| text.starts_with(pat));
     engine.register_fn("ends_with", |text: &str, pat: &str| text.ends_with(pat));
     engine.register_fn("trim", |text: &str| text.trim().to_string());
-    engine.register_fn("join", |items: Array, sep: &str| {
-        items
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(sep)
-    });
-    engine.register_fn("split", |text: &str, sep: &str| -> Array {
-        text.split(sep)
-            .map(|p| Dynamic::from(p.to_string()))
-            .collect()
-    });
+    engine.register_fn(
+        "join",
+        |ctx: NativeCallContext, items: Array, sep: &str| -> FnResult<String> {
+            join(&ctx, &items, sep)
+        },
+    );
+    engine.register_fn(
+        "split",
+        |ctx: NativeCallContext, text: &str, sep: &str| -> FnResult<Array> {
+            split(&ctx, text, sep)
+        },
+    );
+    // The standard `replace` (all four forms), checked before building.
+    engine.register_fn(
+        "replace",
+        |ctx: NativeCallContext, text: &mut ImmutableString, find: &str, with: &str| {
+            replace(&ctx, text, find, with)
+        },
+    );
+    engine.register_fn(
+        "replace",
+        |ctx: NativeCallContext, text: &mut ImmutableString, find: &str, with: char| {
+            replace(&ctx, text, find, &with.to_string())
+        },
+    );
+    engine.register_fn(
+        "replace",
+        |ctx: NativeCallContext, text: &mut ImmutableString, find: char, with: &str| {
+            replace(&ctx, text, &find.to_string(), with)
+        },
+    );
+    engine.register_fn(
+        "replace",
+        |ctx: NativeCallContext, text: &mut ImmutableString, find: char, with: char| {
+            replace(&ctx, text, &find.to_string(), &with.to_string())
+        },
+    );
     engine.register_fn("count_tokens", count_tokens);
     engine.register_fn("is_json", |text: &str| {
         serde_json::from_str::<serde_json::Value>(text).is_ok()

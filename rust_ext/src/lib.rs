@@ -1,22 +1,34 @@
 //! lev_nb._rhai: the Rhai scripting engine embedded in Python.
 //!
 //! * `engine`  - the one `harden()` policy and the `Engine` / `AST` classes
-//! * `convert` - Python <-> Rhai and JSON <-> Rhai values
+//! * `limits`  - every limit, its default and the range it may take
+//! * `worker`  - the evaluation threads (known large stack; Python callbacks go back to the caller)
+//! * `guard`   - deadline, memory budget and stack floor checked while a script runs or compiles
+//! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
 //! * `helpers` - functions registered for every script
 //! * `errors`  - `RhaiError` and its subclasses
 
 pub mod convert;
 pub mod engine;
 pub mod errors;
+pub mod guard;
 pub mod helpers;
+pub mod limits;
+pub mod worker;
 
 use pyo3::prelude::*;
+
+/// Every allocation of the extension is counted per thread: the memory budget of a script.
+#[global_allocator]
+static ALLOCATOR: guard::CountingAlloc = guard::CountingAlloc;
 
 #[pymodule]
 fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RHAI_VERSION", "1.27")?;
     m.add("MAX_VARIADIC_ARITY", engine::MAX_VARIADIC_ARITY)?;
-    m.add("DEFAULT_LIMITS", engine::Limits::DEFAULT.to_dict(m.py())?)?;
+    m.add("DEFAULT_LIMITS", limits::Limits::DEFAULT.to_dict(m.py())?)?;
+    m.add("STACK_SIZE", worker::STACK_SIZE)?;
+    m.add("MAX_NESTING", convert::MAX_NESTING)?;
     m.add_class::<engine::PyEngine>()?;
     m.add_class::<engine::PyAst>()?;
     errors::add_to_module(m)?;

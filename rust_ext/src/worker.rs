@@ -1,0 +1,475 @@
+//! Evaluation threads with a known, large native stack.
+//!
+//! Rhai's parser and evaluator, its operators on nested values, and dropping nested values all
+//! recurse on the native stack; a Python thread has whatever stack its platform gives it (8 MiB
+//! on Linux, 512 KiB for secondary threads on macOS). So every compilation and evaluation runs on
+//! a worker thread with a `STACK_SIZE` stack, whose lowest `RESERVE` bytes the evaluator never
+//! enters (the progress hook stops a script whose operations start below that floor, see
+//! `guard`): the reserve is left for what recurses without passing the hook, like dropping,
+//! cloning or hashing a nested value. `limits` sizes the limits against these numbers.
+//!
+//! Python code never runs on a worker. A registered Python function, a print/debug sink, the
+//! conversions around them: all are handed back to the calling thread, which waits for its
+//! worker anyway, so callbacks see the caller's thread-locals, context and signal handling as
+//! before (`on_caller`).
+//!
+//! An engine without Python callbacks may instead run a first, capped attempt on the calling
+//! thread itself when that thread's own stack has room for the worst case of the caps (see
+//! `inline_floor` and `Limits::inline`): such a script is a pure function of its inputs, so an
+//! attempt that hits a cap is simply run again here, with the real limits.
+//!
+//! Each calling thread keeps its own idle workers (a companion, plus one more per level of
+//! evaluations nested through callbacks). A hand-off is a store to an atomic and an unpark; each
+//! side spins for a few microseconds before parking, so a call that takes microseconds costs
+//! about a microsecond more, not two context switches. A forked child never uses its parent's
+//! workers (they do not exist there).
+
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use crate::guard;
+
+/// Native stack of every evaluation thread. Reserved address space, committed only as used.
+pub const STACK_SIZE: usize = 1 << 30;
+/// Bottom part of that stack the evaluator never enters (see the module documentation).
+pub const RESERVE: usize = 768 << 20;
+/// Most idle workers a calling thread keeps.
+const MAX_IDLE: usize = 2;
+
+// States of a slot, the rendezvous between a calling thread and its worker.
+const IDLE: u32 = 0;
+const JOB: u32 = 1; // caller -> worker: run the task
+const RUNNING: u32 = 2;
+const CALLBACK: u32 = 3; // worker -> caller: run the task (Python work) for me
+const CALLBACK_DONE: u32 = 4; // caller -> worker
+const DONE: u32 = 5; // worker -> caller: the job is finished
+const EXIT: u32 = 6;
+
+/// How long each side spins before parking: a caller waiting for a short script or a callback,
+/// a worker waiting for the next call of a loop.
+const CALLER_SPIN: Duration = Duration::from_micros(50);
+const CALLBACK_SPIN: Duration = Duration::from_micros(20);
+const IDLE_SPIN: Duration = Duration::from_micros(100);
+
+type Task = NonNull<dyn FnMut()>;
+
+struct Slot {
+    state: AtomicU32,
+    /// The closure to run: the job (for the worker) or a callback (for the caller). Written
+    /// before the state is released, read after it is acquired.
+    task: UnsafeCell<Option<Task>>,
+    /// The thread waiting for this job.
+    caller: UnsafeCell<Option<Thread>>,
+    worker: OnceLock<Thread>,
+    pid: u32,
+}
+
+// The slot's cells are only touched by the side the state hands them to.
+unsafe impl Send for Slot {}
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    fn wake_worker(&self) {
+        if let Some(worker) = self.worker.get() {
+            worker.unpark();
+        }
+    }
+}
+
+/// Erase the lifetime of a closure borrowed for the duration of a hand-off: the lender does not
+/// return before the borrower has signalled that it finished with it.
+unsafe fn erase<'a>(task: &'a mut (dyn FnMut() + 'a)) -> Task {
+    let ptr: *mut (dyn FnMut() + 'a) = task;
+    NonNull::new_unchecked(std::mem::transmute::<
+        *mut (dyn FnMut() + 'a),
+        *mut dyn FnMut(),
+    >(ptr))
+}
+
+/// Wait until `state` satisfies `ready`: spin a little, then yield the processor until `spin` has
+/// passed (the other side is often runnable on this very processor: spinning alone would keep
+/// it from running), then park (every hand-off stores the state, then unparks the other side,
+/// so no wake-up is lost).
+fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration) -> u32 {
+    let mut start: Option<Instant> = None;
+    let mut spins: u32 = 0;
+    loop {
+        let now = state.load(Ordering::Acquire);
+        if ready(now) {
+            return now;
+        }
+        spins = spins.wrapping_add(1);
+        if spins < 32 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let began = *start.get_or_insert_with(Instant::now);
+        if began.elapsed() < spin {
+            thread::yield_now();
+        } else {
+            thread::park();
+        }
+    }
+}
+
+thread_local! {
+    /// On a worker: its slot, for `on_caller`.
+    static CURRENT: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+    /// On a calling thread: its idle workers, the most recently used last.
+    static IDLE_WORKERS: RefCell<Vec<Worker>> = const { RefCell::new(Vec::new()) };
+}
+
+/// After a job this long, hand the stack pages it may have touched back to the system (a deep
+/// value can take hundreds of MiB of stack to drop, and an idle worker would keep them).
+const TRIM_AFTER: Duration = Duration::from_millis(20);
+
+/// Release the pages of this thread's stack below the current frame.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_stack() {
+    let (low, _) = query_stack();
+    let page = 4096;
+    let high = guard::stack_pointer().saturating_sub(64 << 10) & !(page - 1);
+    let low = (low + page - 1) & !(page - 1);
+    if low != 0 && high > low {
+        // SAFETY: the range lies in this thread's own stack, below every live frame; MADV_DONTNEED
+        // on private anonymous memory only drops the pages (they read back as zeros).
+        unsafe {
+            libc::madvise(low as *mut libc::c_void, high - low, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_stack() {}
+
+fn worker_main(slot: Arc<Slot>) {
+    guard::set_stack_floor(guard::stack_pointer().saturating_sub(STACK_SIZE - RESERVE));
+    CURRENT.with(|c| c.set(Arc::as_ptr(&slot)));
+    let mut ran_long = false;
+    loop {
+        if ran_long {
+            trim_stack();
+        }
+        if wait(&slot.state, |s| s == JOB || s == EXIT, IDLE_SPIN) == EXIT {
+            return;
+        }
+        let started = Instant::now();
+        slot.state.store(RUNNING, Ordering::Relaxed);
+        // SAFETY: JOB hands the task and caller cells to this thread (the caller cell stays
+        // set for `on_caller` until the next job).
+        let task = unsafe { (*slot.task.get()).take() };
+        let caller = unsafe { (*slot.caller.get()).clone() };
+        if let Some(task) = task {
+            // SAFETY: the caller keeps the closure alive until it sees DONE; it never panics
+            // (`run` wraps it in catch_unwind).
+            unsafe { (*task.as_ptr())() };
+        }
+        ran_long = started.elapsed() >= TRIM_AFTER;
+        slot.state.store(DONE, Ordering::Release);
+        if let Some(caller) = caller {
+            caller.unpark();
+        }
+    }
+}
+
+/// A worker thread, owned by the calling thread that keeps it idle; dropping it ends the thread.
+struct Worker {
+    slot: Arc<Slot>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.slot.pid == std::process::id() {
+            self.slot.state.store(EXIT, Ordering::Release);
+            self.slot.wake_worker();
+        }
+    }
+}
+
+fn spawn() -> Result<Worker, String> {
+    let slot = Arc::new(Slot {
+        state: AtomicU32::new(IDLE),
+        task: UnsafeCell::new(None),
+        caller: UnsafeCell::new(None),
+        worker: OnceLock::new(),
+        pid: std::process::id(),
+    });
+    let theirs = slot.clone();
+    let handle = thread::Builder::new()
+        .name("lev-rhai".into())
+        .stack_size(STACK_SIZE)
+        .spawn(move || worker_main(theirs))
+        .map_err(|e| {
+            format!(
+                "cannot start a Rhai evaluation thread with a {} MiB stack: {e}",
+                STACK_SIZE >> 20
+            )
+        })?;
+    let _ = slot.worker.set(handle.thread().clone());
+    Ok(Worker { slot })
+}
+
+fn acquire() -> Result<Worker, String> {
+    let pid = std::process::id();
+    let idle = IDLE_WORKERS
+        .try_with(|workers| {
+            let mut workers = workers.borrow_mut();
+            // Workers inherited through fork() do not exist in this process.
+            workers.retain(|w| w.slot.pid == pid);
+            workers.pop()
+        })
+        .ok()
+        .flatten();
+    match idle {
+        Some(worker) => Ok(worker),
+        None => spawn(),
+    }
+}
+
+fn release(worker: Worker) {
+    let _ = IDLE_WORKERS.try_with(|workers| {
+        let mut workers = workers.borrow_mut();
+        if workers.len() < MAX_IDLE {
+            workers.push(worker);
+        }
+        // Otherwise `worker` is dropped here and its thread ends.
+    });
+}
+
+/// Run `job` on a worker thread and return its result; meanwhile run on this thread whatever
+/// the worker hands back with `on_caller`. A panic in `job` is resumed here. Fails only when no
+/// worker thread can be started.
+pub fn run<R, F>(job: F) -> Result<R, String>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let worker = acquire()?;
+    let slot = &*worker.slot;
+    let mut job = Some(job);
+    let mut out: Option<thread::Result<R>> = None;
+    {
+        let mut task = || {
+            if let Some(job) = job.take() {
+                out = Some(catch_unwind(AssertUnwindSafe(job)));
+            }
+        };
+        // SAFETY: the slot is IDLE (this thread owns the worker), so both cells are ours; the
+        // worker takes them after seeing JOB, and `task` outlives the loop below, which returns
+        // only once the worker has stored DONE.
+        unsafe {
+            *slot.task.get() = Some(erase(&mut task));
+            *slot.caller.get() = Some(thread::current());
+        }
+        slot.state.store(JOB, Ordering::Release);
+        slot.wake_worker();
+        loop {
+            let state = wait(&slot.state, |s| s == CALLBACK || s == DONE, CALLER_SPIN);
+            if state == DONE {
+                break;
+            }
+            // SAFETY: CALLBACK hands the task cell to this thread until CALLBACK_DONE.
+            if let Some(callback) = unsafe { (*slot.task.get()).take() } {
+                // SAFETY: the worker waits for CALLBACK_DONE, keeping the closure alive; the
+                // closure catches its own panics (`on_caller`).
+                unsafe { (*callback.as_ptr())() };
+            }
+            slot.state.store(CALLBACK_DONE, Ordering::Release);
+            slot.wake_worker();
+        }
+        slot.state.store(IDLE, Ordering::Relaxed);
+    }
+    release(worker);
+    match out {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(payload)) => resume_unwind(payload),
+        None => Err("the Rhai evaluation thread did not run the job".to_string()),
+    }
+}
+
+/// Run `f` on the thread waiting for this worker (the caller of `run`) and return its result;
+/// on any other thread, just run `f`. Used for everything that touches Python.
+pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
+    let slot = CURRENT.with(Cell::get);
+    if slot.is_null() {
+        return f();
+    }
+    // SAFETY: a worker's slot lives as long as the worker thread.
+    let slot = unsafe { &*slot };
+    let mut f = Some(f);
+    let mut out: Option<thread::Result<T>> = None;
+    let mut allocated: isize = 0;
+    {
+        let mut task = || {
+            if let Some(f) = f.take() {
+                // What the callback leaves allocated (the values it hands to the script) counts
+                // against the script's memory budget, not the calling thread's.
+                let before = guard::live_bytes();
+                out = Some(catch_unwind(AssertUnwindSafe(f)));
+                allocated = guard::live_bytes().wrapping_sub(before);
+                guard::release_bytes(allocated);
+            }
+        };
+        // SAFETY: while RUNNING the task cell belongs to the worker; the caller takes it after
+        // seeing CALLBACK and hands it back with CALLBACK_DONE, before `task` goes out of scope.
+        let caller = unsafe {
+            *slot.task.get() = Some(erase(&mut task));
+            (*slot.caller.get()).clone()
+        };
+        slot.state.store(CALLBACK, Ordering::Release);
+        if let Some(caller) = caller {
+            caller.unpark();
+        }
+        wait(&slot.state, |s| s == CALLBACK_DONE, CALLBACK_SPIN);
+        slot.state.store(RUNNING, Ordering::Relaxed);
+    }
+    guard::adopt_bytes(allocated);
+    match out {
+        Some(Ok(value)) => value,
+        Some(Err(payload)) => resume_unwind(payload),
+        None => unreachable!("the calling thread ran no callback"),
+    }
+}
+
+/// Whether this thread is an evaluation thread.
+pub fn on_worker() -> bool {
+    !CURRENT.with(Cell::get).is_null()
+}
+
+thread_local! {
+    /// The lowest usable address of this thread's stack: None until asked, Some(0) if unknown.
+    static STACK_LOW: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The lowest address of this thread's stack (above its guard page) and its top, if the
+/// platform says (else zeros).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn query_stack() -> (usize, usize) {
+    // SAFETY: plain queries about the current thread into a zeroed attribute object.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return (0, 0);
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let mut guard: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0
+            && libc::pthread_attr_getguardsize(&attr, &mut guard) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if !ok || addr.is_null() {
+            return (0, 0);
+        }
+        (addr as usize + guard, addr as usize + size)
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn query_stack() -> (usize, usize) {
+    (0, 0)
+}
+
+/// The lowest address of this calling thread's stack we count on. The main thread's stack is
+/// reported as its whole rlimit; never count on more than 8 MiB, the common default.
+fn query_stack_low() -> usize {
+    let (low, top) = query_stack();
+    if low == 0 {
+        0
+    } else {
+        low.max(top.saturating_sub(8 << 20))
+    }
+}
+
+/// Where a capped attempt may run on this thread: `Some(floor)` when the stack below the
+/// current frame holds `reserve` bytes for what recurses without the progress hook plus `room`
+/// for the evaluator, which the stack guard then keeps above `floor`. None on a worker, or when
+/// this thread's stack is unknown or too small.
+pub fn inline_floor(reserve: usize, room: usize) -> Option<usize> {
+    if on_worker() {
+        return None;
+    }
+    let low = match STACK_LOW.with(Cell::get) {
+        Some(low) => low,
+        None => {
+            let low = query_stack_low();
+            STACK_LOW.with(|c| c.set(Some(low)));
+            low
+        }
+    };
+    if low == 0 {
+        return None;
+    }
+    let floor = low.checked_add(reserve)?;
+    (guard::stack_pointer() > floor.checked_add(room)?).then_some(floor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_runs_on_a_worker_and_callbacks_on_the_caller() {
+        let me = thread::current().id();
+        let (ran_on, called_on) = run(|| {
+            let worker = thread::current().id();
+            let called = on_caller(|| thread::current().id());
+            (worker, called)
+        })
+        .unwrap();
+        assert_ne!(ran_on, me);
+        assert_eq!(called_on, me);
+        assert!(!on_worker());
+    }
+
+    #[test]
+    fn nested_runs_use_another_worker() {
+        let depth = run(|| on_caller(|| run(|| on_caller(|| 41)).unwrap()) + 1).unwrap();
+        assert_eq!(depth, 42);
+    }
+
+    #[test]
+    fn a_deep_recursion_fits_the_worker_stack() {
+        fn down(n: u64) -> u64 {
+            let pad = std::hint::black_box([0u8; 1000]);
+            if n == 0 {
+                pad[0] as u64
+            } else {
+                down(n - 1) + 1 + pad[1] as u64
+            }
+        }
+        // About 100 MiB of frames: far beyond a Python thread's stack.
+        assert_eq!(run(|| down(100_000)).unwrap(), 100_000);
+    }
+
+    #[test]
+    fn inline_room_is_known_on_ordinary_threads_only() {
+        // A test thread has a 2 MiB stack or more: room for 64 KiB + 64 KiB, not for 1 GiB.
+        assert!(inline_floor(64 << 10, 64 << 10).is_some());
+        assert!(inline_floor(1 << 30, 0).is_none());
+        assert_eq!(run(|| inline_floor(64 << 10, 64 << 10)).unwrap(), None);
+    }
+
+    #[test]
+    fn panics_come_back_to_the_caller() {
+        let caught = std::panic::catch_unwind(|| run(|| panic!("boom")));
+        assert!(caught.is_err());
+        assert_eq!(run(|| 7).unwrap(), 7, "the worker survives");
+    }
+
+    #[test]
+    fn many_calls_from_many_threads() {
+        let threads: Vec<_> = (0..8)
+            .map(|k| {
+                thread::spawn(move || (0..200).map(|i| run(move || i * k).unwrap()).sum::<u64>())
+            })
+            .collect();
+        for (k, t) in threads.into_iter().enumerate() {
+            assert_eq!(t.join().unwrap(), (0..200).sum::<u64>() * k as u64);
+        }
+    }
+}
