@@ -75,6 +75,9 @@ class ModelCall(Event):
     tool_calls: int = 0
     text: str = ""
     error: str | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None: the model has no known price (or the call failed)
 
 
 @dataclass(frozen=True)

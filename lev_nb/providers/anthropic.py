@@ -4,7 +4,8 @@ The provider turns a :class:`ModelRequest` into one ``messages.create`` call and
 a :class:`ModelResponse`; every SDK failure becomes a :class:`ProviderError` whose ``kind`` follows
 spec/runtime.md §13.1, so the engine's retry policy can tell transient faults from permanent ones.
 
-Prompt-caching markers (``cache_control``) are not written yet.
+Requests carry prompt-caching markers (``cache_control``) where spec/runtime.md §13.1 places them,
+so a long run re-reads its stable prefix from the cache instead of paying for it again.
 """
 
 from __future__ import annotations
@@ -18,13 +19,29 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.messages import Block, Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolSpec, ToolUseBlock, Usage
+from lev_nb.messages import (
+    Block,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    SystemBlock,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+    Usage,
+)
 from lev_nb.providers.base import ProviderError
+from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
     from anthropic import AsyncAnthropic
 
-__all__ = ["DEFAULT_TIMEOUT_S", "AnthropicProvider", "build_request_body", "classify_error", "map_response"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S", "AnthropicProvider", "build_request_body", "cache_marker_positions", "classify_error",
+    "map_response",
+]
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -137,26 +154,102 @@ def shared_client(api_key: str, base_url: str | None) -> AsyncAnthropic:
 
 
 # ---------------------------------------------------------------------------------------- request
-def build_request_body(request: ModelRequest, *, default_model: str = "") -> dict[str, Any]:
+#: At most this many ``cache_control`` markers per request (the API's own limit).
+MAX_CACHE_MARKERS = 4
+#: A prefix shorter than this (estimated tokens) is not worth a marker: the API ignores it.
+MIN_CACHE_PREFIX_TOKENS = 1024
+#: Message markers sit where the running count of content blocks crosses a multiple of this,
+#: so they stay put from one turn to the next and the cache written by one turn is read by the next.
+CACHE_BLOCK_STRIDE = 16
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def build_request_body(request: ModelRequest, *, default_model: str = "", cache: bool = True) -> dict[str, Any]:
     """The Messages API body for ``request``: model, max_tokens, messages, and system / tools /
-    temperature when present, with ``request.extra`` merged over the top."""
+    temperature when present, with ``request.extra`` merged over the top.
+
+    With ``cache`` (the default) the body carries up to four prompt-caching markers, placed as
+    spec/runtime.md §13.1 places them (see :func:`cache_marker_positions`).
+    """
     body: dict[str, Any] = {
         "model": request.model or default_model,
         "max_tokens": request.max_tokens,
         "messages": [_message_param(m) for m in request.messages],
     }
-    system = [text for text in request.system if text]
-    if len(system) == 1:
-        body["system"] = system[0]
+    system = [block for block in request.described_system() if block.text]
+    system_marks, message_marks = cache_marker_positions(system, request.messages) if cache else ([], [])
+    if len(system) == 1 and not system_marks:
+        body["system"] = system[0].text
     elif system:
-        # Separate blocks keep the boundaries where cache markers will go later.
-        body["system"] = [{"type": "text", "text": text} for text in system]
+        # Separate blocks keep the boundaries where cache markers go.
+        body["system"] = [{"type": "text", "text": block.text} for block in system]
+        for index in system_marks:
+            body["system"][index]["cache_control"] = dict(_EPHEMERAL)
+    for index in message_marks:
+        _mark_message(body["messages"][index])
     if request.tools:
         body["tools"] = [_tool_param(t) for t in request.tools]
     if request.temperature is not None:
         body["temperature"] = request.temperature
     body.update(request.extra)
     return body
+
+
+def cache_marker_positions(system: list[SystemBlock], messages: list[Message]) -> tuple[list[int], list[int]]:
+    """Where the cache markers go: (system block indexes, message indexes), at most four in all.
+
+    The system gets up to two: the deepest block whose whole prefix is ``stable`` (and long enough
+    to be cached), and the deepest block that is not ``rewritten`` and not of a never-cached kind
+    (also with a long enough prefix). The messages get the rest, and only when the assembler
+    flagged one (its system prefix did not change since the last request): one marker at each
+    message where the running count of content blocks crosses a multiple of 16, keeping the last
+    ones; with no such crossing, the last message.
+    """
+    marks: list[int] = []
+    prefix = 0
+    stable_run = True
+    deepest_stable: int | None = None
+    deepest_candidate: int | None = None
+    for index, block in enumerate(system):
+        prefix += estimate_tokens(block.text)
+        stable_run = stable_run and block.volatility == "stable" and not block.never_cache
+        long_enough = prefix >= MIN_CACHE_PREFIX_TOKENS
+        if stable_run and long_enough:
+            deepest_stable = index
+        if block.volatility != "rewritten" and not block.never_cache and long_enough:
+            deepest_candidate = index
+    for found in (deepest_stable, deepest_candidate):
+        if found is not None and found not in marks:
+            marks.append(found)
+    budget = MAX_CACHE_MARKERS - len(marks)
+    if budget <= 0 or not messages or not any(m.cache_breakpoint for m in messages):
+        return sorted(marks), []
+    crossings: list[int] = []
+    count = 0
+    next_stride = CACHE_BLOCK_STRIDE
+    for index, message in enumerate(messages):
+        count += _block_count(message)
+        if count >= next_stride:
+            crossings.append(index)
+            while next_stride <= count:
+                next_stride += CACHE_BLOCK_STRIDE
+    chosen = crossings[-budget:] if crossings else [len(messages) - 1]
+    return sorted(marks), chosen
+
+
+def _block_count(message: Message) -> int:
+    if isinstance(message.content, str):
+        return 1
+    return sum(1 for b in message.content if not (isinstance(b, TextBlock) and not b.text))
+
+
+def _mark_message(param: dict[str, Any]) -> None:
+    """Put a cache marker on a message: on its last block (a string becomes one text block)."""
+    content = param["content"]
+    if isinstance(content, str):
+        param["content"] = [{"type": "text", "text": content, "cache_control": dict(_EPHEMERAL)}]
+    elif content:
+        content[-1]["cache_control"] = dict(_EPHEMERAL)
 
 
 def _message_param(message: Message) -> dict[str, Any]:

@@ -498,3 +498,9 @@ class ContextWindow:
         from lev_nb.engine.context.assembly import assemble
 
         return assemble(self.visible_regions())
+
+    def assemble_blocks(self) -> tuple[list[Any], list[Any]]:
+        """The visible regions as (described system blocks, messages). See assembly.py."""
+        from lev_nb.engine.context.assembly import assemble_blocks
+
+        return assemble_blocks(self.visible_regions())

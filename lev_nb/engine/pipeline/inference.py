@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.state import Outcome
+from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.providers.pricing import CostTotals, call_cost, price_for
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -149,7 +151,10 @@ class Inference:
         self.tools = tools
         self.hooks = hooks
         self._last_system_key: int | None = None
+        self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
+        self.usage_total = CostTotals()
+        self.usage_by_stage: dict[str, CostTotals] = {}
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -218,7 +223,11 @@ class Inference:
     def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage
         provider, provider_name, model_name = self._provider_for(stage)
-        system, messages = self.state.ctx.assemble()
+        blocks, messages = self.state.ctx.assemble_blocks()
+        system = [block.text for block in blocks]
+        system_key = hash(tuple(system))
+        flag_cache_breakpoint(messages, system_key != self._last_request_system)
+        self._last_request_system = system_key
         params = dict(stage.parameters)
         max_tokens = int(
             params.pop("max_tokens", params.pop("max_output_tokens", DEFAULT_MAX_TOKENS)) or DEFAULT_MAX_TOKENS
@@ -238,6 +247,7 @@ class Inference:
             output_format=spec.format if spec else None,
             extra=params,
             timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
+            system_blocks=blocks,
         )
         for key, value in overrides.items():
             setattr(request, key, value)
@@ -279,11 +289,13 @@ class Inference:
         state = self.state
         meta = state.meta
         usage = response.usage if response else None
+        cost: float | None = None
         if usage is not None:
             meta.prompt_tokens += usage.prompt_tokens
             meta.completion_tokens += usage.completion_tokens
             meta.cached_tokens += usage.cached_tokens
             meta.cache_write_tokens += usage.cache_write_tokens
+            cost = self._count_usage(request, usage)
         state.rec.emit(
             ev.ModelCall(
                 state.run_id,
@@ -297,10 +309,31 @@ class Inference:
                 tool_calls=len(response.tool_calls) if response else 0,
                 text=(response.text[:RESPONSE_TEXT_IN_EVENT] if response else ""),
                 error=error,
+                cached_tokens=usage.cached_tokens if usage else 0,
+                cache_write_tokens=usage.cache_write_tokens if usage else 0,
+                cost_usd=cost,
             )
         )
         state.rec.transcript(self._transcript_entry(request, response, error))
         state.rec.save()
+
+    def _count_usage(self, request: ModelRequest, usage: Any) -> float | None:
+        """Add one call's tokens and cost to the run's and the stage's totals (meta.json's
+        ``usage`` and ``cost_usd``); returns the call's cost, None when its model has no price."""
+        settings = self.state.settings
+        pricing = price_for(request.provider, request.model, settings.provider(request.provider).prices)
+        cost = call_cost(usage, pricing)
+        label = f"{request.provider}/{request.model}"
+        stage = self.state.stage.name
+        self.usage_total.add(usage, cost, label)
+        self.usage_by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
+        meta = self.state.meta
+        meta.cost_usd = self.usage_total.cost_usd
+        meta.usage = {
+            "total": self.usage_total.to_dict(),
+            "by_stage": {name: totals.to_dict() for name, totals in self.usage_by_stage.items()},
+        }
+        return cost
 
     def _transcript_entry(
         self, request: ModelRequest, response: ModelResponse | None, error: str | None
