@@ -81,6 +81,41 @@ class ModelCall(Event):
 
 
 @dataclass(frozen=True)
+class ModelText(Event):
+    """Text of an answer as it forms: the deltas a streaming provider sent since the last such
+    event (throttled, so a long answer makes a few events a second, not one per token).
+    ``attempt`` is the call's try (a retried call streams again from the start)."""
+
+    kind: ClassVar[str] = "model_text"
+    text: str
+    purpose: str = "stage"
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class ModelRetry(Event):
+    """A model call failed with a transient error and is tried again after ``delay_s``."""
+
+    kind: ClassVar[str] = "model_retry"
+    provider: str
+    model: str
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelFallback(Event):
+    """The stage's model is unusable (``reason``), so the next one in its list takes over."""
+
+    kind: ClassVar[str] = "model_fallback"
+    from_model: str
+    to_model: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ToolCallStarted(Event):
     kind: ClassVar[str] = "tool_started"
     call_id: str
@@ -211,8 +246,8 @@ class Completed(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        RunStarted, StageEntered, ModelCall, ToolCallStarted, ToolCallFinished, Transition,
-        GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
+        RunStarted, StageEntered, ModelCall, ModelText, ModelRetry, ModelFallback, ToolCallStarted,
+        ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified,
     )

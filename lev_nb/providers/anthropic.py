@@ -1,7 +1,7 @@
 """Claude through the official ``anthropic`` SDK (Messages API), behind the Provider protocol.
 
-The provider turns a :class:`ModelRequest` into one ``messages.create`` call and the answer back into
-a :class:`ModelResponse`; every SDK failure becomes a :class:`ProviderError` whose ``kind`` follows
+The provider turns a :class:`ModelRequest` into one streamed ``messages.create`` call and the answer
+back into a :class:`ModelResponse` (text deltas reach the engine as they arrive); every SDK failure becomes a :class:`ProviderError` whose ``kind`` follows
 spec/runtime.md §13.1, so the engine's retry policy can tell transient faults from permanent ones.
 
 Requests carry prompt-caching markers (``cache_control``) where spec/runtime.md §13.1 places them,
@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.messages import (
     Block,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays 
     from anthropic import AsyncAnthropic
 
 __all__ = [
-    "DEFAULT_TIMEOUT_S", "AnthropicProvider", "build_request_body", "cache_marker_positions", "classify_error",
+    "DEFAULT_TIMEOUT_S", "AnthropicProvider", "StreamAssembler", "build_request_body", "cache_marker_positions", "classify_error",
     "map_response",
 ]
 
@@ -64,7 +64,8 @@ class AnthropicProvider:
     ``model`` is the default model id (a request's own ``model`` wins). The API key comes from
     ``api_key``, else the environment variable ``api_key_env`` (``ANTHROPIC_API_KEY``); the base URL from ``base_url``, else
     ``ANTHROPIC_BASE_URL``, else the SDK's default. Both are read at the first call, never at
-    construction, so a missing key fails the stage that actually asks the model.
+    construction, so a missing key fails the stage that actually asks the model. ``streaming``
+    (default on) streams every answer; ``cache`` (default on) writes prompt-caching markers.
     """
 
     name = "anthropic"
@@ -77,8 +78,12 @@ class AnthropicProvider:
         api_key_env: str = API_KEY_ENV,
         base_url: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        streaming: bool = True,
+        cache: bool = True,
     ) -> None:
         self.model = model
+        self.streaming = streaming
+        self.cache = cache
         self._api_key = api_key
         self._api_key_env = api_key_env
         self._base_url = base_url
@@ -96,22 +101,42 @@ class AnthropicProvider:
         return key, base_url
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` as one Messages API call; raise ProviderError on any failure."""
+        """Send ``request`` as one Messages API call; raise ProviderError on any failure.
+
+        The answer is streamed (unless the provider was built with ``streaming=False``): each text
+        delta goes to ``request.on_text`` as it arrives, tool-use blocks are assembled from their
+        JSON deltas, and a stream cut before ``message_stop`` is a transient ``transport`` error.
+        """
         import anthropic
 
         api_key, base_url = self._credentials()
         client = shared_client(api_key, base_url)
-        body = build_request_body(request, default_model=self.model)
+        body = build_request_body(request, default_model=self.model, cache=self.cache)
         required = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         optional = {key: body.pop(key) for key in ("system", "tools") if key in body}
+        timeout = request.timeout_s or self.timeout_s
         try:
             # Everything the SDK has no keyword for (temperature, top_p, ...) travels as extra_body.
-            message = await client.messages.create(
-                **required,
-                **optional,
-                extra_body=body or None,
-                timeout=request.timeout_s or self.timeout_s,
+            if not self.streaming:
+                message = await client.messages.create(
+                    **required, **optional, extra_body=body or None, timeout=timeout,
+                )
+                return map_response(message)
+            stream = await client.messages.create(
+                **required, **optional, extra_body=body or None, timeout=timeout, stream=True,
             )
+            content_type = str(getattr(stream, "response", None) and stream.response.headers.get("content-type") or "")
+            if content_type and not content_type.startswith("text/event-stream"):
+                raw = (await stream.response.aread()).decode("utf-8", "replace")
+                raise ProviderError(
+                    "invalid_response",
+                    f"the Anthropic API answered a streaming request with {content_type}, not an event stream: "
+                    f"{raw.strip()[:200]}",
+                )
+            assembler = StreamAssembler(request.on_text)
+            async for event in stream:
+                assembler.feed(event)
+            return assembler.response()
         except anthropic.APIStatusError as exc:
             raise classify_error(exc.status_code, _error_body(exc), exc.response.headers) from None
         except anthropic.APITimeoutError:
@@ -122,7 +147,129 @@ class AnthropicProvider:
             raise ProviderError("invalid_response", f"the Anthropic API answered with unexpected data: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ProviderError("invalid_response", f"the Anthropic API answered with malformed JSON: {exc}") from None
-        return map_response(message)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            if _is_transport_failure(exc):  # the body was cut or timed out while it streamed
+                raise ProviderError(
+                    "transport", f"the answer stream from the Anthropic API broke off: {type(exc).__name__}: {exc}"
+                ) from None
+            raise
+
+
+def _is_transport_failure(exc: BaseException) -> bool:
+    """True for the HTTP library's own transport errors (read cut short, read timeout, ...)."""
+    for cls in type(exc).__mro__:
+        module = cls.__module__.split(".")[0]
+        if (module.startswith("httpx") or module == "httpcore") and cls.__name__ in (
+            "TransportError", "TimeoutException", "NetworkError", "ProtocolError"
+        ):
+            return True
+    return isinstance(exc, (ConnectionError, TimeoutError))
+
+
+# -------------------------------------------------------------------------------------- streaming
+class StreamAssembler:
+    """Builds a ModelResponse from the Messages API's stream events.
+
+    Text deltas are joined per block (and passed to ``on_text`` as they come); a tool-use block's
+    ``input`` is the JSON its ``input_json_delta`` pieces spell once joined. Usage comes from
+    ``message_start`` (input and cache counts) and ``message_delta`` (output, and any later input
+    counts). :meth:`response` refuses a stream that never reached ``message_stop``.
+    """
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.events = 0
+        self.finished = False
+
+    def feed(self, event: Any) -> None:
+        """Take one stream event (an SDK event object or a plain dict)."""
+        self.events += 1
+        kind = _field(event, "type")
+        if kind == "message_start":
+            self._take_usage(_field(_field(event, "message"), "usage"))
+        elif kind == "content_block_start":
+            block = _field(event, "content_block")
+            self.blocks[int(_field(event, "index") or 0)] = {
+                "type": _field(block, "type"), "text": [], "json": [],
+                "id": _field(block, "id"), "name": _field(block, "name"),
+            }
+        elif kind == "content_block_delta":
+            index = int(_field(event, "index") or 0)
+            slot = self.blocks.setdefault(index, {"type": None, "text": [], "json": [], "id": None, "name": None})
+            delta = _field(event, "delta")
+            delta_kind = _field(delta, "type")
+            if delta_kind == "text_delta":
+                piece = _field(delta, "text") or ""
+                slot["text"].append(piece)
+                if self.on_text is not None and piece and slot["type"] in (None, "text"):
+                    self.on_text(piece)
+            elif delta_kind == "input_json_delta":
+                slot["json"].append(_field(delta, "partial_json") or "")
+            # thinking and signature deltas carry nothing the engine uses
+        elif kind == "message_delta":
+            self.stop_reason = _field(_field(event, "delta"), "stop_reason") or self.stop_reason
+            self._take_usage(_field(event, "usage"))
+        elif kind == "message_stop":
+            self.finished = True
+
+    def _take_usage(self, usage: Any) -> None:
+        for field_name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = _field(usage, field_name)
+            if isinstance(value, int):
+                self.usage[field_name] = value
+
+    def response(self) -> ModelResponse:
+        """The assembled answer; a ``transport`` ProviderError when the stream was cut short."""
+        if not self.finished:
+            raise ProviderError(
+                "transport",
+                f"the answer stream from the Anthropic API ended before the message was complete "
+                f"(after {self.events} events)",
+            )
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block["type"] == "text":
+                texts.append("".join(block["text"]))
+            elif block["type"] == "tool_use":
+                raw = "".join(block["json"]).strip()
+                try:
+                    arguments = json.loads(raw) if raw else {}
+                except json.JSONDecodeError as exc:
+                    raise ProviderError(
+                        "invalid_response", f"tool_use block '{block['name']}' streamed input that is not JSON: {exc}"
+                    ) from None
+                calls.append(ToolCall(id=str(block["id"] or ""), name=str(block["name"] or ""),
+                                      arguments=arguments if isinstance(arguments, dict) else {}))
+        if self.stop_reason is None:
+            finish = "tool_use" if calls else "complete"
+        else:
+            finish = _STOP_REASONS.get(self.stop_reason, str(self.stop_reason))
+        return ModelResponse(
+            text="".join(texts),
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=self.usage.get("input_tokens", 0),
+                completion_tokens=self.usage.get("output_tokens", 0),
+                cached_tokens=self.usage.get("cache_read_input_tokens", 0),
+                cache_write_tokens=self.usage.get("cache_creation_input_tokens", 0),
+            ),
+            finish_reason=finish,
+        )
+
+
+def _field(value: Any, name: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
 
 
 # ---------------------------------------------------------------------------------------- clients

@@ -83,6 +83,7 @@ def test_request_body_has_the_messages_api_shape(stand_in: StandIn, provider: An
                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
         "top_p": 0.9,
         "stop_sequences": ["END"],
+        "stream": True,
     }
 
 
@@ -324,8 +325,8 @@ def test_engine_retries_an_overload_once_and_the_sdk_adds_nothing(
     assert run.status == "error"
     assert "overloaded" in (run.error or "")
     assert len(stand_in.requests) == 2  # one attempt + exactly one engine retry, no SDK retries
-    warnings = [e.message for e in run.events.snapshot() if e.kind == "warning"]
-    assert any("retry 1 of 1" in w for w in warnings)
+    retries = [e.reason for e in run.events.snapshot() if e.kind == "model_retry"]
+    assert len(retries) == 1 and "retry 1 of 1" in retries[0] and "overloaded" in retries[0]
 
 
 def test_engine_retry_recovers_after_one_overload(stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

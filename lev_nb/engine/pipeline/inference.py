@@ -10,6 +10,8 @@ returned as an error :class:`~lev_nb.engine.state.Outcome`, never raised.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,53 @@ DEFAULT_MAX_TOKENS = 4096
 DEFAULT_TEMPERATURE = 0.7
 ROUTING_MAX_TOKENS = 256
 RESPONSE_TEXT_IN_EVENT = 500
+# Streamed text is gathered into one model_text event at most this often (and at the call's end).
+TEXT_EVENT_INTERVAL_S = 0.1
+TEXT_EVENT_MAX_CHARS = 4000
+
+
+class TextStream:
+    """Turns a provider's text deltas into throttled ``model_text`` events for one call attempt.
+
+    A provider may call :meth:`push` from the engine loop (the Anthropic SDK) or from a worker
+    thread (a Rhai provider script); from another thread the delta is handed to the loop, so
+    events are always emitted on the engine loop and in order.
+    """
+
+    def __init__(self, state: RunState, purpose: str, attempt: int) -> None:
+        self.state = state
+        self.purpose = purpose
+        self.attempt = attempt
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._buffer: list[str] = []
+        self._size = 0
+        self._last = time.monotonic()
+
+    def push(self, text: str) -> None:
+        """Take one delta (any thread)."""
+        if threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self._take, text)
+        else:
+            self._take(text)
+
+    def _take(self, text: str) -> None:
+        if not text:
+            return
+        self._buffer.append(text)
+        self._size += len(text)
+        if self._size >= TEXT_EVENT_MAX_CHARS or time.monotonic() - self._last >= TEXT_EVENT_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Emit what is buffered as one event (on the engine loop)."""
+        if not self._buffer:
+            return
+        text, self._buffer, self._size = "".join(self._buffer), [], 0
+        self._last = time.monotonic()
+        state = self.state
+        state.rec.emit(ev.ModelText(state.run_id, state.stage.name, text=text, purpose=self.purpose,
+                                    attempt=self.attempt))
 
 
 @dataclass(frozen=True)
@@ -254,11 +303,14 @@ class Inference:
         return request, provider
 
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
-        """One model call with the run's retry policy for transient errors."""
+        """One model call with the run's retry policy for transient errors; streamed text becomes
+        ``model_text`` events and every retry a ``model_retry`` event."""
         retry = self.retry
         attempt = 0
         while True:
             attempt += 1
+            stream = TextStream(self.state, request.purpose, attempt)
+            request.on_text = stream.push
             try:
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
@@ -272,14 +324,21 @@ class Inference:
             except Exception as exc:  # a broken provider is a failed model call, not a crash of lev_nb
                 name = getattr(provider, "name", type(provider).__name__)
                 error = ProviderError("api", f"the '{name}' provider failed: {type(exc).__name__}: {exc}")
+            finally:
+                await asyncio.sleep(0)  # let deltas handed over from a worker thread land first
+                stream.flush()
+                request.on_text = None
             if not error.transient or attempt >= retry.max_attempts:
                 raise error
             delay = min(retry.base_delay_s * 2 ** (attempt - 1), retry.max_delay_s)
             if error.retry_after is not None:
                 delay = min(max(delay, error.retry_after), retry.max_delay_s)
-            self.state.warn(
-                f"model call failed ({error.message}); retry {attempt} of "
-                f"{retry.max_attempts - 1} in {delay:g} s"
+            self.state.rec.emit(
+                ev.ModelRetry(
+                    self.state.run_id, self.state.stage.name, provider=request.provider, model=request.model,
+                    attempt=attempt, max_attempts=retry.max_attempts, delay_s=delay,
+                    reason=f"{error.message}; retry {attempt} of {retry.max_attempts - 1} in {delay:g} s",
+                )
             )
             await asyncio.sleep(delay)
 
