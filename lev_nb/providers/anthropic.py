@@ -477,8 +477,8 @@ def classify_error(status: int, body: str, headers: Any = None) -> ProviderError
     """The ProviderError for a non-2xx answer, following spec/runtime.md §13.1.
 
     429 is rate_limited (with Retry-After); 402 or a body about credits, quota or billing is
-    credits; 401 and 403 are auth; 5xx (529 overloaded included) is server; anything else is api
-    with the message ``HTTP <code>: <body>``.
+    credits; 401 and 403 are auth; a 404 about the model is unknown_model; 5xx (529 overloaded
+    included) is server; anything else is api with the message ``HTTP <code>: <body>``.
     """
     retry_after = parse_retry_after(headers)
     shown = body.strip()[:_ERROR_BODY_LIMIT]
@@ -491,6 +491,8 @@ def classify_error(status: int, body: str, headers: Any = None) -> ProviderError
         return ProviderError("auth", f"HTTP 401: the API key was rejected; check {API_KEY_ENV}: {shown}")
     if status == 403:
         return ProviderError("auth", f"HTTP 403: forbidden; the API key may not use this model or resource: {shown}")
+    if status == 404 and "model" in lowered:
+        return ProviderError("unknown_model", f"HTTP 404: the API does not know this model: {shown}")
     if status >= 500 or "overloaded_error" in lowered:
         label = "overloaded" if status == 529 or "overloaded_error" in lowered else "server error"
         return ProviderError("server", f"HTTP {status} {label}: {shown}", retry_after)

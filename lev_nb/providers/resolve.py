@@ -63,8 +63,8 @@ class UnavailableProvider:
         self.message = message
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Always raise ProviderError(kind="api") with the explanation."""
-        raise ProviderError("api", self.message)
+        """Always raise ProviderError(kind="unknown_model") with the explanation."""
+        raise ProviderError("unknown_model", self.message)
 
 
 def provider_for(provider: str, model: str, settings: Settings | None = None) -> Provider:

@@ -110,6 +110,9 @@ class RunMeta:
     # price), and tokens and cost per stage and in all (see lev_nb.providers.pricing).
     cost_usd: float | None = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
+    # Set when the run stopped because a person must set something up (an account out of
+    # credits, a provider out of reach): {blocker: credits|providers, remedy}.
+    needs_setup: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -128,7 +131,7 @@ class RunMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """meta.json as a new dict: upstream field names in the upstream order, plus stage_history,
-        cost_usd and usage."""
+        cost_usd, usage and needs_setup."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -161,4 +164,5 @@ class RunMeta:
             "stage_history": list(self.stage_history),
             "cost_usd": self.cost_usd,
             "usage": copy.deepcopy(self.usage),
+            "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
         }

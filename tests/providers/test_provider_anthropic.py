@@ -185,11 +185,11 @@ def test_error_statuses_are_classified(
 
 
 def test_other_statuses_are_api_errors_with_code_and_body(stand_in: StandIn, provider: AnthropicProvider) -> None:
-    body = error_body("not_found_error", "model: claude-nope")
-    stand_in.queue(Reply(404, body))
+    body = error_body("invalid_request_error", "messages: at least one message is required")
+    stand_in.queue(Reply(400, body))
     error = failure(provider)
     assert error.kind == "api" and error.transient is False
-    assert error.message == f"HTTP 404: {json.dumps(body)}"
+    assert error.message == f"HTTP 400: {json.dumps(body)}"
     assert len(stand_in.requests) == 1
 
 
