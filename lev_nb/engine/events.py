@@ -116,6 +116,35 @@ class ModelFallback(Event):
 
 
 @dataclass(frozen=True)
+class Compaction(Event):
+    """Regions were summarised by the compaction model, or carried unchanged because it could not
+    be done (``outcome`` summarised | carried, ``reason`` says why). ``trigger`` is ``transform``
+    (an edge's compact/summarize/custom transform), ``threshold`` (a compacting region grew past
+    its threshold), ``window`` (a sliding window evicted entries to summarise) or ``pressure``
+    (the whole context neared the model's window)."""
+
+    kind: ClassVar[str] = "compaction"
+    trigger: str
+    regions: list[str]
+    outcome: str
+    model: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ContextEvicted(Event):
+    """Entries were dropped from a region to keep the context inside the model's window."""
+
+    kind: ClassVar[str] = "context_evicted"
+    region: str
+    entries: int
+    tokens: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class ToolCallStarted(Event):
     kind: ClassVar[str] = "tool_started"
     call_id: str
@@ -246,7 +275,8 @@ class Completed(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        RunStarted, StageEntered, ModelCall, ModelText, ModelRetry, ModelFallback, ToolCallStarted,
+        RunStarted, StageEntered, ModelCall, ModelText, ModelRetry, ModelFallback, Compaction, ContextEvicted,
+        ToolCallStarted,
         ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified,
