@@ -170,7 +170,7 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     picks: list[ModelPick] = []
     seen: set[tuple[str, str]] = set()
     for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
-        if is_registered(choice.provider) and (choice.provider, choice.model) not in seen:
+        if is_registered(choice.provider, settings) and (choice.provider, choice.model) not in seen:
             seen.add((choice.provider, choice.model))
             note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
             picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))

@@ -65,14 +65,21 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
 
 
 def _window(bp: Any, stage_name: str) -> int:
-    """The context window of a stage's first model (DEFAULT_WINDOW_TOKENS for an unknown one)."""
+    """The context window of a stage's first model: the built-in table's, a provider script's
+    ``@max_context_tokens``, else DEFAULT_WINDOW_TOKENS."""
     from lev_nb.blueprint.constants import MODEL_WINDOWS
 
     stage = bp.stages[stage_name]
     if not stage.models:
         return DEFAULT_WINDOW_TOKENS
     ref = stage.models[0]
-    return MODEL_WINDOWS.get((ref.provider, ref.model), DEFAULT_WINDOW_TOKENS)
+    known = MODEL_WINDOWS.get((ref.provider, ref.model))
+    if known is not None:
+        return known
+    from lev_nb.providers.rhai_provider import script_window
+    from lev_nb.settings import current
+
+    return script_window(ref.provider, current()) or DEFAULT_WINDOW_TOKENS
 
 
 def _compaction(bp: Any) -> CompactionPlan:
