@@ -458,7 +458,7 @@ class Inference:
                 cost_usd=cost,
             )
         )
-        state.rec.transcript(self._transcript_entry(request, response, error))
+        state.rec.transcript(self._transcript_entry(request, response, error, cost))
         state.rec.save()
 
     def _count_usage(self, request: ModelRequest, usage: Any) -> float | None:
@@ -480,7 +480,7 @@ class Inference:
         return cost
 
     def _transcript_entry(
-        self, request: ModelRequest, response: ModelResponse | None, error: str | None
+        self, request: ModelRequest, response: ModelResponse | None, error: str | None, cost: float | None = None
     ) -> dict[str, Any]:
         # The transcript keeps what is new in each request (the system prompt when it changed,
         # the messages after the model's last turn) so it grows with the run, not quadratically.
@@ -507,6 +507,7 @@ class Inference:
                 ],
                 "finish_reason": response.finish_reason,
                 "usage": dict(response.usage.__dict__),
+                "cost_usd": cost,
             },
             "error": error,
         }
