@@ -8,7 +8,7 @@ that make up a message (spec/runtime.md §13 describes what a provider sends and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Callable, Literal, Union
 
 __all__ = [
     "ToolCall",
@@ -18,6 +18,7 @@ __all__ = [
     "ToolResultBlock",
     "Block",
     "Message",
+    "SystemBlock",
     "Purpose",
     "ModelRequest",
     "Usage",
@@ -74,10 +75,16 @@ Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
 
 @dataclass
 class Message:
-    """One conversation message: a plain string or a list of blocks."""
+    """One conversation message: a plain string or a list of blocks.
+
+    ``cache_breakpoint`` is the context assembler's hint that the conversation up to here is worth
+    caching (the system prefix did not change since the last request); a provider that caches
+    prompts decides where its markers go from it (spec/runtime.md §3.2, §13.1).
+    """
 
     role: Literal["user", "assistant"]
     content: str | list[Block]
+    cache_breakpoint: bool = False
 
     def blocks(self) -> list[Block]:
         """The content as a list of blocks (a plain string becomes one TextBlock)."""
@@ -88,6 +95,23 @@ class Message:
     def text(self) -> str:
         """All text of the message joined together (tool blocks are left out)."""
         return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+
+
+@dataclass(frozen=True)
+class SystemBlock:
+    """What the assembler knows about one system block: the region it renders, how often it
+    changes (``volatility``: stable, grows, rewritten) and its cache tier (0: stays until the
+    run ends, 1: until its region is written, 2: changes all the time, never worth caching)."""
+
+    text: str
+    region: str = ""
+    volatility: str = "rewritten"
+    cache_tier: int = 1
+
+    @property
+    def never_cache(self) -> bool:
+        """True for blocks a provider should never put a cache marker on."""
+        return self.cache_tier >= 2
 
 
 Purpose = Literal["stage", "routing", "summary"]
@@ -101,6 +125,11 @@ class ModelRequest:
     holds the candidate target names in order, and ``allow_done`` says whether DONE is allowed), or
     a summary for an edge transform. ``output_format`` is the stage's resolved final-output format,
     a hint the mock model uses to shape its answer.
+
+    ``system_blocks`` describes ``system`` block by block (same order and length) for providers
+    that place prompt-caching markers; it is empty when the caller did not say. ``on_text``, when
+    set, receives the answer's text as it forms (a provider that streams calls it with each delta;
+    one that does not never calls it).
     """
 
     provider: str
@@ -117,6 +146,16 @@ class ModelRequest:
     output_format: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
+    system_blocks: list[SystemBlock] = field(default_factory=list)
+    on_text: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+
+    def described_system(self) -> list[SystemBlock]:
+        """``system`` with what is known about each block (all "rewritten" when nothing is)."""
+        if len(self.system_blocks) == len(self.system) and all(
+            b.text == t for b, t in zip(self.system_blocks, self.system)
+        ):
+            return list(self.system_blocks)
+        return [SystemBlock(text) for text in self.system]
 
     def tool_names(self) -> list[str]:
         """Names of the tools offered in this request, in order."""

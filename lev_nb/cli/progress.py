@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+# How much of a forming answer the line keeps, and shows (its end, on one line).
+ANSWER_TAIL = 400
+ANSWER_SHOWN = 60
+
 
 class ProgressLine:
     """A one-line progress display: rewritten in place on a terminal, one line per step elsewhere."""
@@ -19,13 +23,23 @@ class ProgressLine:
         self.stage = ""
         self.iteration = 0
         self._width = 0
+        self._answer = ""  # the answer forming in the current call (streamed text)
 
     def __call__(self, event: Any) -> None:
         kind = event.kind
         if kind == "stage_entered":
             self.stage = event.stage
             self._show(f"stage {self.stage}", permanent=not self.tty)
+        elif kind == "model_text":
+            # Only a terminal shows the answer forming: the line is rewritten in place.
+            self._answer = (self._answer + event.text)[-ANSWER_TAIL:]
+            if self.tty:
+                tail = " ".join(self._answer.split())[-ANSWER_SHOWN:]
+                self._show(f"stage {self.stage} · turn {self.iteration + 1} · {tail}")
+        elif kind == "model_retry":
+            self._answer = ""
         elif kind == "model_call":
+            self._answer = ""
             self.iteration = event.iteration
             self._show(f"stage {self.stage} · turn {self.iteration}")
         elif kind == "tool_started":

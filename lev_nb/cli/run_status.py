@@ -64,10 +64,10 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     if not rows:
         print("no runs yet; start one with `lev run PATH --task ...`")
         return
-    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "UPDATED")
+    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "UPDATED")
     table = [header] + [
         (("  └ " if r.get("parent_run_id") else "") + r["run_id"], r["agent_name"], one_line(r["status_text"]),
-         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), r["updated_at"])
+         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r), r["updated_at"])
         for r in rows
     ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
@@ -79,6 +79,15 @@ def one_line(text: str, width: int = STATUS_WIDTH) -> str:
     """``text`` on one line (whitespace folded), cut to ``width`` characters with an ellipsis."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def cost_text(row: dict[str, Any]) -> str:
+    """The COST cell: dollars when every call had a price, else the tokens spent and "no price"."""
+    cost = row.get("cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+    tokens = row.get("tokens") or 0
+    return f"{tokens} tok (no price)" if tokens else "-"
 
 
 def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -107,6 +116,9 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "current_stage": meta.get("current_stage") or "",
         "iteration": meta.get("iteration", 0),
         "tool_calls": meta.get("tool_calls", 0),
+        "cost_usd": meta.get("cost_usd"),
+        "tokens": sum(int(meta.get(k) or 0) for k in
+                      ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")),
         "started_at": meta.get("started_at", ""),
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),

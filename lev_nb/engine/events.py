@@ -75,6 +75,73 @@ class ModelCall(Event):
     tool_calls: int = 0
     text: str = ""
     error: str | None = None
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None  # None: the model has no known price (or the call failed)
+
+
+@dataclass(frozen=True)
+class ModelText(Event):
+    """Text of an answer as it forms: the deltas a streaming provider sent since the last such
+    event (throttled, so a long answer makes a few events a second, not one per token).
+    ``attempt`` is the call's try (a retried call streams again from the start)."""
+
+    kind: ClassVar[str] = "model_text"
+    text: str
+    purpose: str = "stage"
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class ModelRetry(Event):
+    """A model call failed with a transient error and is tried again after ``delay_s``."""
+
+    kind: ClassVar[str] = "model_retry"
+    provider: str
+    model: str
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelFallback(Event):
+    """The stage's model is unusable (``reason``), so the next one in its list takes over."""
+
+    kind: ClassVar[str] = "model_fallback"
+    from_model: str
+    to_model: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Compaction(Event):
+    """Regions were summarised by the compaction model, or carried unchanged because it could not
+    be done (``outcome`` summarised | carried, ``reason`` says why). ``trigger`` is ``transform``
+    (an edge's compact/summarize/custom transform), ``threshold`` (a compacting region grew past
+    its threshold), ``window`` (a sliding window evicted entries to summarise) or ``pressure``
+    (the whole context neared the model's window)."""
+
+    kind: ClassVar[str] = "compaction"
+    trigger: str
+    regions: list[str]
+    outcome: str
+    model: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ContextEvicted(Event):
+    """Entries were dropped from a region to keep the context inside the model's window."""
+
+    kind: ClassVar[str] = "context_evicted"
+    region: str
+    entries: int
+    tokens: int
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -208,8 +275,9 @@ class Completed(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        RunStarted, StageEntered, ModelCall, ToolCallStarted, ToolCallFinished, Transition,
-        GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
+        RunStarted, StageEntered, ModelCall, ModelText, ModelRetry, ModelFallback, Compaction, ContextEvicted,
+        ToolCallStarted,
+        ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified,
     )

@@ -70,6 +70,15 @@ class Run:
         return self._runner.meta.flags.to_dict()
 
     @property
+    def usage(self) -> dict[str, Any]:
+        """Tokens and cost of the run's model calls so far: ``cost_usd`` (the total in USD, None
+        while any call's model has no known price), ``total`` and ``by_stage`` (each with calls,
+        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls)."""
+        meta = self._runner.meta
+        usage = copy.deepcopy(meta.usage)
+        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {}}
+
+    @property
     def stage_history(self) -> list[str]:
         """The stages entered, in order."""
         return list(self._runner.meta.stage_history)

@@ -13,6 +13,8 @@ what else it needs explicitly:
 - :class:`~lev_nb.engine.pipeline.tools.StageTools`: the stage's tools and a batch of calls;
 - :class:`~lev_nb.engine.pipeline.holds.ExitHolds`: nudges and what a stage owes before it leaves;
 - :class:`~lev_nb.engine.pipeline.transitions.Transitions`: where a stage goes, and entering it;
+- :class:`~lev_nb.engine.pipeline.compaction.Compactor`: summaries of regions (transforms, thresholds,
+  the model's window);
 - :class:`~lev_nb.engine.pipeline.hooks.RunHooks`: the stage hooks;
 - :class:`~lev_nb.engine.pipeline.fanout.FanOut`: worker runs.
 """
@@ -29,6 +31,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
 from lev_nb.engine.eventlog import EventLog
+from lev_nb.engine.pipeline.compaction import Compactor
 from lev_nb.engine.pipeline.fanout import FanOut
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.holds import ExitHolds
@@ -155,7 +158,8 @@ class Runner:
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
-        self.transitions = Transitions(state, self.inference, self.tools.output_spec)
+        self.compactor = Compactor(state, self.inference)
+        self.transitions = Transitions(state, self.inference, self.tools.output_spec, self.compactor)
         self._ending: Ending | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
@@ -337,6 +341,7 @@ class Runner:
                 await self.hooks.stage_enter()
             outcome = check_watchdogs(state)
             if outcome is None:
+                await self.compactor.maintain()
                 response = await self.inference.stage_turn()
                 if isinstance(response, Outcome):
                     outcome = response

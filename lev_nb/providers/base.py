@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from lev_nb.messages import ModelRequest, ModelResponse
 
-__all__ = ["ProviderError", "ERROR_KINDS", "Provider"]
+__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider"]
 
 
 ERROR_KINDS: tuple[str, ...] = (
@@ -24,7 +24,16 @@ ERROR_KINDS: tuple[str, ...] = (
     "credits",
     "invalid_response",
     "exhausted",
+    "unknown_model",
 )
+#: Why a model cannot be used at all (so a stage falls back to the next one in its list), by the
+#: kind of the error that said so; a ``transport`` error counts once its retries are spent.
+UNUSABLE_REASONS: dict[str, str] = {
+    "credits": "credits",
+    "auth": "auth",
+    "unknown_model": "unknown model",
+    "transport": "unreachable",
+}
 
 # Kinds that are always worth retrying; "api" is transient only when its message says so.
 _TRANSIENT_KINDS = frozenset({"rate_limited", "server", "transport"})
@@ -72,6 +81,12 @@ class ProviderError(Exception):
             lowered = self.message.lower()
             return any(word in lowered for word in _TRANSIENT_API_WORDS)
         return False
+
+    @property
+    def unusable_reason(self) -> str | None:
+        """Why the model cannot be used at all (credits, auth, unknown model, unreachable), or None
+        for an error that is about this request only (spec/runtime.md §13.3)."""
+        return UNUSABLE_REASONS.get(self.kind)
 
 
 @runtime_checkable

@@ -1,4 +1,5 @@
-"""Turning a model spec (``mock``, ``scripted:FILE``, ``provider/model`` or an object) into a Provider."""
+"""Turning a model spec (``mock``, ``scripted:FILE``, ``provider/model`` or an object) into a Provider:
+a built-in one, or a Rhai provider script found by its name (lev_nb.providers.rhai_provider)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _anthropic(model: str, options: ProviderSettings) -> Provider:
     )
 
 
-# Providers that exist now; later issues register more (rhai provider scripts). An
+# Built-in providers; Rhai provider scripts are found by name when no factory matches. An
 # AnthropicProvider is cheap to build: it shares one SDK client per key, base URL and event loop.
 _FACTORIES: dict[str, ProviderFactory] = {
     "mock": lambda model, options: MockModel(),
@@ -45,9 +46,14 @@ _FACTORIES: dict[str, ProviderFactory] = {
 _PLANNED: set[str] = set()
 
 
-def is_registered(name: str) -> bool:
-    """True when lev_nb can build a provider called ``name``."""
-    return name in _FACTORIES
+def is_registered(name: str, settings: Settings | None = None) -> bool:
+    """True when lev_nb can build a provider called ``name``: a built-in one, or a Rhai provider
+    script (``$LEV_HOME/providers/<name>.rhai`` or ``[model_providers.<name>] script``)."""
+    if name in _FACTORIES:
+        return True
+    from lev_nb.providers.rhai_provider import find_script
+
+    return find_script(name, settings or current_settings()) is not None
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:
@@ -64,8 +70,8 @@ class UnavailableProvider:
         self.message = message
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Always raise ProviderError(kind="api") with the explanation."""
-        raise ProviderError("api", self.message)
+        """Always raise ProviderError(kind="unknown_model") with the explanation."""
+        raise ProviderError("unknown_model", self.message)
 
 
 def provider_for(provider: str, model: str, settings: Settings | None = None) -> Provider:
@@ -79,6 +85,11 @@ def provider_for(provider: str, model: str, settings: Settings | None = None) ->
     factory = _FACTORIES.get(provider)
     if factory is not None:
         return factory(model, (settings or current_settings()).provider(provider))
+    from lev_nb.providers.rhai_provider import RhaiProvider, find_script
+
+    settings = settings or current_settings()
+    if find_script(provider, settings) is not None:
+        return RhaiProvider(provider, model, settings)
     if provider in _PLANNED:
         return UnavailableProvider(
             provider, f"the '{provider}' provider is not available yet in lev_nb; run with --model mock or scripted:FILE"

@@ -232,6 +232,12 @@ def _coerce(spec: Value, raw: Any, key: Key, layer: _Layer) -> Any:
         if spec.minimum is not None and raw < spec.minimum:
             raise layer.error(f"must be at least {spec.minimum}, got {raw}", key)
         value = raw
+    elif kind == "float":
+        if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+            raise layer.error(f"expected a number, got {_describe(raw)}", key)
+        if raw < 0 or raw != raw or raw == float("inf"):
+            raise layer.error(f"must be a finite number of at least 0, got {raw}", key)
+        value = float(raw)
     elif kind == "bool":
         if not isinstance(raw, bool):
             raise layer.error(f"expected true or false, got {_describe(raw)}", key)
@@ -266,6 +272,11 @@ def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:
             return int(stripped)
         except ValueError:
             raise layer.error(f"expected a whole number, got '{text}'", key) from None
+    if kind == "float":
+        try:
+            return float(stripped)
+        except ValueError:
+            raise layer.error(f"expected a number, got '{text}'", key) from None
     if kind == "bool":
         if stripped.lower() in _TRUE:
             return True

@@ -23,6 +23,7 @@ __all__ = [
     "POLICIES",
     "AgentSafeCommands",
     "Limits",
+    "ModelPrice",
     "NotebookDefaults",
     "NudgeDefaults",
     "Policy",
@@ -89,6 +90,20 @@ class Source:
 
 
 @dataclass(frozen=True)
+class ModelPrice:
+    """``[model_providers.<name>.prices.<model>]``: what one model charges, in USD per million tokens.
+
+    Over the package's own dated table (lev_nb.providers.pricing); a cache rate left out bills
+    like fresh input.
+    """
+
+    input_per_mtok: float = setting(0.0, doc="fresh input tokens")
+    output_per_mtok: float = setting(0.0, doc="output tokens")
+    cached_input_per_mtok: float | None = setting(doc="input read from the prompt cache (default: the input rate)")
+    cache_write_per_mtok: float | None = setting(doc="input written to the prompt cache (default: the input rate)")
+
+
+@dataclass(frozen=True)
 class ProviderSettings:
     """``[model_providers.<name>]``: options of a built-in provider, or a Rhai provider script by name."""
 
@@ -97,6 +112,7 @@ class ProviderSettings:
     request_timeout_secs: int | None = setting(minimum=1, doc="per-request timeout for this provider")
     script: str | None = setting(doc="Rhai provider script (default $LEV_HOME/providers/<name>.rhai); not for built-ins")
     options: Mapping[str, Any] = setting({}, doc="extra settings handed to the provider script's initialize()")
+    prices: Mapping[str, ModelPrice] = setting({}, doc="model id -> its rates, over the built-in price table")
 
 
 @dataclass(frozen=True)
@@ -122,6 +138,8 @@ class Limits:
         4, env="LEV_INFERENCE_RETRY_ATTEMPTS", minimum=1,
         doc="tries of a model call, the first included, on transient errors")
     inference_retry_base_ms: int = setting(1000, minimum=0, doc="first retry delay in ms, doubling each retry")
+    script_http_timeout_secs: int = setting(
+        30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
 
 
 @dataclass(frozen=True)
@@ -134,6 +152,10 @@ class Security:
     allow_blueprint_permissions: bool = setting(
         False, doc="let a blueprint's [tool_permissions] go above the built-in defaults")
     read_paths: tuple[str, ...] = setting((), doc="read grants for any agent that declares them")
+    allow_env_vars: tuple[str, ...] = setting(
+        (), doc="credential-shaped environment variables scripts may read (exact names, any case)")
+    allow_local_network: bool = setting(
+        False, doc="let script HTTP reach loopback, private and link-local addresses (off: public only)")
 
 
 @dataclass(frozen=True)

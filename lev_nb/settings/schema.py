@@ -23,7 +23,7 @@ Key = tuple[str, ...]
 
 @dataclass(frozen=True)
 class Value:
-    """A key with a value: ``type`` is str, int, bool, str_list, policy or table (free-form)."""
+    """A key with a value: ``type`` is str, int, float, bool, str_list, policy or table (free-form)."""
 
     type: str
     default: Any = None
@@ -57,6 +57,7 @@ _KEY_NAMES = {
     "agent_tool_permissions": "agent",
     "agent_safe_commands": "agent",
     "agent_read_paths": "agent",
+    "prices": "model",
 }
 
 
@@ -98,6 +99,8 @@ def _node(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> Node:
         kind = "bool"
     elif hint is int:
         kind = "int"
+    elif hint is float:
+        kind = "float"
     elif hint is str:
         kind = "str"
     else:  # pragma: no cover - a type the format does not use

@@ -8,6 +8,7 @@ plain dicts, since a record on disk may come from another version or be half-wri
 
 from __future__ import annotations
 
+import copy
 import re
 import secrets
 import time
@@ -105,6 +106,13 @@ class RunMeta:
     final_output: dict[str, Any] | None = None
     output_request: dict[str, Any] | None = None
     stage_history: list[str] = field(default_factory=list)
+    # What the model calls cost: the run total in USD (None while any call's model has no known
+    # price), and tokens and cost per stage and in all (see lev_nb.providers.pricing).
+    cost_usd: float | None = 0.0
+    usage: dict[str, Any] = field(default_factory=dict)
+    # Set when the run stopped because a person must set something up (an account out of
+    # credits, a provider out of reach): {blocker: credits|providers, remedy}.
+    needs_setup: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -122,7 +130,8 @@ class RunMeta:
         self.last_progress_at = now
 
     def to_dict(self) -> dict[str, Any]:
-        """meta.json as a new dict: upstream field names in the upstream order, plus stage_history."""
+        """meta.json as a new dict: upstream field names in the upstream order, plus stage_history,
+        cost_usd, usage and needs_setup."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -153,4 +162,7 @@ class RunMeta:
             "final_output": dict(self.final_output) if self.final_output is not None else None,
             "output_request": dict(self.output_request) if self.output_request is not None else None,
             "stage_history": list(self.stage_history),
+            "cost_usd": self.cost_usd,
+            "usage": copy.deepcopy(self.usage),
+            "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
         }

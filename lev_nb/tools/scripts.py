@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.settings.credentials import looks_like_credential
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.workspace import Workspace
@@ -22,25 +23,8 @@ if TYPE_CHECKING:
 
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
-_CREDENTIAL_WORDS = (
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
-    "ACCESS_KEY", "PRIVATE_KEY", "KEY", "_PAT", "SESSION", "COOKIE", "AUTH", "BEARER", "SIGNATURE",
-    "SIGNING", "DSN", "NETRC", "KUBECONFIG",
-)
-_CREDENTIAL_NAMES = frozenset(
-    {"DATABASE_URL", "DATABASE_DSN", "REDIS_URL", "MONGO_URL", "MONGODB_URI", "AMQP_URL", "SSH_AUTH_SOCK"}
-)
-_CREDENTIAL_PREFIXES = ("LEVIATH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "LEV_")
 
-
-def looks_like_credential(name: str) -> bool:
-    """Whether an environment variable name is shaped like a secret (spec/rhai.md §3.3)."""
-    upper = name.upper()
-    return (
-        upper in _CREDENTIAL_NAMES
-        or upper.startswith(_CREDENTIAL_PREFIXES)
-        or any(word in upper for word in _CREDENTIAL_WORDS)
-    )
+__all__ = ["RunToolHost", "looks_like_credential", "script_tool_defs"]
 
 
 class RunToolHost:

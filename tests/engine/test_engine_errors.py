@@ -89,9 +89,9 @@ def test_transient_errors_are_retried_per_policy(engine):
     turns = [fail("server", "HTTP 529 overloaded"), fail("rate_limited", "slow down"), call("list_dir"), say("ok")]
     run, model = engine.run(NO_ERROR_EDGE, turns, retry=RetryPolicy(max_attempts=3, base_delay_s=0))
     assert run.status == "complete", run.error
-    retries = [w.message for w in events_of(run, "warning") if "retry" in w.message]
-    assert len(retries) == 2
-    assert "HTTP 529 overloaded" in retries[0]
+    retries = events_of(run, "model_retry")
+    assert [(r.attempt, r.max_attempts) for r in retries] == [(1, 3), (2, 3)]
+    assert "HTTP 529 overloaded" in retries[0].reason and "slow down" in retries[1].reason
     assert len(model.requests) == 4
     assert events_of(run, "error") == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import call, events_of, request_text, say
+from support import call, events_of, fail, request_text, say
 
 REGIONS = """
 [context.regions.system]
@@ -218,38 +218,61 @@ def test_clear_transform_empties_stage_specific_regions_and_keeps_pinned(engine)
     assert events_of(run, "transition")[0].transform == "clear"
 
 
-def test_compact_transform_carries_regions_with_a_warning(engine):
-    run, model = engine.run(transform("compact"), A_TURNS)
+def summaries(run):
+    return [(e.trigger, e.regions, e.outcome) for e in events_of(run, "compaction")]
+
+
+def test_compact_transform_summarises_the_stage_specific_regions(engine):
+    # The scripted model also writes the summaries: one per region, before stage b starts.
+    turns = A_TURNS[:4] + [say("SUM-SCRATCH"), say("SUM-CONVERSATION"), say("b done")]
+    run, model = engine.run(transform("compact"), turns)
     assert run.status == "complete", run.error
-    warnings = [w.message for w in events_of(run, "warning") if "compaction" in w.message]
-    assert len(warnings) == 1
-    assert "conversation" in warnings[0] and "scratch" in warnings[0]
-    assert "A-CONVERSATION" in request_text(model.requests[-1])
+    assert summaries(run) == [("transform", ["scratch", "conversation"], "summarised")]
+    asked = [r for r in model.requests if r.purpose == "summary"]
+    assert [r.stage for r in asked] == ["a", "a"]
+    assert "SCRATCH-NOTE" in request_text(asked[0]) and "A-CONVERSATION" in request_text(asked[1])
+    seen = request_text(model.requests[-1])
+    assert "PINNED-FACT" in seen and "SUM-SCRATCH" in seen and "SUM-CONVERSATION" in seen
+    assert "A-CONVERSATION" not in seen and "SCRATCH-NOTE" not in seen
 
 
 def test_summarize_is_an_alias_of_compact(engine):
-    run, _ = engine.run(transform("summarize"), A_TURNS)
+    turns = A_TURNS[:4] + [say("S1"), say("S2"), say("b done")]
+    run, _ = engine.run(transform("summarize"), turns)
     assert events_of(run, "transition")[0].transform == "compact"
-    assert any("compaction" in w.message for w in events_of(run, "warning"))
+    assert summaries(run) == [("transform", ["scratch", "conversation"], "summarised")]
 
 
-def test_custom_transform_clears_and_carries_and_warns_about_compact(engine):
+def test_with_no_summariser_the_regions_are_carried_with_an_event(engine):
+    turns = A_TURNS[:4] + [fail("auth", "no key for the summariser"), fail("auth", "still none"), say("b done")]
+    run, model = engine.run(transform("compact"), turns)
+    assert run.status == "complete", run.error
+    [carried] = events_of(run, "compaction")
+    assert (carried.outcome, carried.regions) == ("carried", ["scratch", "conversation"])
+    assert "no key for the summariser" in carried.reason and "carried unchanged" in carried.reason
+    assert "A-CONVERSATION" in request_text(model.requests[-1])
+
+
+def test_custom_transform_clears_carries_and_compacts(engine):
     config = '[stages.a.transitions.b.transform_config]\ncarry = ["keep"]\nclear = ["scratch"]\ncompact = ["conversation"]'
-    run, model = engine.run(transform("custom", config), A_TURNS)
+    config += '\ncompact_prompt = "List only the file names seen in {region}."'
+    turns = A_TURNS[:4] + [say("SUM-CONVERSATION"), say("b done")]
+    run, model = engine.run(transform("custom", config), turns)
     assert run.status == "complete", run.error
     system = "\n".join(model.requests[-1].system)
     assert "SCRATCH-NOTE" not in system
     assert "PINNED-FACT" in system
-    assert "A-CONVERSATION" in request_text(model.requests[-1])  # compaction is not available: carried as is
-    warnings = [w.message for w in events_of(run, "warning") if "compaction" in w.message]
-    assert len(warnings) == 1 and "conversation" in warnings[0]
+    [asked] = [r for r in model.requests if r.purpose == "summary"]
+    assert "List only the file names seen in conversation." in request_text(asked)
+    assert "A-CONVERSATION" not in request_text(model.requests[-1])
+    assert summaries(run) == [("transform", ["conversation"], "summarised")]
 
 
 def test_custom_carry_wins_over_clear(engine):
     config = '[stages.a.transitions.b.transform_config]\ncarry = ["scratch"]\nclear = ["scratch"]'
     run, model = engine.run(transform("custom", config), A_TURNS)
     assert "SCRATCH-NOTE" in "\n".join(model.requests[-1].system)
-    assert not any("compaction" in w.message for w in events_of(run, "warning"))
+    assert events_of(run, "compaction") == []
 
 
 def test_workdir_untouched_by_transforms(engine, workdir: Path):

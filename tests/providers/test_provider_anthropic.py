@@ -1,7 +1,7 @@
 """AnthropicProvider against a Messages API stand-in on 127.0.0.1: the real SDK on the wire.
 
-The stand-in records every request (path, headers, JSON body) and answers with canned replies, so
-the tests check the exact request body, the headers the SDK sends, the response mapping, each error
+The stand-in (tests/standin.py) records every request (path, headers, JSON body) and answers with
+canned replies, so the tests check the exact request body, the headers the SDK sends, the response mapping, each error
 classification (spec/runtime.md §13.1), that the SDK itself never retries, and a whole run.
 """
 
@@ -11,147 +11,26 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from standin import API_KEY, Recorded, Reply, StandIn, error_body, message, serve, text, tool_use
 
 from lev_nb.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
 from lev_nb.providers import AnthropicProvider, ProviderError, provider_for
 from lev_nb.providers.anthropic import shared_client
 
-API_KEY = "sk-test-key"
-
-
-# ------------------------------------------------------------------------------------ stand-in
-@dataclass
-class Reply:
-    """One canned HTTP answer; a dict body is sent as JSON."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-    hold: threading.Event | None = None  # wait for this before answering (timeout tests)
-
-
-@dataclass
-class Recorded:
-    """One request as the stand-in saw it."""
-
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class StandIn:
-    """A Messages API stand-in: queued replies first, else ``responder(request)``, else a 500."""
-
-    def __init__(self) -> None:
-        self.requests: list[Recorded] = []
-        self.replies: list[Reply] = []
-        self.responder: Callable[[Recorded], Reply] | None = None
-        self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-
-    def queue(self, *replies: Reply) -> None:
-        """Answer the next requests with these replies, in order."""
-        self.replies.extend(replies)
-
-    def _answer(self, recorded: Recorded) -> Reply:
-        with self._lock:
-            self.requests.append(recorded)
-            if self.replies:
-                return self.replies.pop(0)
-        if self.responder is not None:
-            return self.responder(recorded)
-        return Reply(500, {"type": "error", "error": {"type": "api_error", "message": "stand-in: no reply queued"}})
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                try:
-                    body: Any = json.loads(raw)
-                except ValueError:
-                    body = raw.decode("utf-8", "replace")
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = stand_in._answer(Recorded(self.path, headers, body))
-                if reply.hold is not None:
-                    reply.hold.wait(30)
-                data = reply.body if isinstance(reply.body, (bytes, str)) else json.dumps(reply.body)
-                payload = data.encode("utf-8") if isinstance(data, str) else data
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", reply.content_type)
-                    self.send_header("content-length", str(len(payload)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:  # the client gave up (timeout test)
-                    pass
-
-            def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-                return
-
-        return Handler
-
-    def close(self) -> None:
-        """Stop serving and free the port."""
-        self.server.shutdown()
-        self.server.server_close()
-
 
 @pytest.fixture
 def stand_in() -> Iterator[StandIn]:
-    server = StandIn()
-    try:
-        yield server
-    finally:
-        server.close()
+    yield from serve()
 
 
 @pytest.fixture
 def provider(stand_in: StandIn) -> AnthropicProvider:
     return AnthropicProvider("claude-default", api_key=API_KEY, base_url=stand_in.url)
-
-
-def message(*content: dict[str, Any], stop: str | None = "end_turn", usage: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A Messages API response body."""
-    return {
-        "id": "msg_01",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-6",
-        "content": list(content),
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": usage or {"input_tokens": 10, "output_tokens": 5},
-    }
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
-
-def tool_use(id_: str, name: str, input_: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": id_, "name": name, "input": input_}
-
-
-def error_body(kind: str, detail: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": kind, "message": detail}}
 
 
 def ask(provider: AnthropicProvider, request: ModelRequest | None = None) -> Any:
@@ -204,6 +83,7 @@ def test_request_body_has_the_messages_api_shape(stand_in: StandIn, provider: An
                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
         "top_p": 0.9,
         "stop_sequences": ["END"],
+        "stream": True,
     }
 
 
@@ -305,11 +185,11 @@ def test_error_statuses_are_classified(
 
 
 def test_other_statuses_are_api_errors_with_code_and_body(stand_in: StandIn, provider: AnthropicProvider) -> None:
-    body = error_body("not_found_error", "model: claude-nope")
-    stand_in.queue(Reply(404, body))
+    body = error_body("invalid_request_error", "messages: at least one message is required")
+    stand_in.queue(Reply(400, body))
     error = failure(provider)
     assert error.kind == "api" and error.transient is False
-    assert error.message == f"HTTP 404: {json.dumps(body)}"
+    assert error.message == f"HTTP 400: {json.dumps(body)}"
     assert len(stand_in.requests) == 1
 
 
@@ -445,8 +325,8 @@ def test_engine_retries_an_overload_once_and_the_sdk_adds_nothing(
     assert run.status == "error"
     assert "overloaded" in (run.error or "")
     assert len(stand_in.requests) == 2  # one attempt + exactly one engine retry, no SDK retries
-    warnings = [e.message for e in run.events.snapshot() if e.kind == "warning"]
-    assert any("retry 1 of 1" in w for w in warnings)
+    retries = [e.reason for e in run.events.snapshot() if e.kind == "model_retry"]
+    assert len(retries) == 1 and "retry 1 of 1" in retries[0] and "overloaded" in retries[0]
 
 
 def test_engine_retry_recovers_after_one_overload(stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -204,4 +204,4 @@ def test_unknown_provider_fails_when_called_not_when_looked_up():
     provider = provider_for("nosuch", "m")
     with pytest.raises(ProviderError) as info:
         ask(provider)
-    assert "no provider named 'nosuch'" in info.value.message and info.value.kind == "api"
+    assert "no provider named 'nosuch'" in info.value.message and info.value.kind == "unknown_model"

@@ -9,9 +9,9 @@ send it.
 from __future__ import annotations
 
 from lev_nb.engine.context.regions import Entry, Region, render_checklist
-from lev_nb.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.messages import Block, Message, SystemBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
-__all__ = ["assemble", "render_system_block", "entries_to_messages"]
+__all__ = ["assemble", "assemble_blocks", "flag_cache_breakpoint", "render_system_block", "entries_to_messages"]
 
 _VOLATILITY_RANK = {"stable": 0, "grows": 1, "rewritten": 2}
 
@@ -141,7 +141,13 @@ def _is_empty(message: Message) -> bool:
 
 
 def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
-    """Build (system blocks, messages) from ``regions`` in prompt order.
+    """Build (system blocks, messages) from ``regions`` in prompt order; see :func:`assemble_blocks`."""
+    blocks, messages = assemble_blocks(regions)
+    return [block.text for block in blocks], messages
+
+
+def assemble_blocks(regions: list[Region]) -> tuple[list[SystemBlock], list[Message]]:
+    """Build (described system blocks, messages) from ``regions`` in prompt order.
 
     System blocks are stable-sorted by declared volatility (stable, grows, rewritten), then by
     how long their kind stays unchanged, so the prefix a provider caches changes least. The
@@ -149,24 +155,26 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
     otherwise start with the assistant (or be empty), and end with ``Continue.`` when the
     assistant spoke last.
     """
-    ranked: list[tuple[int, int, str]] = []
+    ranked: list[tuple[int, int, SystemBlock]] = []
     messages: list[Message] = []
     for region in regions:
         if region.kind == "sliding_window":
             messages.extend(entries_to_messages(region.entries))
             continue
+        rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
+        tier = _cache_tier(region)
         # A custom region with a script renders itself (see context/custom.py).
         scripted = getattr(region, "render_parts", None)
         parts = scripted() if scripted is not None else None
         if parts is not None:
-            rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
-            ranked.extend((rank, _cache_tier(region), block) for block in parts[0])
+            ranked.extend(
+                (rank, tier, SystemBlock(text, region.name, region.config.volatility, tier)) for text in parts[0]
+            )
             messages.extend(parts[1])
             continue
         block = render_system_block(region)
         if block is not None:
-            rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
-            ranked.append((rank, _cache_tier(region), block))
+            ranked.append((rank, tier, SystemBlock(block, region.name, region.config.volatility, tier)))
     ranked.sort(key=lambda item: (item[0], item[1]))
     system = [block for _, _, block in ranked]
     messages = [m for m in _strip_orphans(messages) if not _is_empty(m)]
@@ -177,3 +185,16 @@ def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
     if messages[-1].role == "assistant":
         messages.append(Message(role="user", content="Continue."))
     return system, messages
+
+
+def flag_cache_breakpoint(messages: list[Message], system_changed: bool) -> None:
+    """Mark the message worth caching up to, unless the system prefix changed since the last
+    request (then nothing in the conversation can be read back from the cache): the fourth from
+    the end when there are at least five messages, else the first when there are at least two
+    (spec/runtime.md §3.2)."""
+    if system_changed:
+        return
+    if len(messages) >= 5:
+        messages[len(messages) - 4].cache_breakpoint = True
+    elif len(messages) >= 2:
+        messages[0].cache_breakpoint = True

@@ -77,6 +77,15 @@ class RegionConfig:
     admission: str = "evict"
     persistent: bool = False
     script: str | None = None
+    # compacting: summarise once the region holds this many tokens (resolved by the plan).
+    compact_threshold: int | None = None
+    # compact_history: the region whose summaries it keeps ("" for none).
+    source_region: str = ""
+
+    @property
+    def threshold(self) -> int:
+        """The compacting threshold in tokens (80% of the budget when the plan set none)."""
+        return self.compact_threshold if self.compact_threshold is not None else self.max_tokens * 8 // 10
 
     def __post_init__(self) -> None:
         kind = "hashmap" if self.kind == "hash_map" else self.kind
@@ -203,6 +212,9 @@ class Region:
         self.entries: list[Entry] = []
         # Checklist ids come from a counter, so an id never names a different item later.
         self._next_item_id = 1
+        # A sliding window with strategy = "compact" keeps what it evicts here until the engine
+        # has summarised it (see lev_nb.engine.pipeline.compaction).
+        self.evicted_for_summary: list[Entry] = []
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -328,13 +340,17 @@ class Region:
             chunk = max(1, self.config.compact_count)
         while not self._fits(candidate):
             for _ in range(chunk):
-                victim = next((e for e in candidate if e is not newcomer), None)
+                # A summary of what was evicted earlier goes last: it stands for all of it.
+                victim = next((e for e in candidate if e is not newcomer and not e.metadata.get("summary")), None)
+                victim = victim or next((e for e in candidate if e is not newcomer), None)
                 if victim is None:
                     break
                 candidate.remove(victim)
                 evicted.append(victim)
             if len(candidate) == 1:
                 break
+        if self.kind == "sliding_window" and self.config.strategy == "compact":
+            self.evicted_for_summary.extend(e for e in evicted if not e.metadata.get("summary"))
         return evicted
 
     # -- checklist items ---------------------------------------------------------------------------

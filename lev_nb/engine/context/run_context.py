@@ -30,7 +30,8 @@ class RunContext(ContextWindow):
         return super()._new_region(config)
 
     def enter_stage(self, stage: StagePlan) -> None:
-        """Show the stage's own regions (or the global layout)."""
+        """Show the stage's own regions (or the global layout); the window is the stage's model's."""
+        self.window_tokens = stage.window_tokens
         self.apply_stage_layout(list(stage.layout) if stage.layout is not None else None)
 
     def seed_input(self, region: str, text: str) -> None:
@@ -57,9 +58,9 @@ class RunContext(ContextWindow):
         """True when the region exists and holds something."""
         return self.has_region(region) and not self.is_empty(region)
 
-    def transform(self, kind: str, config: dict[str, Any]) -> list[str]:
-        """Apply an edge transform; returns the regions that would need a summariser."""
-        return list(self.apply_transform(kind, config).to_summarise)
+    def transform(self, kind: str, config: dict[str, Any]) -> Any:
+        """Apply an edge transform; the TransformResult says what the summariser must do."""
+        return self.apply_transform(kind, config)
 
 
 def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -> RunContext:
@@ -70,7 +71,7 @@ def build_context(plan: RunPlan, region_scripts: dict[str, Any] | None = None) -
     """
     names = {config.name for _, config in plan.scripted_regions()}
     host = RegionHost(region_scripts or {}, names) if names else None
-    ctx = RunContext(list(plan.layout), region_host=host)
+    ctx = RunContext(list(plan.layout), plan.window_tokens, region_host=host)
     for stage in plan.stages:
         if stage.layout is not None:
             ctx.declare(stage.layout)

@@ -42,6 +42,8 @@ FINAL_OUTPUT_NOTE = (
     "\n[...cut here to fit the context; the complete answer is the run's final output]"
 )
 RESULT_CAP_NOTE = "\n[...truncated]"
+SUMMARY_TRUNCATION_NOTE = "\n[...summary cut to fit its region]"
+SUMMARY_HEADING = "[Summary of earlier context]"
 WINDOW_FULL_TEXT = "[tool result truncated - context window full]"
 OMITTED_TEXT = "[result omitted]"
 MESSAGE_TRIM_NOTE = "\n[...truncated: this message was larger than the conversation's budget]"
@@ -451,6 +453,66 @@ class ContextWindow:
         target.clear()
         target.add(Entry.make(text))
 
+    def paired_history(self, source: str) -> Region | None:
+        """The compact_history region that keeps ``source``'s summaries, if one is declared."""
+        return next(
+            (r for r in self._regions.values() if r.kind == "compact_history" and r.config.source_region == source),
+            None,
+        )
+
+    def store_summary(self, region: str, summary: str) -> int:
+        """File a summary of ``region``: into its paired compact_history (emptying the region), else
+        in place of its content (a sliding window keeps it as its first entry). Returns the tokens
+        the summary takes."""
+        history = self.paired_history(region)
+        if history is not None and history.name != region:
+            text, _ = trim_with_note(summary, history.free_tokens, SUMMARY_TRUNCATION_NOTE)
+            if history.free_tokens > MIN_PARTIAL_TOKENS:
+                history.add(Entry.make(text, metadata={"source": region}))
+                self._regions[region].clear()
+                return estimate_tokens(text)
+        target = self._regions[region]
+        if target.kind == "sliding_window":
+            target.clear()
+            return self.store_window_summary(region, summary)
+        self.replace_with_summary(region, summary)
+        return target.tokens
+
+    def store_window_summary(self, region: str, summary: str) -> int:
+        """Keep a summary of what a sliding window evicted: in its paired compact_history, else
+        as the window's first entry (replacing an earlier summary), cut to a quarter of its budget."""
+        history = self.paired_history(region)
+        if history is not None and history.free_tokens > MIN_PARTIAL_TOKENS:
+            text, _ = trim_with_note(summary, history.free_tokens, SUMMARY_TRUNCATION_NOTE)
+            history.add(Entry.make(text, metadata={"source": region}))
+            return estimate_tokens(text)
+        target = self._regions[region]
+        text, _ = trim_with_note(f"{SUMMARY_HEADING}\n{summary}", max(1, target.max_tokens // 4),
+                                 SUMMARY_TRUNCATION_NOTE)
+        target.entries = [e for e in target.entries if not e.metadata.get("summary")]
+        target.entries.insert(0, Entry.make(text, metadata={"summary": True}))
+        return estimate_tokens(text)
+
+    def evict_for_room(self, limit: int) -> list[tuple[str, int, int]]:
+        """Drop the oldest entries of the visible temporary and clearable regions (a clearable one
+        all at once) until the visible context holds fewer than ``limit`` tokens. Returns
+        (region, entries dropped, tokens dropped) for each region touched."""
+        dropped: list[tuple[str, int, int]] = []
+        for region in self.visible_regions():
+            if self.total_tokens() < limit:
+                break
+            if region.kind not in ("temporary", "clearable") or not region.entries:
+                continue
+            count = tokens = 0
+            while region.entries and self.total_tokens() >= limit:
+                victims = list(region.entries) if region.kind == "clearable" else [region.entries[0]]
+                for victim in victims:
+                    region.entries.remove(victim)
+                    count += 1
+                    tokens += victim.tokens
+            dropped.append((region.name, count, tokens))
+        return dropped
+
     # -- seeds and the final output mirror -----------------------------------------------------
     def seed(self, region: str, text: str) -> bool:
         """Put caller or seed input into ``region``, cut to its budget with a closing note.
@@ -498,3 +560,9 @@ class ContextWindow:
         from lev_nb.engine.context.assembly import assemble
 
         return assemble(self.visible_regions())
+
+    def assemble_blocks(self) -> tuple[list[Any], list[Any]]:
+        """The visible regions as (described system blocks, messages). See assembly.py."""
+        from lev_nb.engine.context.assembly import assemble_blocks
+
+        return assemble_blocks(self.visible_regions())

@@ -10,14 +10,18 @@ returned as an error :class:`~lev_nb.engine.state.Outcome`, never raised.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
-from lev_nb.engine.state import Outcome
+from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.providers.pricing import CostTotals, call_cost, price_for
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -30,6 +34,53 @@ DEFAULT_MAX_TOKENS = 4096
 DEFAULT_TEMPERATURE = 0.7
 ROUTING_MAX_TOKENS = 256
 RESPONSE_TEXT_IN_EVENT = 500
+# Streamed text is gathered into one model_text event at most this often (and at the call's end).
+TEXT_EVENT_INTERVAL_S = 0.1
+TEXT_EVENT_MAX_CHARS = 4000
+
+
+class TextStream:
+    """Turns a provider's text deltas into throttled ``model_text`` events for one call attempt.
+
+    A provider may call :meth:`push` from the engine loop (the Anthropic SDK) or from a worker
+    thread (a Rhai provider script); from another thread the delta is handed to the loop, so
+    events are always emitted on the engine loop and in order.
+    """
+
+    def __init__(self, state: RunState, purpose: str, attempt: int) -> None:
+        self.state = state
+        self.purpose = purpose
+        self.attempt = attempt
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._buffer: list[str] = []
+        self._size = 0
+        self._last = time.monotonic()
+
+    def push(self, text: str) -> None:
+        """Take one delta (any thread)."""
+        if threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self._take, text)
+        else:
+            self._take(text)
+
+    def _take(self, text: str) -> None:
+        if not text:
+            return
+        self._buffer.append(text)
+        self._size += len(text)
+        if self._size >= TEXT_EVENT_MAX_CHARS or time.monotonic() - self._last >= TEXT_EVENT_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Emit what is buffered as one event (on the engine loop)."""
+        if not self._buffer:
+            return
+        text, self._buffer, self._size = "".join(self._buffer), [], 0
+        self._last = time.monotonic()
+        state = self.state
+        state.rec.emit(ev.ModelText(state.run_id, state.stage.name, text=text, purpose=self.purpose,
+                                    attempt=self.attempt))
 
 
 @dataclass(frozen=True)
@@ -63,6 +114,23 @@ class InferencePool:
 
 INFERENCE_POOL = InferencePool()
 
+# An unusable model with no fallback left ends the run instead of taking the error edge: the
+# account or the network needs a person (spec/runtime.md §13.3 pauses the run; lev_nb has no
+# paused runs yet, so it ends in error saying what to set up).
+NEEDS_SETUP: dict[str, tuple[str, str]] = {
+    "credits": ("is out of credits or quota", "top up the account or name another model in the stage's list"),
+    "unreachable": ("could not be reached after its retries",
+                    "check the network and the provider's base_url (or name another model in the stage's list)"),
+}
+
+
+class _CallFailed(Exception):
+    """No model could answer a call; ``error`` is the last ProviderError."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
 
 def default_model(settings: Settings) -> tuple[str, str]:
     """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
@@ -86,32 +154,49 @@ class ModelPick:
     refusal: str | None = None
 
 
-def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
-    """The stage's model as spec/blueprint.md §4.1 orders the choice.
+def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], str | None]:
+    """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
 
-    The stage's list is tried in order, the configured ``default_provider``'s entries first; the
-    first whose provider lev_nb can reach wins. A stage that names no model, or none reachable, runs
-    on the configured default, unless it sets ``allow_user_default = false``.
+    The stage's list in order, the configured ``default_provider``'s entries first, keeping those
+    whose provider lev_nb can reach; then the configured default, unless the stage sets
+    ``allow_user_default = false``. The head is the starting model, the rest its fallbacks.
     """
     from lev_nb.providers.resolve import is_registered
 
     preferred = settings.default_provider
-    candidates = sorted(stage.models, key=lambda c: c.provider != preferred)
-    for choice in candidates:
-        if is_registered(choice.provider):
-            note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
-            return ModelPick(choice.provider, choice.model, note)
     provider, model = default_model(settings)
     if not stage.models:
-        return ModelPick(provider, model)
+        return [ModelPick(provider, model)], None
+    picks: list[ModelPick] = []
+    seen: set[tuple[str, str]] = set()
+    for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
+        if is_registered(choice.provider, settings) and (choice.provider, choice.model) not in seen:
+            seen.add((choice.provider, choice.model))
+            note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
+            picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
     named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
     if not stage.allow_user_default:
-        return ModelPick(provider, model, refusal=(
+        if picks:
+            return picks, None
+        return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
-            "(allow_user_default = false)"))
-    return ModelPick(provider, model, note=(
-        f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
-        f"{provider}/{model} (set allow_user_default = false to fail instead)"))
+            "(allow_user_default = false)")
+    if (provider, model) not in seen:
+        note = None if picks else (
+            f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
+            f"{provider}/{model} (set allow_user_default = false to fail instead)")
+        picks.append(ModelPick(provider, model, note))
+    return picks, None
+
+
+def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
+    """The stage's starting model as spec/blueprint.md §4.1 orders the choice (the head of
+    :func:`model_candidates`; a ModelPick with ``refusal`` set when none is allowed)."""
+    picks, refusal = model_candidates(stage, settings)
+    if refusal is not None or not picks:
+        provider, model = default_model(settings)
+        return ModelPick(provider, model, refusal=refusal or f"stage '{stage.name}' has no usable model")
+    return picks[0]
 
 
 def model_label(provider: Provider | None, stage: StagePlan, settings: Settings) -> str:
@@ -149,23 +234,25 @@ class Inference:
         self.tools = tools
         self.hooks = hooks
         self._last_system_key: int | None = None
+        self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
+        self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
+        self.usage_total = CostTotals()
+        self.usage_by_stage: dict[str, CostTotals] = {}
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
         """One inference of the current stage, with its hooks; counts an iteration on success."""
         state = self.state
         try:
-            request, provider = self._request("stage")
-            if await self.hooks.before_inference():  # it rewrote regions: assemble again
-                request, provider = self._request("stage")
+            self._provider_for(state.stage)  # a stage no model may serve fails before its hooks run
         except ProviderError as exc:
-            return self.failed(exc.message)
+            return self._failure(exc)
         try:
-            response = await self._complete(request, provider)
-        except ProviderError as exc:
-            self._record(request, None, error=exc.message)
-            return self.failed(exc.message)
+            await self.hooks.before_inference()
+            request, response = await self._call("stage")
+        except _CallFailed as failure:
+            return self._failure(failure.error)
         state.meta.iteration += 1
         state.progress.iterations += 1
         self._record(request, response)
@@ -176,22 +263,63 @@ class Inference:
     async def routing_turn(self, targets: list[str], allow_done: bool) -> ModelResponse | Outcome:
         """Ask the model which of ``targets`` comes next (the routing prompt is already in context)."""
         try:
-            request, provider = self._request(
-                "routing",
-                choices=targets,
-                allow_done=allow_done,
-                temperature=0.0,
-                max_tokens=ROUTING_MAX_TOKENS,
+            request, response = await self._call(
+                "routing", choices=targets, allow_done=allow_done, temperature=0.0, max_tokens=ROUTING_MAX_TOKENS,
             )
-        except ProviderError as exc:
-            return self.failed(exc.message)
-        try:
-            response = await self._complete(request, provider)
-        except ProviderError as exc:
-            self._record(request, None, error=exc.message)
-            return self.failed(exc.message)
+        except _CallFailed as failure:
+            return self._failure(failure.error)
         self._record(request, response)
         return response
+
+    async def _call(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, ModelResponse]:
+        """Build the request and send it; on an unusable model, fall back to the stage's next one
+        (a ``model_fallback`` event says why) and send again. Raises _CallFailed."""
+        while True:
+            try:
+                request, provider = self._request(purpose, **overrides)
+            except ProviderError as exc:
+                raise _CallFailed(exc) from None
+            try:
+                return request, await self._complete(request, provider)
+            except ProviderError as exc:
+                self._record(request, None, error=exc.message)
+                if not self._fall_back(request, exc):
+                    raise _CallFailed(exc) from None
+
+    def _fall_back(self, request: ModelRequest, error: ProviderError) -> bool:
+        """Mark the request's model unusable and switch to the next candidate; False when the
+        error is not about the model, the model was fixed at launch, or no candidate is left."""
+        reason = error.unusable_reason
+        if reason is None or self.provider is not None:
+            return False
+        self._unusable[(request.provider, request.model)] = reason
+        nxt = self._usable_pick(self.state.stage)
+        if nxt is None:
+            return False
+        self.state.rec.emit(
+            ev.ModelFallback(
+                self.state.run_id, self.state.stage.name,
+                from_model=f"{request.provider}/{request.model}", to_model=f"{nxt.provider}/{nxt.model}",
+                reason=f"{reason}: {error.message}",
+            )
+        )
+        return True
+
+    def _failure(self, error: ProviderError) -> Outcome:
+        """The Outcome of a call no model could serve: the error edge may catch it, except when
+        the account or the network needs setting up, which ends the run (RunFailure)."""
+        reason = error.unusable_reason
+        if reason in NEEDS_SETUP:
+            state = self.state
+            stage = state.stage.name
+            what, remedy = NEEDS_SETUP[reason]
+            state.rec.emit(ev.StageError(state.run_id, stage, message=error.message))
+            state.meta.needs_setup = {"blocker": "credits" if reason == "credits" else "providers", "remedy": remedy}
+            raise RunFailure(
+                f"stopped in stage '{stage}': the model {what} ({error.message}) and no other model in the "
+                f"stage's list can take over. The run needs setup (resumable): {remedy}, then start it again."
+            )
+        return self.failed(error.message)
 
     def failed(self, message: str) -> Outcome:
         """Record a failed model call of the current stage; the Outcome its error edge may catch."""
@@ -200,6 +328,11 @@ class Inference:
         return Outcome("error", f"the model call failed in stage '{stage}': {message}")
 
     # -- building and sending -----------------------------------------------------------------
+    def _usable_pick(self, stage: StagePlan) -> ModelPick | None:
+        """The stage's first candidate not found unusable in this run."""
+        picks, _ = model_candidates(stage, self.state.settings)
+        return next((p for p in picks if (p.provider, p.model) not in self._unusable), None)
+
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
         from lev_nb.providers.resolve import ModelOverride, provider_for
 
@@ -210,7 +343,13 @@ class Inference:
             return self.provider, getattr(self.provider, "name", "custom"), pick.model
         if pick.refusal is not None:
             raise ProviderError("api", pick.refusal)
-        if pick.note is not None and stage.name not in self._noted:
+        usable = self._usable_pick(stage)
+        if usable is None:
+            reasons = ", ".join(f"{p}/{m}: {r}" for (p, m), r in self._unusable.items())
+            raise ProviderError("api", f"no model of stage '{stage.name}' is usable ({reasons})")
+        if usable != pick:
+            pick = usable
+        elif pick.note is not None and stage.name not in self._noted:
             self._noted.add(stage.name)
             self.state.warn(pick.note)
         return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
@@ -218,7 +357,11 @@ class Inference:
     def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage
         provider, provider_name, model_name = self._provider_for(stage)
-        system, messages = self.state.ctx.assemble()
+        blocks, messages = self.state.ctx.assemble_blocks()
+        system = [block.text for block in blocks]
+        system_key = hash(tuple(system))
+        flag_cache_breakpoint(messages, system_key != self._last_request_system)
+        self._last_request_system = system_key
         params = dict(stage.parameters)
         max_tokens = int(
             params.pop("max_tokens", params.pop("max_output_tokens", DEFAULT_MAX_TOKENS)) or DEFAULT_MAX_TOKENS
@@ -238,17 +381,21 @@ class Inference:
             output_format=spec.format if spec else None,
             extra=params,
             timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
+            system_blocks=blocks,
         )
         for key, value in overrides.items():
             setattr(request, key, value)
         return request, provider
 
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
-        """One model call with the run's retry policy for transient errors."""
+        """One model call with the run's retry policy for transient errors; streamed text becomes
+        ``model_text`` events and every retry a ``model_retry`` event."""
         retry = self.retry
         attempt = 0
         while True:
             attempt += 1
+            stream = TextStream(self.state, request.purpose, attempt)
+            request.on_text = stream.push
             try:
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
@@ -262,14 +409,21 @@ class Inference:
             except Exception as exc:  # a broken provider is a failed model call, not a crash of lev_nb
                 name = getattr(provider, "name", type(provider).__name__)
                 error = ProviderError("api", f"the '{name}' provider failed: {type(exc).__name__}: {exc}")
+            finally:
+                await asyncio.sleep(0)  # let deltas handed over from a worker thread land first
+                stream.flush()
+                request.on_text = None
             if not error.transient or attempt >= retry.max_attempts:
                 raise error
             delay = min(retry.base_delay_s * 2 ** (attempt - 1), retry.max_delay_s)
             if error.retry_after is not None:
                 delay = min(max(delay, error.retry_after), retry.max_delay_s)
-            self.state.warn(
-                f"model call failed ({error.message}); retry {attempt} of "
-                f"{retry.max_attempts - 1} in {delay:g} s"
+            self.state.rec.emit(
+                ev.ModelRetry(
+                    self.state.run_id, self.state.stage.name, provider=request.provider, model=request.model,
+                    attempt=attempt, max_attempts=retry.max_attempts, delay_s=delay,
+                    reason=f"{error.message}; retry {attempt} of {retry.max_attempts - 1} in {delay:g} s",
+                )
             )
             await asyncio.sleep(delay)
 
@@ -279,11 +433,13 @@ class Inference:
         state = self.state
         meta = state.meta
         usage = response.usage if response else None
+        cost: float | None = None
         if usage is not None:
             meta.prompt_tokens += usage.prompt_tokens
             meta.completion_tokens += usage.completion_tokens
             meta.cached_tokens += usage.cached_tokens
             meta.cache_write_tokens += usage.cache_write_tokens
+            cost = self._count_usage(request, usage)
         state.rec.emit(
             ev.ModelCall(
                 state.run_id,
@@ -297,13 +453,34 @@ class Inference:
                 tool_calls=len(response.tool_calls) if response else 0,
                 text=(response.text[:RESPONSE_TEXT_IN_EVENT] if response else ""),
                 error=error,
+                cached_tokens=usage.cached_tokens if usage else 0,
+                cache_write_tokens=usage.cache_write_tokens if usage else 0,
+                cost_usd=cost,
             )
         )
-        state.rec.transcript(self._transcript_entry(request, response, error))
+        state.rec.transcript(self._transcript_entry(request, response, error, cost))
         state.rec.save()
 
+    def _count_usage(self, request: ModelRequest, usage: Any) -> float | None:
+        """Add one call's tokens and cost to the run's and the stage's totals (meta.json's
+        ``usage`` and ``cost_usd``); returns the call's cost, None when its model has no price."""
+        settings = self.state.settings
+        pricing = price_for(request.provider, request.model, settings.provider(request.provider).prices)
+        cost = call_cost(usage, pricing)
+        label = f"{request.provider}/{request.model}"
+        stage = self.state.stage.name
+        self.usage_total.add(usage, cost, label)
+        self.usage_by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
+        meta = self.state.meta
+        meta.cost_usd = self.usage_total.cost_usd
+        meta.usage = {
+            "total": self.usage_total.to_dict(),
+            "by_stage": {name: totals.to_dict() for name, totals in self.usage_by_stage.items()},
+        }
+        return cost
+
     def _transcript_entry(
-        self, request: ModelRequest, response: ModelResponse | None, error: str | None
+        self, request: ModelRequest, response: ModelResponse | None, error: str | None, cost: float | None = None
     ) -> dict[str, Any]:
         # The transcript keeps what is new in each request (the system prompt when it changed,
         # the messages after the model's last turn) so it grows with the run, not quadratically.
@@ -330,6 +507,7 @@ class Inference:
                 ],
                 "finish_reason": response.finish_reason,
                 "usage": dict(response.usage.__dict__),
+                "cost_usd": cost,
             },
             "error": error,
         }

@@ -19,6 +19,7 @@ from lev_nb.engine.plan.types import EdgePlan, OutputSpec, StagePlan
 from lev_nb.engine.state import Ending, Outcome, RunFailure, StageProgress
 
 if TYPE_CHECKING:
+    from lev_nb.engine.pipeline.compaction import Compactor
     from lev_nb.engine.pipeline.inference import Inference
     from lev_nb.engine.state import RunState
 
@@ -32,8 +33,9 @@ class Transitions:
     """Resolves and takes transitions, and enters stages.
 
     Receives the run state, the run's :class:`~lev_nb.engine.pipeline.inference.Inference` (for
-    the routing call) and ``output_spec`` (the final-output spec in force for a stage, which the
-    stage's instructions describe when it owes one).
+    the routing call), ``output_spec`` (the final-output spec in force for a stage, which the
+    stage's instructions describe when it owes one) and the run's
+    :class:`~lev_nb.engine.pipeline.compaction.Compactor` (summaries an edge transform asks for).
     """
 
     def __init__(
@@ -41,10 +43,12 @@ class Transitions:
         state: RunState,
         inference: Inference,
         output_spec: Callable[[StagePlan], OutputSpec | None],
+        compactor: Compactor | None = None,
     ) -> None:
         self.state = state
         self.inference = inference
         self.output_spec = output_spec
+        self.compactor = compactor
 
     # -- entering a stage -------------------------------------------------------------------------
     def enter(self, name: str, from_stage: str | None) -> None:
@@ -97,17 +101,17 @@ class Transitions:
             if edge is None:
                 return Ending("error", outcome.message)
             state.ctx.note("error_report", error_note(stage.name, outcome.message))
-            self._take(edge, outcome.message)
+            await self._take(edge, outcome.message)
             return None
         if outcome is not None and outcome.kind == "stuck":
             edge = find_conditioned(plan, stage, visits, "stuck")
             if edge is not None:
-                self._take(edge, outcome.message)
+                await self._take(edge, outcome.message)
             return None
         if outcome is not None and outcome.kind == "max_iterations":
             edge = find_conditioned(plan, stage, visits, "max_iterations")
             if edge is not None:
-                self._take(edge, "the stage reached its iteration cap")
+                await self._take(edge, "the stage reached its iteration cap")
                 return None
         resolution = resolve_normal(plan, stage, visits)
         if resolution.kind == "fallthrough":
@@ -116,10 +120,10 @@ class Transitions:
         if resolution.kind == "terminal":
             return self._complete_run()
         if resolution.kind == "dead_end":
-            return self._dead_end()
+            return await self._dead_end()
         if resolution.kind == "next":
             assert resolution.edge is not None
-            self._take_gated(resolution.edge)
+            await self._take_gated(resolution.edge)
             return None
         return await self._route(resolution.choices)
 
@@ -129,7 +133,7 @@ class Transitions:
             return Ending("error", OWED_AT_END)
         return Ending("complete")
 
-    def _dead_end(self) -> Ending | None:
+    async def _dead_end(self) -> Ending | None:
         state = self.state
         plan, stage, visits = state.plan, state.stage, state.visits
         message = (
@@ -140,7 +144,7 @@ class Transitions:
         if edge is None:
             return Ending("error", message)
         state.ctx.note("error_report", error_note(stage.name, message))
-        self._take(edge, message)
+        await self._take(edge, message)
         return None
 
     async def _route(self, choices: tuple[EdgePlan, ...]) -> Ending | None:
@@ -161,11 +165,11 @@ class Transitions:
             picked = choices[0]
             state.warn(f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'")
         assert isinstance(picked, EdgePlan)
-        self._take_gated(picked)
+        await self._take_gated(picked)
         return None
 
     # -- taking an edge ---------------------------------------------------------------------------
-    def _take_gated(self, edge: EdgePlan) -> None:
+    async def _take_gated(self, edge: EdgePlan) -> None:
         """Take a normal edge unless its gate holds the stage (then nudge and keep going)."""
         state = self.state
         gate = edge.gate
@@ -189,7 +193,7 @@ class Transitions:
                     )
                     state.rec.save()
                     return None
-        self._take(edge, "")
+        await self._take(edge, "")
         return None
 
     def _force_gate(self, edge: EdgePlan, message: str) -> None:
@@ -204,11 +208,11 @@ class Transitions:
                     flags.required_regions_abandoned.append(region)
         state.rec.emit(ev.GateForced(state.run_id, state.stage.name, target=edge.target, message=message))
 
-    def _take(self, edge: EdgePlan, reason: str) -> None:
-        pending = self.state.ctx.transform(edge.transform, edge.transform_config)
-        if pending:
-            self.state.warn(
-                "compaction by a model is not available yet, so these regions were "
-                f"carried as they are: {', '.join(pending)}"
-            )
+    async def _take(self, edge: EdgePlan, reason: str) -> None:
+        """Apply the edge's transform to the stage being left (summaries included), then move."""
+        result = self.state.ctx.transform(edge.transform, edge.transform_config)
+        if self.compactor is not None:
+            await self.compactor.after_transform(result, edge.transform_config)
+        elif result.to_summarise:
+            self.state.warn(f"no summariser: these regions were carried as they are: {', '.join(result.to_summarise)}")
         self.move(edge.target, edge.condition, edge.transform, reason)

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from lev_nb.engine.plan.types import (
+    CompactionPlan,
     EdgePlan,
     FanOutPlan,
     GatePlan,
@@ -30,15 +31,11 @@ from lev_nb.engine.context.regions import RegionConfig
 
 def plan_from_blueprint(bp: Any) -> RunPlan:
     """Precompute everything the run loop needs from a loaded blueprint."""
-    from lev_nb.blueprint.constants import MODEL_WINDOWS
-
-    entry = bp.stages[bp.entry_stage]
-    window = DEFAULT_WINDOW_TOKENS
-    if entry.models:
-        ref = entry.models[0]
-        window = MODEL_WINDOWS.get((ref.provider, ref.model), DEFAULT_WINDOW_TOKENS)
+    window = _window(bp, bp.entry_stage)
+    # A stage's own layout is resolved against its own model's window; the global layout (shared
+    # by every stage) against the entry stage's.
     stages = tuple(
-        _stage_plan(bp, name, index, window) for index, name in enumerate(bp.stage_names)
+        _stage_plan(bp, name, index, _window(bp, name)) for index, name in enumerate(bp.stage_names)
     )
     layout = tuple(_region_config(r, window) for r in bp.global_layout.values())
     caller = tuple(i.region for i in bp.inputs) or ("task",)
@@ -62,6 +59,36 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         repetition=_repetition(bp),
         max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
         read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
+        compaction=_compaction(bp),
+        window_tokens=window,
+    )
+
+
+def _window(bp: Any, stage_name: str) -> int:
+    """The context window of a stage's first model: the built-in table's, a provider script's
+    ``@max_context_tokens``, else DEFAULT_WINDOW_TOKENS."""
+    from lev_nb.blueprint.constants import MODEL_WINDOWS
+
+    stage = bp.stages[stage_name]
+    if not stage.models:
+        return DEFAULT_WINDOW_TOKENS
+    ref = stage.models[0]
+    known = MODEL_WINDOWS.get((ref.provider, ref.model))
+    if known is not None:
+        return known
+    from lev_nb.providers.rhai_provider import script_window
+    from lev_nb.settings import current
+
+    return script_window(ref.provider, current()) or DEFAULT_WINDOW_TOKENS
+
+
+def _compaction(bp: Any) -> CompactionPlan:
+    raw = bp.compaction
+    if raw is None:
+        return CompactionPlan()
+    return CompactionPlan(
+        provider=raw.provider, model=raw.model, system_prompt=raw.system_prompt,
+        max_summary_tokens=raw.max_summary_tokens, temperature=raw.temperature, declared=True,
     )
 
 
@@ -130,6 +157,7 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         interaction_points=tuple((pt.name, pt.unattended) for pt in stage.interaction_points)
         if stage.mode == "interactive_points"
         else (),
+        window_tokens=window,
     )
 
 
@@ -196,10 +224,11 @@ def _output_spec(spec: Any) -> OutputSpec | None:
 
 
 def _region_config(region: Any, window: int) -> RegionConfig:
+    budget = region.resolve_budget(window)
     return RegionConfig(
         name=region.name,
         kind=region.kind,
-        max_tokens=region.resolve_budget(window),
+        max_tokens=budget,
         max_items=region.max_items,
         strategy=region.strategy,
         overflow=region.overflow,
@@ -214,7 +243,24 @@ def _region_config(region: Any, window: int) -> RegionConfig:
         admission=region.admission,
         persistent=region.persistent,
         script=region.script,
+        compact_threshold=_compact_threshold(region, budget) if region.kind == "compacting" else None,
+        source_region=region.source_region or "",
     )
+
+
+def _compact_threshold(region: Any, budget: int) -> int:
+    """When a compacting region summarises (spec/blueprint.md §6.1): ``compact_at`` ("N%" of its
+    resolved budget), capped by ``threshold_tokens``; with neither, 80% of the budget."""
+    from lev_nb.blueprint.model import parse_percent
+
+    threshold = budget * 8 // 10
+    if region.compact_at:
+        fraction = parse_percent(region.compact_at)
+        if isinstance(fraction, float):
+            threshold = int(budget * fraction)
+    if region.threshold_tokens is not None and region.threshold_tokens > 0:
+        threshold = min(threshold, region.threshold_tokens) if region.compact_at else region.threshold_tokens
+    return max(1, threshold)
 
 
 def _seed_plans(bp: Any) -> tuple[SeedPlan, ...]:

@@ -16,6 +16,7 @@ from lev_nb.blueprint.constants import (
     DEFAULT_GATE_ATTEMPTS,
     DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_WORKERS,
+    DEFAULT_WINDOW_TOKENS,
 )
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
@@ -109,6 +110,21 @@ class ModelChoice:
 
 
 @dataclass(frozen=True)
+class CompactionPlan:
+    """The summariser that compacts regions (``[compaction]``; the runtime defaults otherwise).
+
+    ``declared`` says whether the blueprint wrote the table.
+    """
+
+    provider: str = "anthropic"
+    model: str = "claude-sonnet-4-6"
+    system_prompt: str | None = None
+    max_summary_tokens: int = 2000
+    temperature: float = 0.2
+    declared: bool = False
+
+
+@dataclass(frozen=True)
 class NudgePlan:
     """The blueprint's word on one stage's empty-response nudge (agent, then stage; None: not set).
 
@@ -178,6 +194,7 @@ class StagePlan:
     hooks: dict[str, str] = field(default_factory=dict)
     # (name, unattended) of each interaction point, for interactive_points stages
     interaction_points: tuple[tuple[str, str], ...] = ()
+    window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -208,6 +225,8 @@ class RunPlan:
     repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
     max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH  # how deep worker runs may nest
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
+    compaction: CompactionPlan = field(default_factory=CompactionPlan)
+    window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""

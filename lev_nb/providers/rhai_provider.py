@@ -1,0 +1,604 @@
+"""Model providers written in Rhai (spec/rhai.md §2.5, host functions §3.5).
+
+A provider script lives in ``$LEV_HOME/providers/<name>.rhai`` (or where ``[model_providers.<name>]
+script`` points) and a stage names it as ``provider = "<name>"``. It must define
+``initialize(config)`` and ``inference(state, request)``; ``stream(state, request, on_chunk)``,
+``count_tokens(state, text, model)`` and ``list_models(state)`` are used when defined at exactly
+that arity. ``// @key value`` comments give metadata (``@max_context_tokens``, ``@default_model``...).
+
+The script is compiled and ``initialize`` run when a stage first calls it (with no HTTP: the
+``[model_providers.<name>]`` options, ``base_url``, the key named by ``api_key_env``), and again when
+the file changes. A script that does not load makes the provider unusable, so the stage falls back
+to its next model. Each call runs on a worker thread in a fresh hardened engine (500k operations,
+2 MB strings, 50k arrays and maps, a wall-clock cap of the request's timeout) with the provider
+host functions: ``parse_json``/``to_json``, ``parse_sse``, ``encode_uri``, ``encode_base64``,
+``env_var`` (the credential-name rule: ``()`` for a refused or unset name), ``count_tokens_heuristic``,
+and, outside ``initialize``, ``http_get``/``http_post``/``stream_request`` under the address policy of
+:mod:`lev_nb.providers.script_http`. A failed HTTP call throws ``#{kind, message, retry_after?}``, a
+map the script can catch; what the script throws becomes a :class:`ProviderError` whose kind keeps
+the retry and fallback rules (``rate_limited``, ``transport``/``server`` retried, ``api`` read for
+credits, auth and unknown-model answers).
+
+The HTTP wrappers and the streaming bridge are a small Rhai prelude compiled after the script; the
+Python host functions they call are registered with ``lev_nb.rhai.Engine.register_fn``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage
+from lev_nb.providers.base import ProviderError
+from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
+from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
+from lev_nb.settings.credentials import env_var_allowed
+from lev_nb.settings.model import Settings
+
+__all__ = [
+    "ProviderMeta",
+    "ProviderScript",
+    "ProviderScriptError",
+    "RhaiProvider",
+    "find_script",
+    "load_provider_script",
+    "parse_meta",
+    "script_window",
+]
+
+MAX_OPERATIONS = 500_000
+MAX_STRING_SIZE = 2_000_000
+MAX_COLLECTION_SIZE = 50_000
+PROVIDERS_DIR = "providers"
+_REQUIRED = (("initialize", 1, "config"), ("inference", 2, "state, request"))
+_OPTIONAL = {"stream": 3, "count_tokens": 3, "list_models": 1}
+_FINISH = {
+    "ToolCall": "tool_use", "tool_calls": "tool_use", "tool_use": "tool_use",
+    "TokenLimit": "token_limit", "length": "token_limit", "max_tokens": "token_limit",
+    "Stop": "stop", "stop_sequence": "stop",
+}
+_CREDIT_MARKERS = ("credit balance", "insufficient credits", "insufficient_quota", "quota", "billing")
+_STATUS = re.compile(r"^\s*HTTP\s+(\d{3})\b", re.IGNORECASE)
+
+# The HTTP wrappers (a failed call throws a map the script can catch) and the streaming bridge.
+# Appended after the script, so its line numbers in errors are the script's own.
+PRELUDE = r'''
+
+fn __lev_result(r) { if r.error != () { throw r.error; } r.body }
+fn http_get(url) { __lev_result(__lev_http("GET", url, (), #{})) }
+fn http_get(url, headers) { __lev_result(__lev_http("GET", url, (), headers)) }
+fn http_post(url, body) { __lev_result(__lev_http("POST", url, body, #{})) }
+fn http_post(url, body, headers) { __lev_result(__lev_http("POST", url, body, headers)) }
+fn stream_request(url, body, headers, callback) {
+    let handle = __lev_result(__lev_sse_open(url, body, headers));
+    loop {
+        let next = __lev_sse_next(handle);
+        if next.error != () { throw next.error; }
+        if next.done { break; }
+        callback.call(next.data);
+    }
+}
+fn __lev_stream(state, request) { stream(state, request, Fn("__emit_chunk")); }
+'''
+
+
+class ProviderScriptError(Exception):
+    """A provider script that cannot be used: unreadable, does not compile, lacks an entry point,
+    or its ``initialize`` failed. The message names the script."""
+
+
+@dataclass(frozen=True)
+class ProviderMeta:
+    """The ``// @key value`` metadata of a provider script (values that do not parse are ignored)."""
+
+    provider: str = ""
+    description: str = ""
+    default_model: str = ""
+    max_context_tokens: int = 8192
+    max_output_tokens: int = 4096
+    supports_streaming: bool = False
+
+
+def parse_meta(source: str) -> ProviderMeta:
+    """Read the ``// @key value`` comments of a provider script."""
+    found: dict[str, Any] = {}
+    for match in re.finditer(r"(?m)^\s*//\s*@(\w+)[ \t]+(.+?)\s*$", source):
+        key, value = match.group(1), match.group(2)
+        if key in ("provider", "description", "default_model"):
+            found[key] = value
+        elif key in ("max_context_tokens", "max_output_tokens") and value.isdigit():
+            found[key] = int(value)
+        elif key == "supports_streaming" and value.lower() in ("true", "false"):
+            found[key] = value.lower() == "true"
+    return ProviderMeta(**found)
+
+
+@dataclass
+class ProviderScript:
+    """A loaded provider script: its compiled form, metadata, optional entry points and the state
+    its ``initialize`` returned."""
+
+    name: str
+    path: Path
+    mtime: float
+    ast: AST
+    meta: ProviderMeta
+    state: Any
+    has: dict[str, bool] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------- finding scripts
+def _providers_dir() -> Path:
+    from lev_nb.settings.paths import lev_home
+
+    return Path(lev_home()) / PROVIDERS_DIR
+
+
+def find_script(name: str, settings: Settings) -> Path | None:
+    """The script file of provider ``name``: ``[model_providers.<name>] script`` (a path, or a name
+    in the providers folder), else ``$LEV_HOME/providers/<name>.rhai``; None when there is none."""
+    if not name or "/" in name or name.startswith("."):
+        return None
+    script = settings.provider(name).script
+    if script:
+        path = Path(script).expanduser()
+        if not path.is_absolute():
+            path = _providers_dir() / path
+        if path.suffix != ".rhai" and not path.exists():
+            path = path.with_name(path.name + ".rhai")
+    else:
+        path = _providers_dir() / f"{name}.rhai"
+    return path if path.is_file() else None
+
+
+def script_window(provider: str, settings: Settings) -> int | None:
+    """A provider script's ``@max_context_tokens``, or None when no script serves ``provider``."""
+    path = find_script(provider, settings)
+    if path is None:
+        return None
+    try:
+        return parse_meta(path.read_text(encoding="utf-8")).max_context_tokens
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+# ------------------------------------------------------------------------------------- loading
+_loaded: dict[tuple[str, str, str], ProviderScript] = {}
+_loaded_lock = threading.Lock()
+
+
+def _init_config(name: str, settings: Settings) -> dict[str, Any]:
+    """What ``initialize(config)`` receives: the provider's options, its base_url and timeout, and
+    the API key from the variable ``api_key_env`` names (naming it in the configuration allows it)."""
+    options = settings.provider(name)
+    config: dict[str, Any] = json.loads(json.dumps(dict(options.options), default=str))
+    config.setdefault("name", name)
+    if options.base_url:
+        config["base_url"] = options.base_url
+    if options.request_timeout_secs:
+        config["request_timeout_secs"] = options.request_timeout_secs
+    if options.api_key_env and os.environ.get(options.api_key_env):
+        config.setdefault("api_key", os.environ[options.api_key_env])
+    return config
+
+
+def load_provider_script(name: str, path: Path, settings: Settings) -> ProviderScript:
+    """Compile, check and initialise ``path`` (cached until the file or the configuration changes).
+    Raises ProviderScriptError."""
+    try:
+        mtime = path.stat().st_mtime
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProviderScriptError(f"provider script {path}: cannot read it: {exc}") from None
+    config = _init_config(name, settings)
+    key = (name, str(path), json.dumps(config, sort_keys=True))
+    with _loaded_lock:
+        cached = _loaded.get(key)
+        if cached is not None and cached.mtime == mtime:
+            return cached
+    label = str(path)
+    context = _CallContext(settings, timeout_s=None, network=False)
+    engine = context.engine()
+    try:
+        ast = engine.compile(source + PRELUDE)
+    except RhaiError as exc:
+        raise ProviderScriptError(f"provider script {label}: does not compile: {exc}") from None
+    functions = [(fn, arity) for fn, arity in ast.functions]
+    for fn, arity, signature in _REQUIRED:
+        arities = [a for f, a in functions if f == fn]
+        if not arities:
+            raise ProviderScriptError(f"{label}: script must define fn {fn}({signature})")
+        if arity not in arities:
+            raise ProviderScriptError(f"{label}: fn {fn} must take {arity} parameters ({signature}), found {arities[0]}")
+    has = {fn: (fn, arity) in functions for fn, arity in _OPTIONAL.items()}
+    try:
+        state = engine.call(ast, "initialize", config)
+    except RhaiError as exc:
+        raise ProviderScriptError(f"provider script {label}: initialize failed: {_thrown_message(exc)}") from None
+    except NotPlainDataError as exc:
+        raise ProviderScriptError(f"provider script {label}: initialize returned a value that is not data: {exc}") from None
+    script = ProviderScript(name, path, mtime, ast, parse_meta(source), state, has)
+    with _loaded_lock:
+        _loaded[key] = script
+    return script
+
+
+# ---------------------------------------------------------------------------------- host functions
+def _encode_uri(text: str) -> str:
+    keep = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in str(text).encode("utf-8"))
+
+
+def _encode_base64(text: str) -> str:
+    return base64.b64encode(str(text).encode("utf-8")).decode("ascii")
+
+
+def _parse_sse(chunk: Any) -> Any:
+    text = str(chunk).strip()
+    if text.startswith("data:"):
+        text = text[5:].strip()
+    if not text or text == "[DONE]":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _count_tokens_heuristic(text: Any, hint: Any) -> int:
+    size = len(str(text).encode("utf-8"))
+    if str(hint).lower() == "anthropic":
+        return math.ceil(size / 3.5)
+    # "openai" would be tiktoken upstream; lev_nb carries no tokenizer, so every other hint uses the
+    # runtime's own estimate.
+    return math.ceil(size / 4)
+
+
+class _CallContext:
+    """What the host functions of one call may do: the configuration's address policy and
+    environment grants, the request's timeout, the open event streams and the chunk sink."""
+
+    def __init__(self, settings: Settings, *, timeout_s: float | None, network: bool,
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
+        security = settings.security
+        self.allow_local = security.allow_local_network
+        self.allowed_env = tuple(security.allow_env_vars)
+        fallback = settings.limits.script_http_timeout_secs or None
+        self.timeout_s = timeout_s or fallback
+        self.network = network
+        self.on_chunk = on_chunk
+        self.streams: dict[int, Any] = {}
+        self.warnings: list[str] = []
+
+    def engine(self) -> Engine:
+        """A fresh hardened provider engine with this call's host functions registered."""
+        timeout_ms = int(self.timeout_s * 1000) + 5000 if self.timeout_s else None
+        engine = Engine(max_operations=MAX_OPERATIONS, max_string_size=MAX_STRING_SIZE,
+                        max_array_size=MAX_COLLECTION_SIZE, max_map_size=MAX_COLLECTION_SIZE, timeout_ms=timeout_ms)
+        engine.register_fn("parse_sse", _parse_sse, arity=1)
+        engine.register_fn("encode_uri", _encode_uri, arity=1)
+        engine.register_fn("encode_base64", _encode_base64, arity=1)
+        engine.register_fn("env_var", self.env_var, arity=1)
+        engine.register_fn("count_tokens_heuristic", _count_tokens_heuristic, arity=2)
+        engine.register_fn("__lev_http", self.http, arity=4)
+        engine.register_fn("__lev_sse_open", self.sse_open, arity=3)
+        engine.register_fn("__lev_sse_next", self.sse_next, arity=1)
+        engine.register_fn("__emit_chunk", self.emit_chunk, arity=1)
+        return engine
+
+    def env_var(self, name: Any) -> str | None:
+        """The variable's value; None when unset or refused by the credential-name rule."""
+        name = str(name)
+        if not env_var_allowed(name, self.allowed_env):
+            self.warnings.append(f"env_var('{name}') refused: it looks like a credential; add it to "
+                                 "[security] allow_env_vars to let provider scripts read it")
+            return None
+        return os.environ.get(name)
+
+    def _no_network(self, function: str) -> dict[str, Any]:
+        return {"error": {"kind": "api", "message": f"{function} is not available in initialize(): it runs offline"}}
+
+    @staticmethod
+    def _headers(headers: Any) -> dict[str, str]:
+        if not isinstance(headers, dict):
+            return {}
+        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in headers.items()}
+
+    def http(self, method: Any, url: Any, body: Any, headers: Any) -> dict[str, Any]:
+        """One HTTP call: ``#{body}`` or ``#{error: #{kind, message, retry_after?}}``."""
+        if not self.network:
+            return self._no_network("http_get" if method == "GET" else "http_post")
+        try:
+            text = http_request(str(method), str(url), None if body is None else str(body), self._headers(headers),
+                                timeout=self.timeout_s, allow_local=self.allow_local)
+        except ScriptHttpError as exc:
+            return {"error": exc.to_map()}
+        return {"body": text}
+
+    def sse_open(self, url: Any, body: Any, headers: Any) -> dict[str, Any]:
+        """Open an event stream (always a POST): ``#{body: handle}`` or ``#{error}``."""
+        if not self.network:
+            return self._no_network("stream_request")
+        payloads = sse_payloads(str(url), str(body), self._headers(headers), timeout=self.timeout_s,
+                                allow_local=self.allow_local)
+        handle = len(self.streams) + 1
+        self.streams[handle] = payloads
+        return {"body": handle}
+
+    def sse_next(self, handle: Any) -> dict[str, Any]:
+        """The next payload of an open stream: ``#{data}``, ``#{done: true}`` or ``#{error}``."""
+        payloads = self.streams.get(int(handle))
+        if payloads is None:
+            return {"error": {"kind": "api", "message": "stream_request: no such stream"}}
+        try:
+            return {"data": next(payloads), "done": False}
+        except StopIteration:
+            self.streams.pop(int(handle), None)
+            return {"done": True}
+        except ScriptHttpError as exc:
+            self.streams.pop(int(handle), None)
+            return {"error": exc.to_map()}
+
+    def emit_chunk(self, chunk: Any) -> None:
+        """``on_chunk.call(map)`` from a ``stream`` function."""
+        if self.on_chunk is not None and isinstance(chunk, dict):
+            self.on_chunk(chunk)
+
+
+# ------------------------------------------------------------------------------------ conversion
+def _message_map(message: Message) -> dict[str, Any]:
+    content: Any
+    if isinstance(message.content, str):
+        content = message.content
+    else:
+        content = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                content.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)})
+            elif isinstance(block, ToolResultBlock):
+                content.append({"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
+                                "is_error": block.is_error})
+    data: dict[str, Any] = {"role": message.role, "content": content}
+    if message.cache_breakpoint:
+        data["cache_breakpoint"] = True
+    return data
+
+
+_CACHE_HINTS = {0: "stable", 1: "until_written", 2: "never"}
+
+
+def request_map(request: ModelRequest, default_model: str = "") -> dict[str, Any]:
+    """The ``request`` map a script receives (spec/rhai.md §2.5)."""
+    return json.loads(json.dumps({
+        "system": [{"text": b.text, "cache_hint": _CACHE_HINTS.get(b.cache_tier, "never"), "region": b.region,
+                    "volatility": b.volatility} for b in request.described_system()],
+        "messages": [_message_map(m) for m in request.messages],
+        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools],
+        "model": request.model or default_model,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "request_timeout_secs": request.timeout_s,
+        "extra": dict(request.extra),
+    }, default=str))
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _usage(tokens: Any) -> Usage:
+    def count(key: str) -> int:
+        value = tokens.get(key) if isinstance(tokens, dict) else None
+        return max(0, int(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+    return Usage(prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
+                 cached_tokens=count("cached_tokens"), cache_write_tokens=count("cache_write_tokens"))
+
+
+def response_from(value: Any) -> ModelResponse:
+    """The map ``inference`` returned as a ModelResponse (lenient: missing fields default)."""
+    if not isinstance(value, dict):
+        raise ProviderError("invalid_response",
+                            f"provider script `inference` must return a map, got: {json.dumps(value, default=str)[:200]}")
+    calls = [ToolCall(id=str(c.get("id") or ""), name=str(c.get("name") or ""), arguments=_arguments(c.get("arguments")))
+             for c in value.get("tool_calls") or [] if isinstance(c, dict)]
+    content = value.get("content")
+    return ModelResponse(
+        text=content if isinstance(content, str) else "",
+        tool_calls=calls,
+        usage=_usage(value.get("tokens_used")),
+        finish_reason=_FINISH.get(str(value.get("finish_reason")), "complete"),
+    )
+
+
+class _Chunks:
+    """The chunks a ``stream`` function emitted, gathered into one response."""
+
+    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+        self.on_text = on_text
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.tokens: Any = None
+        self.finish: str | None = None
+
+    def take(self, chunk: dict[str, Any]) -> None:
+        delta = chunk.get("delta")
+        if isinstance(delta, str) and delta:
+            self.text.append(delta)
+            if self.on_text is not None:
+                self.on_text(delta)
+        for piece in chunk.get("tool_calls") or []:
+            if not isinstance(piece, dict):
+                continue
+            slot = self.calls.setdefault(int(piece.get("index") or 0), {"id": "", "name": "", "arguments": []})
+            slot["id"] = piece.get("id") or slot["id"]
+            slot["name"] = piece.get("name") or slot["name"]
+            slot["arguments"].append(str(piece.get("arguments_delta") or ""))
+        if "tokens" in chunk and chunk["tokens"] is not None:
+            self.tokens = chunk["tokens"]
+        if chunk.get("finish_reason") is not None:
+            self.finish = str(chunk["finish_reason"])
+
+    def response(self) -> ModelResponse:
+        calls = [ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=_arguments("".join(c["arguments"])))
+                 for _, c in sorted(self.calls.items())]
+        finish = _FINISH.get(self.finish or "", "complete")
+        if self.finish is None and calls:
+            finish = "tool_use"
+        return ModelResponse(text="".join(self.text), tool_calls=calls, usage=_usage(self.tokens), finish_reason=finish)
+
+
+# ---------------------------------------------------------------------------------------- errors
+def _thrown_message(exc: RhaiError) -> str:
+    value = getattr(exc, "value", None)
+    if isinstance(value, dict):
+        return str(value.get("message") or "provider script error")
+    return str(getattr(exc, "message", None) or exc)
+
+
+def classify_api_message(message: str) -> ProviderError:
+    """An ``api`` failure read the way spec/runtime.md §13.1 reads an answer: credits, auth,
+    unknown model, rate limit or server trouble by status and text, else a plain api error."""
+    status_match = _STATUS.match(message)
+    status = int(status_match.group(1)) if status_match else None
+    lowered = message.lower()
+    if status == 429:
+        return ProviderError("rate_limited", message)
+    if status == 402 or any(marker in lowered for marker in _CREDIT_MARKERS):
+        return ProviderError("credits", message)
+    if status in (401, 403) or "unauthorized" in lowered or "invalid api key" in lowered:
+        return ProviderError("auth", message)
+    if status == 404 and "model" in lowered:
+        return ProviderError("unknown_model", message)
+    if status is not None and status >= 500:
+        return ProviderError("server", message)
+    return ProviderError("api", message)
+
+
+def map_script_error(exc: RhaiError, label: str) -> ProviderError:
+    """What a script threw (or a limit it hit) as a ProviderError (spec/rhai.md §2.5 "Errors")."""
+    if isinstance(exc, RhaiLimitError):
+        return ProviderError("api", f"provider script {label} hit a limit: {exc}")
+    value = getattr(exc, "value", None)
+    if not isinstance(value, dict):
+        return ProviderError("api", f"provider script {label}: {_thrown_message(exc)}")
+    kind = value.get("kind")
+    message = str(value.get("message") or "provider script error")
+    retry = value.get("retry_after")
+    retry_after = float(retry) if isinstance(retry, (int, float)) and not isinstance(retry, bool) else None
+    if kind == "rate_limited":
+        return ProviderError("rate_limited", message, retry_after)
+    if kind in ("transport", "server"):
+        return ProviderError(str(kind), message, retry_after)
+    if kind == "api":
+        return classify_api_message(message)
+    if kind == "invalid_response":
+        return ProviderError("invalid_response", message)
+    if value.get("transient") is True:
+        return ProviderError("transport", message)
+    return ProviderError("api", message)
+
+
+# -------------------------------------------------------------------------------------- provider
+class RhaiProvider:
+    """A provider whose requests and answers a Rhai script maps (see the module docstring)."""
+
+    def __init__(self, name: str, model: str, settings: Settings | None = None) -> None:
+        self.name = name
+        self.model = model
+        self._settings = settings
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration this provider reads (the current one unless given)."""
+        if self._settings is None:
+            from lev_nb.settings import current
+
+            self._settings = current()
+        return self._settings
+
+    def script(self) -> ProviderScript:
+        """The loaded script; ProviderError ``unknown_model`` when it is missing or broken (the
+        stage then falls back to its next model)."""
+        path = find_script(self.name, self.settings)
+        if path is None:
+            raise ProviderError("unknown_model", f"no provider script for '{self.name}' in {_providers_dir()}")
+        try:
+            return load_provider_script(self.name, path, self.settings)
+        except ProviderScriptError as exc:
+            raise ProviderError("unknown_model", str(exc)) from None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request`` through the script (``stream`` when it has one, else ``inference``)."""
+        script = await asyncio.to_thread(self.script)
+        return await asyncio.to_thread(self._call, script, request)
+
+    def _call(self, script: ProviderScript, request: ModelRequest) -> ModelResponse:
+        chunks = _Chunks(request.on_text)
+        streaming = script.has.get("stream", False)
+        context = _CallContext(self.settings, timeout_s=request.timeout_s, network=True,
+                               on_chunk=chunks.take if streaming else None)
+        engine = context.engine()
+        payload = request_map(request, self.model or script.meta.default_model)
+        label = str(script.path)
+        try:
+            if streaming:
+                engine.call(script.ast, "__lev_stream", script.state, payload)
+                return chunks.response()
+            value = engine.call(script.ast, "inference", script.state, payload)
+        except RhaiError as exc:
+            raise map_script_error(exc, label) from None
+        except NotPlainDataError as exc:
+            raise ProviderError("invalid_response", f"provider script {label}: inference returned {exc}") from None
+        response = response_from(value)
+        if request.on_text is not None and response.text:
+            request.on_text(response.text)  # a script without `stream` answers in one piece
+        return response
+
+    async def count_tokens(self, text: str, model: str = "") -> int:
+        """The script's ``count_tokens`` (clamped at 0), else the heuristic."""
+        script = await asyncio.to_thread(self.script)
+        if script.has.get("count_tokens"):
+            context = _CallContext(self.settings, timeout_s=None, network=True)
+            try:
+                value = await asyncio.to_thread(context.engine().call, script.ast, "count_tokens", script.state,
+                                                text, model or self.model)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return max(0, value)
+            except (RhaiError, NotPlainDataError):
+                pass
+        return math.ceil(len(text.encode("utf-8")) / 4)
+
+    async def list_models(self) -> list[dict[str, Any]]:
+        """The script's ``list_models`` (entries without a string id skipped); [] without one."""
+        script = await asyncio.to_thread(self.script)
+        if not script.has.get("list_models"):
+            return []
+        context = _CallContext(self.settings, timeout_s=None, network=True)
+        try:
+            value = await asyncio.to_thread(context.engine().call, script.ast, "list_models", script.state)
+        except RhaiError as exc:
+            raise map_script_error(exc, str(script.path)) from None
+        models = []
+        for item in value if isinstance(value, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                models.append({"id": item["id"], "display_name": item.get("display_name") or item["id"],
+                               "max_context_tokens": item.get("max_context_tokens") or 8192,
+                               "max_output_tokens": item.get("max_output_tokens") or 4096})
+        return models

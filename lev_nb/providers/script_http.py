@@ -1,0 +1,283 @@
+"""HTTP for Rhai provider scripts, held to an address policy (spec/rhai.md §3.3 "HTTP", §3.5).
+
+Only http and https. Every address a host resolves to is checked, and so is every redirect hop (at
+most five): loopback, private (RFC 1918), link-local (169.254.0.0/16 with the cloud metadata
+address, fe80::/10), carrier-grade NAT, unspecified, multicast, broadcast, documentation and
+benchmarking ranges, 192.0.0.0/24, 240.0.0.0/4, IPv6 unique-local, and the IPv4-mapped and NAT64
+forms of all of these are refused unless the user sets ``[security] allow_local_network = true``.
+The connection then goes to the address that was checked (the host name is kept for the Host
+header and TLS), so a name cannot resolve to a public address for the check and a private one for
+the connection.
+
+Failures are :class:`ScriptHttpError` with the ``kind`` a provider script sees in the map it can
+catch: ``rate_limited`` (429, with ``retry_after``), ``api`` (another non-2xx status, a refused
+address, an unreadable body) or ``transport`` (the connection failed; retried twice first).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BODY_LIMIT",
+    "MAX_REDIRECTS",
+    "ScriptHttpError",
+    "address_refusal",
+    "check_url",
+    "request",
+    "sse_payloads",
+]
+
+MAX_REDIRECTS = 5
+TRANSPORT_RETRIES = 2
+# Under the provider engine's 2 MB string limit, so a large body cannot trip the (uncatchable) limit.
+BODY_LIMIT = 1_900_000
+DECLARED_LIMIT = 32 * 1024 * 1024
+_ERROR_BODY_LIMIT = 2000
+_NON_TEXT_PREFIXES = ("image/", "audio/", "video/", "font/")
+_NON_TEXT_TYPES = (
+    "application/octet-stream", "application/pdf", "application/zip", "application/gzip", "application/x-tar",
+    "application/x-bzip", "application/wasm", "application/vnd.", "application/msword",
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_EXTRA_REFUSED = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+    "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32", "fc00::/7", "fe80::/10", "2001:db8::/32",
+))
+
+
+class ScriptHttpError(Exception):
+    """A failed script HTTP call, as the map a script can catch: ``kind``, ``message``, ``retry_after``."""
+
+    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+
+    def to_map(self) -> dict[str, Any]:
+        """The map thrown into the script (``#{kind, message, retry_after?}``)."""
+        data: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.retry_after is not None:
+            data["retry_after"] = int(self.retry_after)
+        return data
+
+
+def address_refusal(address: str) -> str | None:
+    """Why a script may not reach ``address`` (an IP literal), or None when it is public."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return address_refusal(str(ip.ipv4_mapped))
+        if ip in _NAT64:
+            return address_refusal(str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+        if ip.sixtofour is not None:
+            return address_refusal(str(ip.sixtofour))
+    checks = (
+        ("loopback", ip.is_loopback), ("link-local", ip.is_link_local), ("private", ip.is_private),
+        ("unspecified", ip.is_unspecified), ("multicast", ip.is_multicast), ("reserved", ip.is_reserved),
+    )
+    for label, hit in checks:
+        if hit:
+            return label
+    if any(ip.version == net.version and ip in net for net in _EXTRA_REFUSED):
+        return "not public"
+    if not ip.is_global:
+        return "not public"
+    return None
+
+
+@dataclass
+class _Target:
+    scheme: str
+    host: str
+    port: int
+    path: str
+    addresses: list[str] = field(default_factory=list)
+
+
+def check_url(url: str, *, allow_local: bool) -> _Target:
+    """Parse ``url`` and resolve its host; ScriptHttpError when the URL or an address is refused."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ScriptHttpError("api", f"only http and https URLs may be fetched, not '{parts.scheme or url}'")
+    host = parts.hostname
+    if not host:
+        raise ScriptHttpError("api", f"the URL '{url}' names no host")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ScriptHttpError("api", f"the URL '{url}' has an invalid port") from None
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ScriptHttpError("transport", f"request failed: cannot resolve '{host}': {exc}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not allow_local:
+        for address in addresses:
+            why = address_refusal(address)
+            if why is not None:
+                raise ScriptHttpError(
+                    "api",
+                    f"[denied] '{host}' resolves to {address} ({why}): script HTTP may reach public addresses "
+                    "only; set [security] allow_local_network = true to allow local and private servers",
+                )
+    return _Target(parts.scheme, host, port, path, addresses)
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """An HTTP connection to an address already checked, whatever the name resolves to now."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float | None) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection to a checked address; the certificate is verified for the host name."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float | None) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, timeout: float | None,
+          allow_local: bool) -> http.client.HTTPResponse:
+    """Send the request, following redirects (each hop checked); the final response, unread."""
+    for _hop in range(MAX_REDIRECTS + 1):
+        target = check_url(url, allow_local=allow_local)
+        response = _send(target, method, body, headers, timeout)
+        if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
+            location = urllib.parse.urljoin(url, response.getheader("location") or "")
+            response.read()
+            response.close()
+            if response.status in (301, 302, 303) and method != "GET":
+                method, body = "GET", None
+            url = location
+            continue
+        return response
+    raise ScriptHttpError("api", f"more than {MAX_REDIRECTS} redirects, the last to {url}")
+
+
+def _send(target: _Target, method: str, body: str | None, headers: dict[str, str],
+          timeout: float | None) -> http.client.HTTPResponse:
+    """One request to the first checked address, with two retries on transport faults."""
+    cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+    payload = body.encode("utf-8") if body is not None else None
+    for attempt in range(TRANSPORT_RETRIES + 1):
+        connection = cls(target.host, target.port, target.addresses[0], timeout)
+        try:
+            connection.request(method, target.path, body=payload, headers=headers)
+            return connection.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            if attempt == TRANSPORT_RETRIES:
+                raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_status(response: http.client.HTTPResponse) -> None:
+    if 200 <= response.status < 300:
+        return
+    text = response.read(_ERROR_BODY_LIMIT * 2).decode("utf-8", "replace").strip()[:_ERROR_BODY_LIMIT]
+    response.close()
+    if response.status == 429:
+        retry = response.getheader("retry-after")
+        try:
+            retry_after = float(retry) if retry else None
+        except ValueError:
+            retry_after = None
+        raise ScriptHttpError("rate_limited", "rate limit exceeded", retry_after)
+    raise ScriptHttpError("api", f"HTTP {response.status}: {text}")
+
+
+def _check_content(response: http.client.HTTPResponse) -> None:
+    content_type = (response.getheader("content-type") or "").split(";")[0].strip().lower()
+    if content_type.startswith(_NON_TEXT_PREFIXES) or content_type.startswith(_NON_TEXT_TYPES):
+        response.close()
+        raise ScriptHttpError("api", f"unreadable body: non-text content ({content_type})")
+    declared = response.getheader("content-length")
+    if declared and declared.isdigit() and int(declared) > DECLARED_LIMIT:
+        response.close()
+        raise ScriptHttpError("api", f"unreadable body: {int(declared)} bytes is more than 32 MiB")
+
+
+def request(method: str, url: str, body: str | None = None, headers: dict[str, str] | None = None, *,
+            timeout: float | None = 30.0, allow_local: bool = False) -> str:
+    """Fetch ``url`` and return the body as text; ScriptHttpError on any failure."""
+    try:
+        response = _open(method, url, body, dict(headers or {}), timeout=timeout, allow_local=allow_local)
+        _check_status(response)
+        _check_content(response)
+        data = response.read(BODY_LIMIT + 1)
+        response.close()
+    except (OSError, http.client.HTTPException) as exc:
+        raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+    if len(data) > BODY_LIMIT:
+        raise ScriptHttpError("api", f"unreadable body: the response is larger than {BODY_LIMIT} bytes")
+    text = data.decode("utf-8", "replace")
+    if text and text.count("\ufffd") * 10 >= len(text):
+        raise ScriptHttpError("api", "unreadable body: body did not decode as text")
+    return text
+
+
+def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, timeout: float | None = 30.0,
+                 allow_local: bool = False) -> Iterator[str]:
+    """POST ``body`` and yield each server-sent event's ``data`` as it arrives (``[DONE]`` ends it).
+
+    A cut connection mid-stream raises a ``transport`` ScriptHttpError.
+    """
+    try:
+        response = _open("POST", url, body, dict(headers or {}), timeout=timeout, allow_local=allow_local)
+        _check_status(response)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+    data: list[str] = []
+    pending = b""
+    try:
+        while True:
+            # read1, not readline: a chunked body cut short raises here instead of looking like its end.
+            block = response.read1(65536)
+            if not block:
+                break
+            pending += block
+            while b"\n" in pending:
+                raw, pending = pending.split(b"\n", 1)
+                line = raw.decode("utf-8", "replace").rstrip("\r")
+                if not line:
+                    if data:
+                        payload = "\n".join(data)
+                        data = []
+                        if payload.strip() == "[DONE]":
+                            return
+                        yield payload
+                    continue
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip(" "))
+        if pending.strip().startswith(b"data:"):
+            data.append(pending.decode("utf-8", "replace").strip()[5:].lstrip(" "))
+        if data and "\n".join(data).strip() != "[DONE]":
+            yield "\n".join(data)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ScriptHttpError("transport", f"the event stream broke off: {type(exc).__name__}: {exc}") from None
+    finally:
+        response.close()
