@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.notebook.story import (
     Line, clip, first_line, format_count, gate_blocked_text, nudge_text, plural, sentence,
 )
 
 __all__ = ["RunState", "Visit", "snapshot_html", "snapshot_text", "STYLE"]
 
-TERMINAL = frozenset({"complete", "error", "cancelled"})
+FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run goes on
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
 OUTPUT_PREVIEW_CHARS = 20_000
 RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
@@ -88,6 +89,9 @@ STYLE = """<style>
 .lev-run .lev-error{margin-top:.7em;border-left:4px solid var(--jp-error-color1,#d32f2f);padding:.3em .7em;
  background:var(--jp-layout-color2,#f3f3f3)}
 .lev-run .lev-error b{color:var(--jp-ui-font-color1,#1b1b1b)}
+.lev-run .lev-forming{margin-top:.5em;padding:.3em .7em;white-space:pre-wrap;color:var(--jp-ui-font-color2,#555);
+ border-left:4px solid var(--jp-brand-color1,#1976d2)}
+.lev-run .lev-forming .lev-label{font-weight:600;text-transform:uppercase;font-size:.8em}
 </style>"""
 
 
@@ -149,6 +153,7 @@ class RunState:
         self.output: FinalOutput | None = None
         self.output_expected = False
         self.seen = 0
+        self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
 
     # -- folding events ----------------------------------------------------------------------
@@ -174,8 +179,13 @@ class RunState:
                 self.error, self.error_stage = event.error, event.stage
             self.output_expected = bool(event.produced_output)
             return
+        if kind == "model_text":
+            # A retried call streams again from the start: begin the text anew.
+            self.forming = event.text if event.attempt > 1 and not self.forming else self.forming + event.text
+            return
         visit = self._visit_for(event)
         if kind == "model_call":
+            self.forming = ""
             self.model_calls += 1
             self.tokens_in += event.prompt_tokens
             self.tokens_out += event.completion_tokens
@@ -246,7 +256,7 @@ class RunState:
     # -- derived facts -----------------------------------------------------------------------
     @property
     def finished(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_STATUSES
 
     @property
     def current(self) -> str | None:
@@ -455,10 +465,19 @@ def error_html(state: RunState) -> str:
     return f"<div class='lev-error'><b>{verb}{where}:</b> {_e(state.error)}</div>"
 
 
+def forming_html(state: RunState) -> str:
+    """The answer a streaming model is writing right now (its last lines), while the run goes on."""
+    if not state.forming or state.finished:
+        return ""
+    tail = state.forming[-FORMING_CHARS:]
+    return f"<div class='lev-forming'><span class='lev-label'>writing</span> {_e(tail)}</div>"
+
+
 def snapshot_html(state: RunState, now: float | None = None) -> str:
     """The whole view as one static HTML block (what a saved notebook keeps)."""
     parts = [header_html(state, now), progress_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
+    parts.append(forming_html(state))
     parts += [output_html(state), error_html(state)]
     return f"{STYLE}<div class='lev-run' data-status='{_e(state.status)}' data-run-id='{_e(state.run_id)}'>{''.join(parts)}</div>"
 

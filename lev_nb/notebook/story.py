@@ -153,6 +153,21 @@ def sentence(event: Any) -> Line:
     if kind == "fan_out_finished":
         failed = f", {event.failed} failed" if event.failed else ""
         return Line(f"Workers finished: {event.succeeded} succeeded{failed}.", callout="warning" if event.failed else None)
+    if kind == "model_retry":
+        return Line(
+            f"The model call failed ({clip(event.reason, 120)}); try {event.attempt + 1} of {event.max_attempts} "
+            f"in {event.delay_s:g} s.",
+            callout="warning",
+        )
+    if kind == "model_fallback":
+        return Line(f"Switched from {event.from_model} to {event.to_model}: {clip(event.reason, 140)}", callout="warning")
+    if kind == "compaction":
+        regions = ", ".join(event.regions) or "the context"
+        if event.outcome == "summarised":
+            return Line(f"Summarised {regions} to fit the context.")
+        return Line(f"Kept {regions} unchanged (no summary): {clip(getattr(event, 'reason', ''), 140)}", callout="warning")
+    if kind == "context_evicted":
+        return Line(f"Dropped {event.entries} entr{'y' if event.entries == 1 else 'ies'} ({format_count(event.tokens)} tokens) from {event.region} to fit the context.")
     if kind == "hook_modified":
         summary = f": {clip(event.summary, 120)}" if event.summary else ""
         return Line(f"Hook {event.hook} changed {event.target}{summary}.")

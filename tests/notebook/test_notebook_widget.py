@@ -295,3 +295,29 @@ def test_a_fan_outs_worker_stage_counts_as_visited() -> None:
     state = widget_module.follow(run, new_state(run))
     assert state.visited == ["scope", "split", "investigate", "synthesize", "write"]
     assert ("lev-stage visited", "✓ investigate") in chips(runview.progress_html(state))
+
+
+def test_a_streaming_answer_shows_while_it_forms_and_new_events_read_as_sentences() -> None:
+    from lev_nb.engine import events as ev
+
+    state = runview.RunState("r1", ["work"])
+    for event in (
+        ev.RunStarted("r1", None, agent="a", task="t", workdir="w"),
+        ev.StageEntered("r1", "work", visit=1, from_stage=None),
+        ev.ModelText("r1", "work", text="The answer "),
+        ev.ModelText("r1", "work", text="is forming"),
+    ):
+        state.apply(event)
+    assert "The answer is forming" in runview.snapshot_html(state)
+    for event in (
+        ev.ModelRetry("r1", "work", provider="anthropic", model="m", attempt=1, max_attempts=4, delay_s=1.0, reason="HTTP 529 overloaded"),
+        ev.ModelFallback("r1", "work", from_model="anthropic/a", to_model="anthropic/b", reason="unknown model"),
+        ev.ContextEvicted("r1", "work", region="tool_results", entries=2, tokens=1500, reason="pressure"),
+        ev.ModelCall("r1", "work", purpose="stage", provider="anthropic", model="m", iteration=1,
+                     prompt_tokens=10, completion_tokens=5, tool_calls=0, text="The answer is formed", error=None),
+    ):
+        state.apply(event)
+    html = runview.snapshot_html(state)
+    assert "is forming" not in html  # the finished call replaced the forming text
+    assert "try 2 of 4 in 1 s" in html and "Switched from anthropic/a to anthropic/b" in html
+    assert "Dropped 2 entries (1,500 tokens) from tool_results" in html
