@@ -35,6 +35,7 @@ from lev_nb.engine.pipeline.holds import ExitHolds
 from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
 from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
+from lev_nb.engine.pipeline.routing import find_conditioned
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
@@ -46,6 +47,11 @@ from lev_nb.providers.base import Provider
 if TYPE_CHECKING:
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
+
+
+# A loop iteration without a model call only moves the run's bookkeeping; this many in a row and
+# the stage cannot change any more (a gate re-asked at the iteration cap spins forever otherwise).
+IDLE_ITERATION_LIMIT = 50
 
 
 class Runner:
@@ -331,7 +337,21 @@ class Runner:
     async def _loop(self) -> Ending:
         """Iterate until a transition ends the run; returns how it ends."""
         state = self.state
+        idle, calls_seen, idle_fired = 0, state.model_calls, False
         while True:
+            # Yield on every iteration: a cancel and every other run on the engine loop get their
+            # turn even while this run only does bookkeeping (a gate re-asked, a hold, a watchdog).
+            await asyncio.sleep(0)
+            if state.model_calls != calls_seen:
+                calls_seen, idle, idle_fired = state.model_calls, 0, False
+            else:
+                idle += 1
+                if idle > IDLE_ITERATION_LIMIT:
+                    ending = await self._idle_stuck(idle_fired)
+                    if ending is not None:
+                        return ending
+                    idle, idle_fired = 0, True
+                    continue
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
@@ -367,6 +387,22 @@ class Runner:
             ending = await self.transitions.resolve(outcome)
             if ending is not None:
                 return ending
+
+    async def _idle_stuck(self, again: bool) -> Ending | None:
+        """The stage went IDLE_ITERATION_LIMIT iterations without a model call, so nothing will
+        change: it is stuck by definition. It leaves by its stuck edge, else its error edge, else
+        the run ends in error; ``again`` (no model call since the last time) ends the run."""
+        state = self.state
+        message = (
+            f"stage '{state.stage.name}' went {IDLE_ITERATION_LIMIT} loop iterations without a model "
+            "call (a gate, hold or watchdog kept sending it round), so it is stuck"
+        )
+        if again:
+            return Ending("error", message)
+        state.rec.emit(ev.Stuck(state.run_id, state.stage.name, reason=message))
+        has_stuck_edge = find_conditioned(state.plan, state.stage, state.visits, "stuck") is not None
+        await self.hooks.stage_exit()
+        return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
     # ------------------------------------------------------------------ worker runs
     def spawn_child(self, plan: RunPlan, entry: str, task: str) -> Runner:

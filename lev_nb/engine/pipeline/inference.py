@@ -277,6 +277,7 @@ class Inference:
     def _record(self, request: ModelRequest, response: ModelResponse | None, error: str | None = None) -> None:
         """The call's event, its token usage on meta.json, and its transcript entry."""
         state = self.state
+        state.model_calls += 1
         meta = state.meta
         usage = response.usage if response else None
         if usage is not None:
