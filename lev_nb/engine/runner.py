@@ -41,6 +41,7 @@ from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
 from lev_nb.providers.base import Provider
 
@@ -226,7 +227,7 @@ class Runner:
                 self._ending = Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
-            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+            except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
@@ -293,7 +294,7 @@ class Runner:
                 status, error = await self.hooks.terminal(status, error)
             except asyncio.CancelledError:
                 status, error = "cancelled", None
-            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+            except CALLEE_ERRORS as exc:  # a bug in lev_nb must still leave a readable record
                 self.state.warn(traceback.format_exc())
                 status, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         self._record_end(status, error)
@@ -330,7 +331,7 @@ class Runner:
             return
         try:
             self.on_complete(self.handle)
-        except Exception as exc:
+        except CALLEE_ERRORS as exc:
             self.state.warn(f"on_complete callback failed: {exc!r}")
 
     # ------------------------------------------------------------------ the loop

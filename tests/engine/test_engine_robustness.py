@@ -4,13 +4,15 @@ IDLE_ITERATION_LIMIT); the run loop yields on every iteration."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
-from support import blueprint, events_of, say
+from support import blueprint, call, events_of, say
 
 from lev_nb.engine import runner as runner_module
 from lev_nb.engine.prepare import cached_plan
+from lev_nb.providers.scripted import ScriptedModel
 
 REGIONS = """
 [context.regions.system]
@@ -80,3 +82,68 @@ def test_cancel_lands_while_a_stage_spins(engine, monkeypatch):
     run.wait(60)
     assert run.status == "cancelled"
     assert len(events_of(run, "gate_blocked")) < 20_000
+
+
+# ----------------------------------------------------------- item 9: SystemExit, KeyboardInterrupt
+ONE_STAGE = """
+[stages.work]
+available_tools = ["write_file", "list_dir"]
+[stages.work.transitions]
+"""
+
+
+class Exiting(ScriptedModel):
+    """A provider that raises what a careless library might: SystemExit or KeyboardInterrupt."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__([say("never")])
+        self.exc = exc
+
+    async def complete(self, request):  # type: ignore[override]
+        raise self.exc
+
+
+def assert_engine_still_runs(engine) -> None:
+    run, _ = engine.run(ONE_STAGE, [call("list_dir"), say("fine")])
+    assert run.status == "complete", run.error
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt()], ids=["SystemExit", "KeyboardInterrupt"])
+def test_a_provider_raising_systemexit_ends_only_its_run(engine, exc):
+    run, _ = engine.run(ONE_STAGE, Exiting(exc))
+    assert run.status == "error"
+    assert type(exc).__name__ in run.error
+    assert_engine_still_runs(engine)
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt()], ids=["SystemExit", "KeyboardInterrupt"])
+def test_callbacks_raising_systemexit_do_not_stop_the_engine(engine, exc):
+    def boom(*_):
+        raise exc
+
+    run, _ = engine.start(ONE_STAGE, [call("write_file", path="a.txt", content="x"), say("ok")],
+                          on_complete=boom, approver=boom)
+    run.subscribe(boom, replay=False)
+    run.wait(60)
+    assert run.done() and run.status == "complete", run.error
+    assert any("on_complete callback failed" in e.message for e in events_of(run, "warning"))
+    assert_engine_still_runs(engine)
+
+
+def test_a_tool_raising_systemexit_is_a_failed_call(engine, monkeypatch):
+    from lev_nb.tools.registry import ToolRegistry
+
+    async def boom(ctx, args):
+        raise SystemExit("bye")
+
+    registry_get = ToolRegistry.get
+
+    def get(self, name):
+        tool = registry_get(self, name)
+        return dataclasses.replace(tool, handler=boom) if tool is not None and name == "list_dir" else tool
+
+    monkeypatch.setattr(ToolRegistry, "get", get)
+    run, _ = engine.run(ONE_STAGE, [call("list_dir"), say("ok")])
+    assert run.status == "complete", run.error
+    assert [e.ok for e in events_of(run, "tool_finished")] == [False]
+    assert_engine_still_runs(engine)

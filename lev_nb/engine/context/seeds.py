@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.state import RunFailure
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.workspace import PathEscape, confine
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolConte
             continue
         try:
             result = await tool.handler(tool_context, args)
-        except Exception as exc:  # a seed never stops the run
+        except CALLEE_ERRORS as exc:  # a seed never stops the run
             result = f"[error] {name}: {exc}"
         parts.append(f"[{name}]:\n{result}")
     return "\n\n".join(parts)
