@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
@@ -224,7 +225,7 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
     return bytes(kept), total
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
     """Kill the whole process group the command runs in (its children too)."""
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -257,6 +258,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, so a timeout can kill what it spawned
+        env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
     )
     try:
         (out, out_total), (err, err_total), code = await asyncio.wait_for(
@@ -268,12 +270,12 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
             timeout=timeout,
         )
     except asyncio.TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         await proc.wait()
         shown = f"{timeout:g}"
         return f"[timed out] The command ran past its {shown}s limit and was stopped: {command}"
     except asyncio.CancelledError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
     stdout = _stream_text("stdout", out, out_total)
     stderr = _stream_text("stderr", err, err_total)

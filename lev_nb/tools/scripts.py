@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
+from lev_nb.secrets import child_environment, looks_like_credential
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -22,27 +23,6 @@ if TYPE_CHECKING:
 
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
-_CREDENTIAL_WORDS = (
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
-    "ACCESS_KEY", "PRIVATE_KEY", "KEY", "_PAT", "SESSION", "COOKIE", "AUTH", "BEARER", "SIGNATURE",
-    "SIGNING", "DSN", "NETRC", "KUBECONFIG",
-)
-_CREDENTIAL_NAMES = frozenset(
-    {"DATABASE_URL", "DATABASE_DSN", "REDIS_URL", "MONGO_URL", "MONGODB_URI", "AMQP_URL", "SSH_AUTH_SOCK"}
-)
-_CREDENTIAL_PREFIXES = ("LEVIATH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "LEV_")
-
-
-def looks_like_credential(name: str) -> bool:
-    """Whether an environment variable name is shaped like a secret (spec/rhai.md §3.3)."""
-    upper = name.upper()
-    return (
-        upper in _CREDENTIAL_NAMES
-        or upper.startswith(_CREDENTIAL_PREFIXES)
-        or any(word in upper for word in _CREDENTIAL_WORDS)
-    )
-
-
 class RunToolHost:
     """The I/O a script tool may do inside one run."""
 
@@ -66,11 +46,21 @@ class RunToolHost:
                 "[denied] script host function 'shell' is denied: the stage's policy for the shell "
                 "tool is not 'allow'"
             )
-        done = subprocess.run(
-            command, shell=True, cwd=self.workspace.root, capture_output=True, text=True,
-            timeout=SHELL_TIMEOUT_S,
+        # Its own process group, so a timeout stops what the command spawned too; no credentials.
+        proc = subprocess.Popen(
+            command, shell=True, cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, text=True, errors="replace", env=child_environment(),
+            start_new_session=True,
         )
-        out = done.stdout + (f"\n{done.stderr}" if done.stderr.strip() else "")
+        try:
+            stdout, stderr = proc.communicate(timeout=SHELL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            from lev_nb.tools.builtin import kill_group
+
+            kill_group(proc.pid)
+            proc.communicate()
+            raise TimeoutError(f"shell: the command ran past its {SHELL_TIMEOUT_S} s limit and was stopped") from None
+        out = stdout + (f"\n{stderr}" if stderr.strip() else "")
         return out[:HOST_OUTPUT_CAP]
 
     def http_get(self, url: str, headers: dict[str, str]) -> str:
