@@ -156,6 +156,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         run.wait()
     if progress is not None:
         progress.close()
+    from lev_nb.engine.webhook import FAILURE_PREFIX
+
+    for event in run.events.snapshot():  # a failed delivery is shown even with --quiet
+        message = getattr(event, "message", "")
+        if event.kind == "warning" and message.startswith(FAILURE_PREFIX):
+            print(f"lev run: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.meta, indent=2))
     else:

@@ -240,15 +240,15 @@ class Runner:
             self._notify_complete()
 
     async def _post_webhook(self) -> None:
-        from lev_nb.engine.webhook import completion_payload, post_json
+        from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
 
         if self.webhook is None:
             return
-        payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
         try:
+            payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
             await asyncio.to_thread(post_json, self.webhook, payload)
-        except OSError as exc:
-            self.state.warn(f"the completion webhook failed: {exc}")
+        except CALLEE_ERRORS as exc:  # a delivery never breaks the run's clean-up
+            self.state.warn(f"{FAILURE_PREFIX}: {exc}")
 
     async def _start(self) -> None:
         state = self.state
