@@ -116,6 +116,13 @@ class Runner:
             workdir=str(workdir_path),
             num_stages=len(plan.stages),
         )
+        if parent is None:
+            # The record exists before the run starts, and a run that cannot write it does not
+            # start (RecordUnwritable names the folder and the cause).
+            meta.pid = os.getpid()
+            run_store.create(store.encode_meta(meta.to_dict()))
+        else:
+            meta.pid = os.getpid()  # a worker runs in its parent's process
         if output_request is not None and not output_request.is_empty():
             meta.output_request = {k: v for k, v in output_request.__dict__.items() if v is not None}
         if parent is not None:
@@ -236,6 +243,7 @@ class Runner:
             if self.webhook:
                 await self._post_webhook()
             await self.state.rec.flushed()
+            self._check_record()
             self.events.close()
             self._notify_complete()
 
@@ -325,6 +333,17 @@ class Runner:
                 final_output=state.final_output.descriptor() if state.final_output else None,
             )
         )
+
+    def _check_record(self) -> None:
+        """The run's last meta.json did not reach the disk (full, read-only): the run did not
+        complete as far as its record goes, so it ends in error, saying where and why."""
+        state = self.state
+        failure = state.rec.writer.meta_failure(state.run_id)
+        state.rec.writer.forget(state.run_id)
+        if failure is None:
+            return
+        state.meta.status = "error"
+        state.meta.error = f"the run record in '{state.store.dir}' could not be written: {failure}"
 
     def _notify_complete(self) -> None:
         if self.on_complete is None:
