@@ -107,8 +107,17 @@ def _check_counts(bp: Blueprint) -> None:
             raise _fail(bp, f"Invalid {what}: {value} is more than the {bound} lev_nb allows", kp,
                         hint=f"use a number from 0 to {bound}")
 
+    def no_room(regions: dict[str, Region], kp: list[str]) -> None:
+        for region_name, region in regions.items():
+            if region.max_tokens is not None and region.max_tokens <= 0:
+                raise _fail(bp, f"Invalid region '{region_name}': max_tokens = {region.max_tokens} leaves it no room",
+                            kp + [region_name, "max_tokens"], hint="give it at least 1 token, or remove the region")
+
+    no_room(bp.global_layout, ["context", "regions"])
     for name, st in bp.stages.items():
         kp = ["stages", name]
+        if st.own_layout is not None:
+            no_room(st.own_layout, kp + ["context", "regions"])
         over(st.max_iterations, C.MAX_STAGE_ITERATIONS, f"stage '{name}': max_iterations", kp + ["max_iterations"])
         over(st.max_revisits, C.MAX_STAGE_REVISITS, f"stage '{name}': max_revisits", kp + ["max_revisits"])
         if st.mode == "fan_out":

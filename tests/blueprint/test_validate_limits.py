@@ -42,3 +42,25 @@ def test_absurd_counts_are_refused(kwargs: dict[str, int], key: str, bound: int)
     exc = info.value
     assert exc.kind == "validation" and exc.key_path == key
     assert f"more than the {bound} lev_nb allows" in exc.message
+
+
+def test_a_region_with_no_room_is_refused() -> None:
+    toml = """
+[context.regions.system]
+kind = "pinned"
+max_tokens = 0
+[context.regions.conversation]
+kind = "sliding_window"
+max_tokens = 8000
+[stages.work]
+[stages.work.transitions]
+"""
+    with pytest.raises(BlueprintError) as info:
+        check(blueprint(toml))
+    assert info.value.key_path == "context.regions.system.max_tokens"
+    assert "max_tokens = 0 leaves it no room" in info.value.message
+
+
+def test_deeply_nested_toml_is_a_blueprint_error_not_a_recursion_error() -> None:
+    with pytest.raises(BlueprintError, match="nested too deeply"):
+        blueprint("[stages.work]\nz = " + "[" * 5000 + "]" * 5000 + "\n")
