@@ -12,6 +12,7 @@ import inspect
 import os
 import shutil
 import signal
+import stat
 import threading
 import time
 from datetime import datetime, timezone
@@ -27,6 +28,8 @@ from lev_nb.text import cut_bytes
 __all__ = ["builtin_tools", "default_registry", "READ_FILE_CAP", "SHELL_STREAM_CAP"]
 
 READ_FILE_CAP = 256 * 1024
+# read_files shows at most this much in all (each file still at most READ_FILE_CAP).
+READ_FILES_TOTAL_CAP = 1024 * 1024
 SHELL_STREAM_CAP = 1024 * 1024
 
 # --------------------------------------------------------------------------------------------------
@@ -71,7 +74,7 @@ def _decode(data: bytes) -> str:
 # files
 
 
-def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
+def _read_one(ctx: ToolContext, path: str, cap: int) -> str:
     """Read one file for read_file / read_files (blocking)."""
     try:
         real = ctx.workspace.resolve(path, for_write=False)
@@ -82,17 +85,32 @@ def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
     if not real.exists():
         return f"[error] '{path}' does not exist. Call list_dir to see which files there are."
     try:
-        data = real.read_bytes()
+        # A few bytes past the cap show whether a character straddles it.
+        data, size = read_capped(real, cap + 4)
     except OSError as exc:
         return f"[error] cannot read '{path}': {exc.strerror or exc}"
-    if cap is not None and len(data) > cap:
+    if size > cap:
         shown = cut_bytes(data, cap)
         return (
             _decode(shown)
-            + f"\n[truncated] '{path}' holds {len(data)} bytes and only the first {len(shown)} are shown here. "
+            + f"\n[truncated] '{path}' holds {size} bytes and only the first {len(shown)} are shown here. "
             "Rather than reading it whole again, look at a part of it (for example with a search)."
         )
     return _decode(data)
+
+
+def read_capped(real: Path, cap: int) -> tuple[bytes, int]:
+    """The first ``cap`` bytes of the regular file ``real`` and its size; reads no further.
+
+    Opened without blocking and checked once open, so a FIFO swapped in after the workspace check
+    is refused rather than waited on (OSError)."""
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"'{real.name}' is not a regular file")
+        data = handle.read(cap)
+    return data, max(info.st_size, len(data))
 
 
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -105,7 +123,15 @@ async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     paths = [str(p) for p in args.get("paths", [])]
 
     def work() -> str:
-        return "\n\n".join(f"### [{p}]\n{_read_one(ctx, p, None)}" for p in paths)
+        parts, left = [], READ_FILES_TOTAL_CAP
+        for p in paths:
+            if left <= 0:
+                parts.append(f"### [{p}]\n[not read] read_files shows at most {READ_FILES_TOTAL_CAP} bytes in all; read it on its own")
+                continue
+            text = _read_one(ctx, p, min(READ_FILE_CAP, left))
+            left -= len(text.encode("utf-8", "replace"))
+            parts.append(f"### [{p}]\n{text}")
+        return "\n\n".join(parts)
 
     if not paths:
         return "[error] read_files needs at least one path in 'paths'."

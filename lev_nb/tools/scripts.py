@@ -31,8 +31,10 @@ class RunToolHost:
         self.shell_allowed = shell_allowed
 
     def read_file(self, path: str) -> str:
-        target = self.workspace.resolve(path)
-        return target.read_text(encoding="utf-8", errors="replace")[:HOST_OUTPUT_CAP]
+        from lev_nb.tools.builtin import read_capped
+
+        data, _ = read_capped(self.workspace.resolve(path), HOST_OUTPUT_CAP)
+        return data.decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> str:
         target = self.workspace.resolve(path, for_write=True)
