@@ -14,9 +14,38 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable, TypeVar
 
-__all__ = ["CleanError", "Problem", "UsageError", "clean_block", "render_traceback"]
+T = TypeVar("T")
+
+__all__ = ["CALLEE_ERRORS", "CalleeExit", "contained", "CleanError", "Problem", "UsageError", "clean_block", "render_traceback"]
+
+# What code lev_nb calls on a run's behalf (a provider, a tool, a hook, a callback, a subscriber)
+# may raise and lev_nb catches, so that only that run fails: SystemExit and KeyboardInterrupt too,
+# which would otherwise escape the asyncio task and stop the engine thread every run shares.
+# asyncio.CancelledError (a cancel) and GeneratorExit are left to propagate.
+CALLEE_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit, KeyboardInterrupt)
+
+
+class CalleeExit(Exception):
+    """A SystemExit or KeyboardInterrupt a callee raised, carried as an ordinary exception (its
+    text names the original, e.g. ``SystemExit: 3``)."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
+
+
+async def contained(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable``, turning SystemExit/KeyboardInterrupt into :class:`CalleeExit`.
+
+    Needed where asyncio runs a callee's coroutine as a task of its own (``asyncio.wait_for``): a
+    task that raises either one re-raises it out of the event loop, whatever its awaiter catches.
+    """
+    try:
+        return await awaitable
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise CalleeExit(exc) from exc
 
 RED = "\x1b[0;31m"
 DIM = "\x1b[2m"

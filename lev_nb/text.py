@@ -7,7 +7,25 @@ splits a character, so whatever is kept can be written as UTF-8 and read back.
 
 from __future__ import annotations
 
-__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens"]
+import re
+from typing import Any
+
+__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "without_surrogates"]
+
+# A surrogate code point in a Python str is always a lone one (a JSON pair decodes to one character).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (also inside lists and dicts) replaced by
+    U+FFFD: a model's text may hold one, and a Rhai string (UTF-8) cannot."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_surrogates(v) for v in value]
+    return value
 
 
 def estimate_tokens(text: str) -> int:

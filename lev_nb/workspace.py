@@ -10,6 +10,7 @@ It sits below every layer (with messages and text) because the blueprint checks 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +25,12 @@ class PathEscape(WorkspaceError):
     """The path resolves outside the working directory (directly, through ``..`` or a symlink)."""
 
 
+class UnsafeFile(PathEscape):
+    """The path is inside, but the file it names cannot be used safely: a FIFO, socket or device
+    (a read would block or never end), or, for a write, a file with other hard links (one may sit
+    outside the working directory). A PathEscape, so every caller that refuses one refuses both."""
+
+
 class WorkspaceMissing(WorkspaceError):
     """The working directory itself is gone."""
 
@@ -33,6 +40,7 @@ def confine(
     path: str | os.PathLike[str],
     *,
     grant: Callable[[Path], bool] | None = None,
+    for_write: bool = False,
 ) -> Path:
     """The real, absolute path that ``path`` names, taken from ``root``; PathEscape if it lands outside.
 
@@ -40,7 +48,8 @@ def confine(
     ``grant`` may allow a real path outside ``root`` as well (the user's read grants); it is asked
     only about paths whose every symlink has been followed. Raises PathEscape, whose message is
     written for a model or a person to act on, for an empty path, a NUL byte, or a path that
-    resolves outside ``root`` and is not granted.
+    resolves outside ``root`` and is not granted. Raises :class:`UnsafeFile` when the path names a
+    FIFO, socket or device, or (``for_write``) a file with more than one hard link.
     """
     raw = os.fspath(path)
     if not isinstance(raw, str) or raw == "":
@@ -54,8 +63,23 @@ def confine(
     # sees where the path really lands.
     real = Path(os.path.realpath(candidate))
     if real == base or real.is_relative_to(base) or (grant is not None and grant(real)):
+        _check_kind(raw, real, for_write)
         return real
     raise PathEscape(f"'{raw}' is outside the working directory; use a path inside it (relative paths start there)")
+
+
+def _check_kind(raw: str, real: Path, for_write: bool) -> None:
+    try:
+        info = os.stat(real)
+    except OSError:
+        return  # not there (yet): nothing to refuse
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        raise UnsafeFile(f"'{raw}' is not a regular file (a FIFO, socket or device), so it cannot be read or written")
+    if for_write and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise UnsafeFile(
+            f"'{raw}' has {info.st_nlink} hard links, and one may lead outside the working directory, "
+            "so it cannot be written; write a new file instead"
+        )
 
 
 class Workspace:
@@ -79,7 +103,7 @@ class Workspace:
         """The real, absolute path for ``path``; raise PathEscape if it leaves the workspace."""
         if for_write and not self.exists():
             raise WorkspaceMissing(f"the working directory '{self.root}' no longer exists, so nothing can be written")
-        return confine(self.root, path, grant=None if for_write else self.read_grant)
+        return confine(self.root, path, grant=None if for_write else self.read_grant, for_write=for_write)
 
     def relative(self, real: Path) -> str:
         """``real`` as a POSIX path relative to the root (``.`` for the root itself)."""

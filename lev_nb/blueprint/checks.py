@@ -94,8 +94,39 @@ def check(bp: Blueprint) -> None:
                 raise _fail(bp, f"Invalid region '{mapping.to_region}': transform target region not found in "
                                 "the global layout", ["transforms"])
 
+    _check_counts(bp)
     _check_graph(bp)
     _check_region_refs(bp)
+
+
+def _check_counts(bp: Blueprint) -> None:
+    """Refuse counts no plan needs (a gate re-asked a million times spins its stage): each has an
+    upper bound (constants.MAX_*), and a region's max_tokens must leave room for something."""
+    def over(value: int | None, bound: int, what: str, kp: list[str]) -> None:
+        if value is not None and value > bound:
+            raise _fail(bp, f"Invalid {what}: {value} is more than the {bound} lev_nb allows", kp,
+                        hint=f"use a number from 0 to {bound}")
+
+    def no_room(regions: dict[str, Region], kp: list[str]) -> None:
+        for region_name, region in regions.items():
+            if region.max_tokens is not None and region.max_tokens <= 0:
+                raise _fail(bp, f"Invalid region '{region_name}': max_tokens = {region.max_tokens} leaves it no room",
+                            kp + [region_name, "max_tokens"], hint="give it at least 1 token, or remove the region")
+
+    no_room(bp.global_layout, ["context", "regions"])
+    for name, st in bp.stages.items():
+        kp = ["stages", name]
+        if st.own_layout is not None:
+            no_room(st.own_layout, kp + ["context", "regions"])
+        over(st.max_iterations, C.MAX_STAGE_ITERATIONS, f"stage '{name}': max_iterations", kp + ["max_iterations"])
+        over(st.max_revisits, C.MAX_STAGE_REVISITS, f"stage '{name}': max_revisits", kp + ["max_revisits"])
+        if st.mode == "fan_out":
+            over(st.max_attempts, C.MAX_FAN_OUT_ATTEMPTS, f"stage '{name}': max_attempts", kp + ["max_attempts"])
+        for target, edge in (st.transitions or {}).items():
+            if edge.gate is not None:
+                over(edge.gate.max_attempts, C.MAX_GATE_ATTEMPTS,
+                     f"gate on the transition from '{name}' to '{target}': max_attempts",
+                     kp + ["transitions", target, "gate", "max_attempts"])
 
 
 def _check_graph(bp: Blueprint) -> None:

@@ -126,6 +126,13 @@ DEFAULT_MAX_WORKERS = 30
 DEFAULT_MAX_CHILD_DEPTH = 3
 MAX_FINAL_OUTPUT_BYTES = 256 * 1024
 
+# --- upper bounds validation puts on counts a blueprint sets (issue 12 item 3): a number past
+# these is a typo or an attempt to spin a stage, never a plan ----------------------------------
+MAX_GATE_ATTEMPTS = 100
+MAX_FAN_OUT_ATTEMPTS = 100
+MAX_STAGE_ITERATIONS = 10_000
+MAX_STAGE_REVISITS = 1_000
+
 # --- Appendix B: the built-in model table -------------------------------------------------------
 _M = 1_000_000
 _GEM = 1_048_576

@@ -159,6 +159,11 @@ def load_text(text: str, *, path: str | os.PathLike[str] | None = None) -> Bluep
             f"Failed to parse agent.leviath: {msg}", path=file,
             line=int(m.group(1)) if m else None, column=int(m.group(2)) if m else None,
         ) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise BlueprintError(
+            "Failed to parse agent.leviath: arrays or tables are nested too deeply", path=file,
+            hint="a blueprint never needs more than a few levels of nesting",
+        ) from None
     try:
         bp = _Loader(text, file).build(raw)
     except ValidationError as exc:  # a bug of ours, but never let it escape raw

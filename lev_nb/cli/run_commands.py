@@ -117,6 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lev_nb.cli.run_status import status_text
     from lev_nb.engine.api import start_run
     from lev_nb.scripting import ScriptError
+    from lev_nb.store import RecordUnwritable
 
     try:
         inputs = parse_inputs(getattr(args, "extra", []), reserved=_run_parameters(start_run))
@@ -143,7 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             webhook=args.webhook,
             **caller_inputs,
         )
-    except (UsageError, BlueprintError, ValueError, ScriptError) as exc:
+    except (UsageError, BlueprintError, ValueError, ScriptError, RecordUnwritable) as exc:
         print(f"lev run: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
     progress = None if args.quiet else ProgressLine(sys.stderr)
@@ -156,6 +157,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         run.wait()
     if progress is not None:
         progress.close()
+    from lev_nb.engine.webhook import FAILURE_PREFIX
+
+    for event in run.events.snapshot():  # a failed delivery is shown even with --quiet
+        message = getattr(event, "message", "")
+        if event.kind == "warning" and message.startswith(FAILURE_PREFIX):
+            print(f"lev run: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.meta, indent=2))
     else:

@@ -8,6 +8,7 @@ through :mod:`lev_nb.store`.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from typing import Any
 
@@ -39,6 +40,9 @@ def status_text(meta: dict[str, Any]) -> str:
 
 
 def _abandoned(meta: dict[str, Any]) -> bool:
+    pid = meta.get("pid")
+    if isinstance(pid, int) and pid > 0 and not _alive(pid):
+        return True  # its owner process is gone: abandoned at once
     updated = meta.get("updated_at")
     if not isinstance(updated, str):
         return False
@@ -47,6 +51,21 @@ def _abandoned(meta: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]
+    except OSError:
+        return True
 
 
 def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from lev_nb.engine.events import Event
+from lev_nb.errors import CALLEE_ERRORS
 
 
 class EventLog:
@@ -33,7 +34,7 @@ class EventLog:
         for callback in subscribers:
             try:
                 callback(event)
-            except Exception:  # a broken view must never break the run
+            except CALLEE_ERRORS:  # a broken view must never break the run
                 pass
 
     def close(self) -> None:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
+from lev_nb.secrets import REDACTED, configured_secrets, redact
 from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
 
@@ -19,7 +21,12 @@ SAVE_INTERVAL_S = 0.25
 
 
 class Recorder:
-    """Writes every event to the log and to disk, and meta.json whenever the run moves."""
+    """Writes every event to the log and to disk, and meta.json whenever the run moves.
+
+    Any text that echoes a configured secret (an API key's value in this process's environment
+    when the run started: a server quoting the request headers in an error body) is redacted here,
+    before it reaches meta.json, events.jsonl, transcript.jsonl or a live reader.
+    """
 
     def __init__(self, store: RunStore, meta: RunMeta, events: EventLog) -> None:
         self.store = store
@@ -28,10 +35,30 @@ class Recorder:
         self.writer = record_writer()
         self._last_save = float("-inf")
         self._dirty = False
+        self.secrets = configured_secrets()
+        self._secret_bytes = tuple((s.encode("utf-8"), REDACTED.encode("utf-8")) for s in self.secrets)
+
+    def _scrub(self, data: bytes) -> bytes:
+        for secret, mark in self._secret_bytes:
+            if secret in data:
+                data = data.replace(secret, mark)
+        return data
+
+    def _scrub_event(self, event: Event) -> Event:
+        changed: dict[str, Any] = {
+            f.name: redact(value, self.secrets)
+            for f in dataclasses.fields(event)
+            if isinstance(value := getattr(event, f.name), str) and any(s in value for s in self.secrets)
+        }
+        return dataclasses.replace(event, **changed) if changed else event
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
-        self.writer.append(self.store, EVENTS, encode_line(event.to_dict()))
+        if self.secrets:
+            event = self._scrub_event(event)
+            self.writer.append(self.store, EVENTS, self._scrub(encode_line(event.to_dict())))
+        else:
+            self.writer.append(self.store, EVENTS, encode_line(event.to_dict()))
         self.events.append(event)
 
     def save(self, force: bool = False, final: bool = False) -> None:
@@ -45,13 +72,16 @@ class Recorder:
         if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
             return
         self.meta.touch()
-        self.writer.write_meta(self.store, encode_meta(self.meta.to_dict()), durable=final)
+        if self.secrets and self.meta.error:
+            self.meta.error = redact(self.meta.error, self.secrets)  # what run.error shows, too
+        data = self._scrub(encode_meta(self.meta.to_dict()))
+        self.writer.write_meta(self.store, data, durable=final)
         self._last_save = clock
         self._dirty = False
 
     def transcript(self, entry: dict[str, Any]) -> None:
         """Queue one model exchange for transcript.jsonl."""
-        self.writer.append(self.store, TRANSCRIPT, encode_line(entry))
+        self.writer.append(self.store, TRANSCRIPT, self._scrub(encode_line(entry)))
 
     async def flushed(self) -> None:
         """Wait until everything recorded so far is on disk."""

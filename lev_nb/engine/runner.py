@@ -38,17 +38,24 @@ from lev_nb.engine.pipeline.holds import ExitHolds
 from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
 from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
+from lev_nb.engine.pipeline.routing import find_conditioned
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
+
+
+# A loop iteration without a model call only moves the run's bookkeeping; this many in a row and
+# the stage cannot change any more (a gate re-asked at the iteration cap spins forever otherwise).
+IDLE_ITERATION_LIMIT = 50
 
 
 class Runner:
@@ -112,6 +119,13 @@ class Runner:
             workdir=str(workdir_path),
             num_stages=len(plan.stages),
         )
+        if parent is None:
+            # The record exists before the run starts, and a run that cannot write it does not
+            # start (RecordUnwritable names the folder and the cause).
+            meta.pid = os.getpid()
+            run_store.create(store.encode_meta(meta.to_dict()))
+        else:
+            meta.pid = os.getpid()  # a worker runs in its parent's process
         if output_request is not None and not output_request.is_empty():
             meta.output_request = {k: v for k, v in output_request.__dict__.items() if v is not None}
         if parent is not None:
@@ -224,7 +238,7 @@ class Runner:
                 self._ending = Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
-            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+            except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
@@ -233,19 +247,20 @@ class Runner:
             if self.webhook:
                 await self._post_webhook()
             await self.state.rec.flushed()
+            self._check_record()
             self.events.close()
             self._notify_complete()
 
     async def _post_webhook(self) -> None:
-        from lev_nb.engine.webhook import completion_payload, post_json
+        from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
 
         if self.webhook is None:
             return
-        payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
         try:
+            payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
             await asyncio.to_thread(post_json, self.webhook, payload)
-        except OSError as exc:
-            self.state.warn(f"the completion webhook failed: {exc}")
+        except CALLEE_ERRORS as exc:  # a delivery never breaks the run's clean-up
+            self.state.warn(f"{FAILURE_PREFIX}: {exc}")
 
     async def _start(self) -> None:
         state = self.state
@@ -291,7 +306,7 @@ class Runner:
                 status, error = await self.hooks.terminal(status, error)
             except asyncio.CancelledError:
                 status, error = "cancelled", None
-            except Exception as exc:  # a bug in lev_nb must still leave a readable record
+            except CALLEE_ERRORS as exc:  # a bug in lev_nb must still leave a readable record
                 self.state.warn(traceback.format_exc())
                 status, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         self._record_end(status, error)
@@ -323,19 +338,44 @@ class Runner:
             )
         )
 
+    def _check_record(self) -> None:
+        """The run's last meta.json did not reach the disk (full, read-only): the run did not
+        complete as far as its record goes, so it ends in error, saying where and why."""
+        state = self.state
+        failure = state.rec.writer.meta_failure(state.run_id)
+        state.rec.writer.forget(state.run_id)
+        if failure is None:
+            return
+        state.meta.status = "error"
+        state.meta.error = f"the run record in '{state.store.dir}' could not be written: {failure}"
+
     def _notify_complete(self) -> None:
         if self.on_complete is None:
             return
         try:
             self.on_complete(self.handle)
-        except Exception as exc:
+        except CALLEE_ERRORS as exc:
             self.state.warn(f"on_complete callback failed: {exc!r}")
 
     # ------------------------------------------------------------------ the loop
     async def _loop(self) -> Ending:
         """Iterate until a transition ends the run; returns how it ends."""
         state = self.state
+        idle, calls_seen, idle_fired = 0, state.model_calls, False
         while True:
+            # Yield on every iteration: a cancel and every other run on the engine loop get their
+            # turn even while this run only does bookkeeping (a gate re-asked, a hold, a watchdog).
+            await asyncio.sleep(0)
+            if state.model_calls != calls_seen:
+                calls_seen, idle, idle_fired = state.model_calls, 0, False
+            else:
+                idle += 1
+                if idle > IDLE_ITERATION_LIMIT:
+                    ending = await self._idle_stuck(idle_fired)
+                    if ending is not None:
+                        return ending
+                    idle, idle_fired = 0, True
+                    continue
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
@@ -372,6 +412,22 @@ class Runner:
             ending = await self.transitions.resolve(outcome)
             if ending is not None:
                 return ending
+
+    async def _idle_stuck(self, again: bool) -> Ending | None:
+        """The stage went IDLE_ITERATION_LIMIT iterations without a model call, so nothing will
+        change: it is stuck by definition. It leaves by its stuck edge, else its error edge, else
+        the run ends in error; ``again`` (no model call since the last time) ends the run."""
+        state = self.state
+        message = (
+            f"stage '{state.stage.name}' went {IDLE_ITERATION_LIMIT} loop iterations without a model "
+            "call (a gate, hold or watchdog kept sending it round), so it is stuck"
+        )
+        if again:
+            return Ending("error", message)
+        state.rec.emit(ev.Stuck(state.run_id, state.stage.name, reason=message))
+        has_stuck_edge = find_conditioned(state.plan, state.stage, state.visits, "stuck") is not None
+        await self.hooks.stage_exit()
+        return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
     # ------------------------------------------------------------------ worker runs
     def spawn_child(self, plan: RunPlan, entry: str, task: str) -> Runner:

@@ -79,7 +79,7 @@ class RunState:
     record and its writer), ``ctx`` (the context window) and ``settings`` (the configuration when the
     run started; worker runs share their parent's). Moving: ``stage`` (the current stage),
     ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
-    ``final_output`` (the accepted answer, if any) and ``enter_hook_pending`` (a stage was entered
+    ``final_output`` (the accepted answer, if any), ``model_calls`` (model calls so far) and ``enter_hook_pending`` (a stage was entered
     and its ``on_stage_enter`` hook has not fired yet).
     """
 
@@ -99,6 +99,7 @@ class RunState:
     progress: StageProgress = field(default_factory=StageProgress)
     final_output: FinalOutput | None = None
     enter_hook_pending: bool = False
+    model_calls: int = 0  # every model call made (answered or failed): the idle-loop watchdog reads it
 
     def warn(self, message: str) -> None:
         """Emit a ``warning`` event in the current stage."""

@@ -41,7 +41,7 @@ from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, Too
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
 from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
-from lev_nb.settings.credentials import env_var_allowed
+from lev_nb.secrets import env_var_allowed
 from lev_nb.settings.model import Settings
 
 __all__ = [

@@ -97,6 +97,11 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
     return json.dumps(meta, indent=2, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
 
 
+class RecordUnwritable(OSError):
+    """The run's record cannot be written (a read-only or full disk, a LEV_HOME that is a file):
+    the run does not start. The message names the folder and the cause."""
+
+
 class RunStore:
     """One run's folder, and the only code that writes into it.
 
@@ -123,6 +128,17 @@ class RunStore:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._made = True
         return self.dir
+
+    def create(self, meta: bytes) -> None:
+        """Create the run folder and its first meta.json now, before the run starts; raise
+        :class:`RecordUnwritable` when either cannot be written."""
+        try:
+            self.write_meta(meta, durable=False)
+        except OSError as exc:
+            raise RecordUnwritable(
+                f"cannot write the run record in '{self.dir}': {exc.strerror or exc}; make the folder "
+                "writable, free some space, or point LEV_HOME elsewhere"
+            ) from None
 
     def write_meta(self, meta: dict[str, Any] | bytes, durable: bool = True) -> None:
         """Replace meta.json atomically (``durable=False`` skips the fsync; see write_atomic)."""

@@ -28,6 +28,7 @@ class RecordWriter:
         self._lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]] = {}
         self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
         self._waiters: list[concurrent.futures.Future[None]] = []
+        self._meta_failures: dict[str, str] = {}  # run id -> why its newest meta.json is not on disk
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -79,17 +80,34 @@ class RecordWriter:
             for (run_id, name), (store, data) in files.items():
                 self._safely(store.write_file, name, data, False)
             for store, data, durable in metas.values():
-                self._safely(store.write_meta, data, durable)
+                failure = self._safely(store.write_meta, data, durable)
+                with self._cond:
+                    if failure is None:
+                        self._meta_failures.pop(store.run_id, None)
+                    else:
+                        self._meta_failures[store.run_id] = failure
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
 
+    def meta_failure(self, run_id: str) -> str | None:
+        """Why the newest meta.json queued for ``run_id`` could not be written, or None (call
+        after :meth:`flush`)."""
+        with self._cond:
+            return self._meta_failures.get(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """Drop what is remembered about ``run_id`` (its run is over)."""
+        with self._cond:
+            self._meta_failures.pop(run_id, None)
+
     @staticmethod
-    def _safely(fn: Any, *args: Any) -> None:
+    def _safely(fn: Any, *args: Any) -> str | None:
         try:
             fn(*args)
-        except OSError:
-            pass  # a full or vanished disk must not kill the writer; the run goes on in memory
+        except OSError as exc:  # a full or vanished disk must not kill the writer; the run goes on in memory
+            return str(exc.strerror or exc)
+        return None
 
 
 _lock = threading.Lock()

@@ -12,12 +12,14 @@ import inspect
 import os
 import shutil
 import signal
+import stat
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
@@ -26,6 +28,8 @@ from lev_nb.text import cut_bytes
 __all__ = ["builtin_tools", "default_registry", "READ_FILE_CAP", "SHELL_STREAM_CAP"]
 
 READ_FILE_CAP = 256 * 1024
+# read_files shows at most this much in all (each file still at most READ_FILE_CAP).
+READ_FILES_TOTAL_CAP = 1024 * 1024
 SHELL_STREAM_CAP = 1024 * 1024
 
 # --------------------------------------------------------------------------------------------------
@@ -70,7 +74,7 @@ def _decode(data: bytes) -> str:
 # files
 
 
-def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
+def _read_one(ctx: ToolContext, path: str, cap: int) -> str:
     """Read one file for read_file / read_files (blocking)."""
     try:
         real = ctx.workspace.resolve(path, for_write=False)
@@ -81,17 +85,32 @@ def _read_one(ctx: ToolContext, path: str, cap: int | None) -> str:
     if not real.exists():
         return f"[error] '{path}' does not exist. Call list_dir to see which files there are."
     try:
-        data = real.read_bytes()
+        # A few bytes past the cap show whether a character straddles it.
+        data, size = read_capped(real, cap + 4)
     except OSError as exc:
         return f"[error] cannot read '{path}': {exc.strerror or exc}"
-    if cap is not None and len(data) > cap:
+    if size > cap:
         shown = cut_bytes(data, cap)
         return (
             _decode(shown)
-            + f"\n[truncated] '{path}' holds {len(data)} bytes and only the first {len(shown)} are shown here. "
+            + f"\n[truncated] '{path}' holds {size} bytes and only the first {len(shown)} are shown here. "
             "Rather than reading it whole again, look at a part of it (for example with a search)."
         )
     return _decode(data)
+
+
+def read_capped(real: Path, cap: int) -> tuple[bytes, int]:
+    """The first ``cap`` bytes of the regular file ``real`` and its size; reads no further.
+
+    Opened without blocking and checked once open, so a FIFO swapped in after the workspace check
+    is refused rather than waited on (OSError)."""
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"'{real.name}' is not a regular file")
+        data = handle.read(cap)
+    return data, max(info.st_size, len(data))
 
 
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -104,7 +123,15 @@ async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     paths = [str(p) for p in args.get("paths", [])]
 
     def work() -> str:
-        return "\n\n".join(f"### [{p}]\n{_read_one(ctx, p, None)}" for p in paths)
+        parts, left = [], READ_FILES_TOTAL_CAP
+        for p in paths:
+            if left <= 0:
+                parts.append(f"### [{p}]\n[not read] read_files shows at most {READ_FILES_TOTAL_CAP} bytes in all; read it on its own")
+                continue
+            text = _read_one(ctx, p, min(READ_FILE_CAP, left))
+            left -= len(text.encode("utf-8", "replace"))
+            parts.append(f"### [{p}]\n{text}")
+        return "\n\n".join(parts)
 
     if not paths:
         return "[error] read_files needs at least one path in 'paths'."
@@ -224,7 +251,7 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
     return bytes(kept), total
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
     """Kill the whole process group the command runs in (its children too)."""
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -257,6 +284,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, so a timeout can kill what it spawned
+        env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
     )
     try:
         (out, out_total), (err, err_total), code = await asyncio.wait_for(
@@ -268,12 +296,12 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
             timeout=timeout,
         )
     except asyncio.TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         await proc.wait()
         shown = f"{timeout:g}"
         return f"[timed out] The command ran past its {shown}s limit and was stopped: {command}"
     except asyncio.CancelledError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
     stdout = _stream_text("stdout", out, out_total)
     stderr = _stream_text("stderr", err, err_total)

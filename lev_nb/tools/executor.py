@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.policy import Policies, authorise
@@ -77,7 +78,7 @@ def _notify(listener: Callable[[Any], None] | None, value: Any) -> None:
         return
     try:
         listener(value)
-    except Exception:
+    except CALLEE_ERRORS:
         log.warning("tool event listener failed", exc_info=True)
 
 
@@ -91,7 +92,7 @@ async def _run_one(call: ToolCall, args: dict[str, Any], registry: ToolRegistry,
         raise
     except WorkspaceError as exc:
         content = f"[error] {call.name}: {exc}"
-    except Exception as exc:  # a broken handler must not break the batch
+    except CALLEE_ERRORS as exc:  # a broken handler must not break the batch (nor sys.exit the engine)
         log.debug("tool %s raised", call.name, exc_info=True)
         content = f"[error] {call.name}: {exc or type(exc).__name__}"
     if not isinstance(content, str):

@@ -13,6 +13,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Union
 
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
@@ -112,6 +113,6 @@ async def authorise(call: ToolCall, registry: ToolRegistry, policies: Policies) 
         return needs_approval_text(call.name)
     try:
         approved = await _ask(policies.approver, call)
-    except Exception as exc:  # an approver that breaks must not take the run down with it
+    except CALLEE_ERRORS as exc:  # an approver that breaks must not take the run down with it
         return f"[denied] Approval for '{call.name}' failed: {exc}"
     return None if approved else declined_text(call.name)

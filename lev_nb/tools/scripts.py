@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.settings.credentials import looks_like_credential
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
+from lev_nb.secrets import child_environment, looks_like_credential
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
 
-__all__ = ["RunToolHost", "looks_like_credential", "script_tool_defs"]
+__all__ = ["RunToolHost", "script_tool_defs"]
 
 
 class RunToolHost:
@@ -35,8 +35,10 @@ class RunToolHost:
         self.shell_allowed = shell_allowed
 
     def read_file(self, path: str) -> str:
-        target = self.workspace.resolve(path)
-        return target.read_text(encoding="utf-8", errors="replace")[:HOST_OUTPUT_CAP]
+        from lev_nb.tools.builtin import read_capped
+
+        data, _ = read_capped(self.workspace.resolve(path), HOST_OUTPUT_CAP)
+        return data.decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> str:
         target = self.workspace.resolve(path, for_write=True)
@@ -50,11 +52,21 @@ class RunToolHost:
                 "[denied] script host function 'shell' is denied: the stage's policy for the shell "
                 "tool is not 'allow'"
             )
-        done = subprocess.run(
-            command, shell=True, cwd=self.workspace.root, capture_output=True, text=True,
-            timeout=SHELL_TIMEOUT_S,
+        # Its own process group, so a timeout stops what the command spawned too; no credentials.
+        proc = subprocess.Popen(
+            command, shell=True, cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, text=True, errors="replace", env=child_environment(),
+            start_new_session=True,
         )
-        out = done.stdout + (f"\n{done.stderr}" if done.stderr.strip() else "")
+        try:
+            stdout, stderr = proc.communicate(timeout=SHELL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            from lev_nb.tools.builtin import kill_group
+
+            kill_group(proc.pid)
+            proc.communicate()
+            raise TimeoutError(f"shell: the command ran past its {SHELL_TIMEOUT_S} s limit and was stopped") from None
+        out = stdout + (f"\n{stderr}" if stderr.strip() else "")
         return out[:HOST_OUTPUT_CAP]
 
     def http_get(self, url: str, headers: dict[str, str]) -> str:

@@ -467,3 +467,14 @@ def test_a_stage_without_hooks_runs_as_before(engine, tmp_path):
     assert run.status == "complete", run.error
     assert "in b" not in system_of(model.requests[0])
     assert "in b" in system_of(model.requests[1])
+
+
+def test_a_lone_surrogate_in_model_output_does_not_break_an_after_inference_hook(engine, tmp_path):
+    # Issue 12 item 10: a model's text can hold a lone surrogate (JSON "\ud800"); a Rhai string
+    # cannot, so the hook sees it replaced rather than the run dying as an "internal error".
+    script = 'fn after_inference(ctx) { #{action: "modify", value: `seen ${ctx.response.len()}`} }'
+    bp = one_stage(tmp_path, script, "after_inference")
+    run, model = engine.run(bp, [call("list_dir", text="bad \ud800 text", path="."), say("done")])
+    assert run.status == "complete", run.error
+    assistant = next(m for m in model.requests[1].messages if m.role == "assistant")
+    assert assistant.text() == "seen 10"

@@ -222,3 +222,55 @@ def test_a_receiver_that_does_not_speak_http_is_a_warning(engine):
     assert run.status == "complete", run.error
     assert got and got[0].startswith(b"POST / HTTP/1.1")
     assert any("could not be delivered" in e.message for e in events_of(run, "warning"))
+
+
+# ------------------------------------------------------------------------- issue 12 item 6
+def test_a_trickling_receiver_cannot_hold_the_delivery_past_its_deadline():
+    import socket
+    import time
+
+    stop = threading.Event()
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def trickle() -> None:  # one byte of a status line every 0.1 s, for as long as the test lasts
+        conn, _ = server.accept()
+        with conn:
+            while not stop.is_set():
+                try:
+                    conn.sendall(b"H")
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    outcome: list[BaseException] = []
+
+    def deliver() -> None:
+        try:
+            post_json(f"http://127.0.0.1:{server.getsockname()[1]}/", {}, timeout=0.5)
+        except OSError as exc:
+            outcome.append(exc)
+
+    sender = threading.Thread(target=deliver, daemon=True)
+    sender.start()
+    sender.join(60)  # a per-read timeout would never end: each read gets its byte in time
+    stop.set()
+    server.close()
+    assert not sender.is_alive()
+    assert len(outcome) == 1 and "did not answer within 0.5 s" in str(outcome[0])
+
+
+def test_lev_run_shows_a_failed_delivery_on_stderr(tmp_path, failing_receiver, lev):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "hooked"\n' + OUTPUT_STAGE)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([call("submit_output", content="42"), say("done")]))
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = lev("run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work),
+               "--webhook", failing_receiver.url, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "lev run: the completion webhook failed: the webhook answered HTTP 500" in proc.stderr

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.state import RunFailure
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.workspace import PathEscape, confine
 
 if TYPE_CHECKING:
@@ -122,13 +123,19 @@ def _read_files(workdir: Path, paths: list[str]) -> str:
 
 
 async def _command(workdir: Path, command: str) -> str:
+    from lev_nb.secrets import child_environment
+    from lev_nb.tools.builtin import kill_group
+
+    # No credential-shaped variable; its own process group, so a timeout stops what it spawned.
     proc = await asyncio.create_subprocess_shell(
-        command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL, env=child_environment(), start_new_session=True,
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
     except asyncio.TimeoutError:
-        proc.kill()
+        kill_group(proc.pid)
+        await proc.wait()
         return f"[seed command timed out after {COMMAND_TIMEOUT_S} s: {command}]"
     text = out.decode("utf-8", errors="replace")
     if proc.returncode:
@@ -152,7 +159,7 @@ async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolConte
             continue
         try:
             result = await tool.handler(tool_context, args)
-        except Exception as exc:  # a seed never stops the run
+        except CALLEE_ERRORS as exc:  # a seed never stops the run
             result = f"[error] {name}: {exc}"
         parts.append(f"[{name}]:\n{result}")
     return "\n\n".join(parts)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.regions import Entry, RegionFullError
 from lev_nb.messages import ModelResponse, ToolCall
+from lev_nb.text import without_surrogates
 from lev_nb.scripting import Allow, Cancel, HookScript, Modify, Retry, ScriptError
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class RunHooks:
             raise HookFailure(f"{hook}: the hook script '{path}' was not compiled for this run")
         try:
             # Rhai releases the GIL, so a worker thread keeps the engine loop free.
-            outcome = await asyncio.to_thread(script.run, hook, ctx)
+            outcome = await asyncio.to_thread(script.run, hook, without_surrogates(ctx))
         except ScriptError as exc:
             raise HookFailure(f"{hook}: {exc.message}") from None
         if isinstance(outcome, Allow):

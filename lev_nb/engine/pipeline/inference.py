@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
-from lev_nb.engine.state import Outcome, RunFailure
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
+from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.pricing import CostTotals, call_cost, price_for
@@ -399,16 +400,17 @@ class Inference:
             try:
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
-                        return await asyncio.wait_for(provider.complete(request), request.timeout_s)
-                    return await provider.complete(request)
+                        return await asyncio.wait_for(contained(provider.complete(request)), request.timeout_s)
+                    return await contained(provider.complete(request))
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"
                 error = ProviderError("transport", f"the model did not answer{waited}")
             except ProviderError as exc:
                 error = exc
-            except Exception as exc:  # a broken provider is a failed model call, not a crash of lev_nb
+            except CALLEE_ERRORS as exc:  # a broken provider is a failed model call, not a crash of lev_nb
                 name = getattr(provider, "name", type(provider).__name__)
-                error = ProviderError("api", f"the '{name}' provider failed: {type(exc).__name__}: {exc}")
+                what = str(exc) if isinstance(exc, CalleeExit) else f"{type(exc).__name__}: {exc}"
+                error = ProviderError("api", f"the '{name}' provider failed: {what}")
             finally:
                 await asyncio.sleep(0)  # let deltas handed over from a worker thread land first
                 stream.flush()
@@ -431,6 +433,7 @@ class Inference:
     def _record(self, request: ModelRequest, response: ModelResponse | None, error: str | None = None) -> None:
         """The call's event, its token usage on meta.json, and its transcript entry."""
         state = self.state
+        state.model_calls += 1
         meta = state.meta
         usage = response.usage if response else None
         cost: float | None = None

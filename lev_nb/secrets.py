@@ -1,0 +1,96 @@
+"""Credentials in the environment: the ONE rule for which variable names look like secrets, the
+environment a child process gets (the shell tool, command seeds, a script's ``shell()``: every
+credential-shaped variable left out), and the redaction of a secret's value from any text lev_nb
+stores or shows (spec/rhai.md §3.3 ``env_var``; issue 12 item 8).
+
+The script ``env_var`` host function refuses exactly the names :func:`looks_like_credential`
+accepts, and :func:`child_environment` drops exactly those, so what a script cannot read is what a
+command it runs cannot see. This module imports nothing of lev_nb (a bottom layer).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+# A name containing one of these words is a credential (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASS,
+# MYSQL_PWD, SLACK_WEBHOOK_URL, SENTRY_DSN, ...).
+_CREDENTIAL_WORDS = (
+    "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL", "APIKEY", "API_KEY", "ACCESS_KEY",
+    "PRIVATE", "KEY", "_PAT", "SESSION", "COOKIE", "AUTH", "BEARER", "SIGNATURE", "SIGNING",
+    "DSN", "NETRC", "KUBECONFIG", "WEBHOOK", "CONNECTION_STRING", "CONN_STR",
+)
+_CREDENTIAL_NAMES = frozenset(
+    {"DATABASE_URL", "DATABASE_DSN", "REDIS_URL", "MONGO_URL", "MONGODB_URI", "AMQP_URL", "SSH_AUTH_SOCK"}
+)
+_CREDENTIAL_PREFIXES = ("LEVIATH_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "LEV_")
+# Ordinary variables a shell sets that contain one of the words above.
+_NOT_CREDENTIALS = frozenset({"PWD", "OLDPWD"})
+
+# Names whose value is itself the secret (not a path or a socket to one, like KUBECONFIG, NETRC or
+# SSH_AUTH_SOCK, nor a setting under a prefix, like LEV_HOME or AWS_REGION): these values are redacted.
+_SECRET_VALUE_WORDS = (
+    "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY",
+    "_KEY", "BEARER", "WEBHOOK", "DSN", "CONNECTION_STRING", "CONN_STR", "_PAT", "COOKIE", "SIGNATURE",
+)
+_SECRET_VALUE_NAMES = _CREDENTIAL_NAMES - {"SSH_AUTH_SOCK"}
+
+# A value shorter than this is not redacted: "1" or "yes" would turn every text into noise.
+MIN_SECRET_LENGTH = 8
+REDACTED = "[redacted]"
+
+
+def looks_like_credential(name: str) -> bool:
+    """Whether an environment variable name is shaped like a secret."""
+    upper = name.upper()
+    if upper in _NOT_CREDENTIALS:
+        return False
+    return (
+        upper in _CREDENTIAL_NAMES
+        or upper.startswith(_CREDENTIAL_PREFIXES)
+        or any(word in upper for word in _CREDENTIAL_WORDS)
+    )
+
+
+def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a command lev_nb runs for an agent: ``environ`` (default: this
+    process's) without any credential-shaped variable."""
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if not looks_like_credential(name)}
+
+
+def holds_secret_value(name: str) -> bool:
+    """Whether the value of variable ``name`` is itself a secret (an API key, a password, a URL
+    with credentials), so that text echoing it must be redacted."""
+    upper = name.upper()
+    if not looks_like_credential(name):
+        return False
+    return upper in _SECRET_VALUE_NAMES or any(word in upper for word in _SECRET_VALUE_WORDS)
+
+
+def configured_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The secret values of ``environ`` (default: this process's environment) long enough to
+    redact, longest first (so a secret containing another is replaced whole)."""
+    source = os.environ if environ is None else environ
+    values = {
+        value for name, value in source.items()
+        if holds_secret_value(name) and len(value) >= MIN_SECRET_LENGTH
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact(text: str, secrets: Iterable[str] | None = None) -> str:
+    """``text`` with every occurrence of a secret (default: :func:`configured_secrets`) replaced by
+    ``[redacted]``."""
+    for secret in configured_secrets() if secrets is None else secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def env_var_allowed(name: str, allowed: Iterable[str] = ()) -> bool:
+    """Whether a script may read ``name``: not credential-shaped, or listed in ``allowed``
+    (``[security] allow_env_vars``: exact names, compared without case, no wildcards)."""
+    if not looks_like_credential(name):
+        return True
+    return name.upper() in {entry.upper() for entry in allowed}
