@@ -41,6 +41,8 @@ class BlueprintError(ValueError):
         super().__init__(self._render())
 
     def _render(self) -> str:
+        if self.kind == "read":  # the message names the path already: say it once
+            return self.detail
         where = str(self.path) if self.path is not None else "<blueprint>"
         if self.line is not None:
             where += f":{self.line}"

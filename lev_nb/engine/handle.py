@@ -90,6 +90,11 @@ class Run:
         return str(self._runner.workdir)
 
     @property
+    def webhook_error(self) -> str | None:
+        """Why the completion webhook could not be delivered (None: delivered, or none was asked)."""
+        return self._runner.webhook_error
+
+    @property
     def result(self) -> Any:
         """The final output (an ``Output``), or None when none was submitted."""
         return self._runner.final_output

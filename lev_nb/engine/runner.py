@@ -88,6 +88,7 @@ class Runner:
         self.approver = approver
         self.validators = dict(validators or {})
         self.webhook = webhook
+        self.webhook_error: str | None = None  # why the completion webhook failed, if it did
         self.parent = parent
         self.depth: int = parent.depth + 1 if parent is not None else 0
         # The root run's limit governs the whole tree of workers.
@@ -239,6 +240,7 @@ class Runner:
         try:
             await asyncio.to_thread(post_json, self.webhook, payload)
         except OSError as exc:
+            self.webhook_error = str(exc)
             self.state.warn(f"the completion webhook failed: {exc}")
 
     async def _start(self) -> None:
@@ -253,13 +255,14 @@ class Runner:
                 state.run_id, None, agent=self.plan.agent_name, task=state.task, workdir=str(state.workdir)
             )
         )
-        if self._workdir_given and not state.workdir.is_dir():
-            raise RunFailure(
-                f"the working directory '{state.workdir}' does not exist; create it or pass another --workdir"
-            )
         if self._script_error is not None:
             raise RunFailure(self._script_error)
-        state.workdir.mkdir(parents=True, exist_ok=True)
+        if self._workdir_given and not state.workdir.exists():
+            state.warn(f"the working directory '{state.workdir}' did not exist, so the run created it")
+        try:
+            state.workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)
 

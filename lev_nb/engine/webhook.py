@@ -40,6 +40,11 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
             return int(response.status)
     except urllib.error.HTTPError as exc:
         raise OSError(f"the webhook answered HTTP {exc.code}") from None
+    except urllib.error.URLError as exc:
+        reason = getattr(exc.reason, "strerror", None) or exc.reason
+        raise OSError(f"could not reach '{url}': {reason}") from None
+    except TimeoutError:
+        raise OSError(f"'{url}' did not answer within {timeout:g} s") from None
     except (ValueError, http.client.HTTPException) as exc:
         # A malformed URL or a reply that is not HTTP: still only a failed delivery, so the run
         # (which posts from its clean-up) ends normally and reports it as a warning.

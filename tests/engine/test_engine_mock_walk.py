@@ -30,7 +30,9 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
     bp = load(manifest.parent)
     # Give every required caller input a value, as a user launching the agent has to.
     inputs = {i.key: f"sample {i.key}" for i in bp.inputs if i.required and i.key != "task"}
-    run = start_run(bp, task="dry run", model="mock", workdir=workdir, home=home, **inputs)
+    # ...and a task only where one is taken (a blueprint whose inputs leave out the task refuses it).
+    task = "dry run" if bp.accepts_task or not bp.inputs else ""
+    run = start_run(bp, task=task, model="mock", workdir=workdir, home=home, **inputs)
     run.wait(RUN_TIMEOUT_S)
     assert run.status in TERMINAL
     # A clean dry run finishes; an error must at least say why. A checkpoint that insists on a
