@@ -249,7 +249,7 @@ def _check_keys(plan: RunPlan, provider: Provider | None, settings: Settings) ->
     parts = [f"{var} is not set, and {_stages(stages)} of blueprint '{plan.agent_name}' "
              f"run{'s' if len(stages) == 1 else ''} on {name} models"
              for name, var, stages in missing]
-    exports = " ".join(f"{var}=..." for _, var, _ in missing)
+    exports = " ".join(f"{var}=<your key>" for _, var, _ in missing)
     raise LaunchError(
         f"no API key for {' and '.join(name for name, _, _ in missing)}: " + "; ".join(parts),
         cli_hint=f"export {exports}, or try the agent offline with --model mock",
