@@ -20,6 +20,7 @@ __all__ = [
     "Message",
     "Purpose",
     "ModelRequest",
+    "StageDuties",
     "Usage",
     "ModelResponse",
     "request_text",
@@ -94,13 +95,34 @@ Purpose = Literal["stage", "routing", "summary"]
 
 
 @dataclass
+class StageDuties:
+    """What the stage still owes before it may leave, as the engine sees it at this turn: regions
+    to write (required and empty, or named by a gate that would refuse the stage now), whether a
+    gate wants a file change, open checklist items ``(region, id)`` a gate wants closed, and
+    whether an answer in text alone would be nudged (``use_a_tool``: no tool used yet this visit).
+
+    A hint for a stand-in model (the mock's dry run satisfies what it can); real providers ignore
+    it, as a real model learns the same from the prompt and the gate's message.
+    """
+
+    regions: list[str] = field(default_factory=list)
+    modify_files: bool = False
+    open_items: list[tuple[str, int]] = field(default_factory=list)
+    use_a_tool: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.regions or self.modify_files or self.open_items or self.use_a_tool)
+
+
+@dataclass
 class ModelRequest:
     """Everything a provider needs for one completion.
 
     ``purpose`` says why the engine is asking: a stage turn, a routing choice (``choices`` then
     holds the candidate target names in order, and ``allow_done`` says whether DONE is allowed), or
     a summary for an edge transform. ``output_format`` is the stage's resolved final-output format,
-    a hint the mock model uses to shape its answer.
+    and ``duties`` (stage turns only) what the stage still owes: hints the mock model uses to shape
+    its answer and to pass the stage's gates.
     """
 
     provider: str
@@ -117,6 +139,7 @@ class ModelRequest:
     output_format: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
+    duties: StageDuties | None = None
 
     def tool_names(self) -> list[str]:
         """Names of the tools offered in this request, in order."""

@@ -50,3 +50,18 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
         child = json.loads((home / "runs" / child_id / "meta.json").read_text())
         assert child["status"] in TERMINAL
         assert child["parent_run_id"] == run.run_id
+
+
+@pytest.mark.parametrize("name", ["code-fixer", "research-brief", "triage"])
+def test_a_dry_run_of_a_bundled_agent_reads_as_a_healthy_run(name: str, home: Path, workdir: Path):
+    # The mock does what each stage asks for (required regions, gated regions, a file change, the
+    # answer), so no gate blocks or is forced, nothing is nudged and nothing warns.
+    run = start_run(load(BLUEPRINTS / name), task="dry run", model="mock", workdir=workdir, home=home)
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    unhealthy = [(e.kind, e.stage) for e in run.events.snapshot()
+                 if e.kind in ("gate_blocked", "gate_forced", "nudge", "warning", "stuck", "error", "max_iterations",
+                               "output_rejected")]
+    assert unhealthy == []
+    assert run.flags["gates_forced"] == 0 and run.flags["output_forced"] == 0
+    assert run.result is not None

@@ -42,7 +42,7 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
     assert "triage" in view.header.value and run.run_id in view.header.value and "complete" in view.header.value
     # One row per stage visit: stage, visit, stage turns, tool calls (the mock walk is deterministic).
     assert stage_rows(view.stage_table.value) == [
-        ["read", "1", "6", "2"], ["check", "1", "4", "0"], ["table", "1", "2", "1"],
+        ["read", "1", "2", "1"], ["check", "1", "2", "1"], ["table", "1", "2", "1"],
     ]
     assert "completed: status=complete" in view.recent_events.value
     assert view.recent_events.value.count("<br>") == widget_module.RECENT_EVENTS - 1
