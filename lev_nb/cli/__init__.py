@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from typing import Any
 
 from lev_nb.version import __version__
 from lev_nb.cli import blueprint_commands, config_commands, run_commands
@@ -44,13 +46,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``lev`` console script; returns the process exit status."""
+    """Entry point of the ``lev`` console script; returns the process exit status.
+
+    A Ctrl-C stops the command with exit status 130 and one line, never a traceback: only the
+    first one interrupts (a second one while the first unwinds is ignored), and ``lev run`` takes
+    over while a run exists, cancelling it so that its record says so.
+    """
+    interrupted = False
+
+    def first_only(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, first_only)
+    except ValueError:  # not the main thread: no signal arrives here
+        previous = None
     try:
         return _main(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
-        # Ctrl-C before a run exists (a run that exists is cancelled by `lev run` itself).
         print("lev: interrupted", file=sys.stderr)
         return 130
+    finally:
+        # After a Ctrl-C the process is on its way out: leave later ones ignored until it is.
+        if previous is not None and not interrupted:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _main(argv: list[str]) -> int:

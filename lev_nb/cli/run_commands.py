@@ -7,12 +7,11 @@ This module owns the command lines, their messages and their exit statuses.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import json
 import signal
 import sys
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -210,8 +209,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``lev run``: run to the end, print the run id (or meta JSON); exit 0 only when complete.
 
     Everything that can be refused is refused before the run exists (exit 2, or 1 for a
-    blueprint that cannot be loaded). A Ctrl-C before the run exists stops at once; once it
-    exists, the run is cancelled and its record closed, and further Ctrl-Cs wait for that.
+    blueprint that cannot be loaded). A Ctrl-C while the blueprint is read stops at once (exit
+    130, nothing written); from the moment the run is being created, the first Ctrl-C cancels it
+    and closes its record (exit 130) and further ones only wait for that.
     """
     from lev_nb.blueprint import BlueprintError, load
     from lev_nb.engine.api import start_run
@@ -235,7 +235,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         # parse_inputs refused every name of start_run's own parameters, so these only fill
         # ``**inputs``; typed Any because mypy cannot see that the keys never hit those parameters.
         caller_inputs: dict[str, Any] = inputs
-        with _interrupts_deferred() as interrupted:  # a run half-created would be left "running"
+    except (UsageError, BlueprintError, ConfigError, ScriptError, ValueError) as exc:
+        print(f"lev run: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
+    # From here on a Ctrl-C never cuts the run in half: the first one cancels it (once it exists),
+    # the record says so, and further ones only wait for that.
+    with _Interrupts() as interrupts:
+        try:
             run = start_run(
                 bp,
                 task=task,
@@ -247,29 +253,25 @@ def cmd_run(args: argparse.Namespace) -> int:
                 webhook=args.webhook,
                 **caller_inputs,
             )
-    except LaunchError as exc:
-        print(f"lev run: {exc.for_cli()}", file=sys.stderr)
-        return 2
-    except (UsageError, BlueprintError, ConfigError, ScriptError, ValueError) as exc:
-        print(f"lev run: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, UsageError) else 1
-    return _follow(run, args, interrupted.is_set())
+        except LaunchError as exc:
+            print(f"lev run: {exc.for_cli()}", file=sys.stderr)
+            return 2
+        except (ConfigError, ScriptError, ValueError) as exc:
+            print(f"lev run: {exc}", file=sys.stderr)
+            return 1
+        interrupts.attach(run)
+        return _follow(run, args)
 
 
-def _follow(run: Any, args: argparse.Namespace, interrupted: bool) -> int:
+def _follow(run: Any, args: argparse.Namespace) -> int:
     """Wait for ``run`` with the progress line, report how it ended; returns the exit status."""
     from lev_nb.cli.progress import ProgressLine
     from lev_nb.cli.run_status import status_text
 
     progress = None if args.quiet else ProgressLine(sys.stderr)
-    try:
-        if progress is not None:
-            run.subscribe(progress)
-        if interrupted:
-            raise KeyboardInterrupt
-        run.wait()
-    except KeyboardInterrupt:
-        _cancel(run)
+    if progress is not None:
+        run.subscribe(progress)
+    run.wait()
     if progress is not None:
         progress.close()
     if args.json:
@@ -286,41 +288,42 @@ def _follow(run: Any, args: argparse.Namespace, interrupted: bool) -> int:
     return status
 
 
-def _cancel(run: Any) -> None:
-    """Cancel ``run`` after a Ctrl-C and wait until its record says so; more Ctrl-Cs only wait."""
-    print("lev run: cancelling the run (its record is being closed)", file=sys.stderr)
-    with _interrupts_deferred():
-        run.cancel()
-        run.wait()
-
-
-class _Flag:
-    """Set when a Ctrl-C arrived while interrupts were deferred."""
+class _Interrupts:
+    """While inside: SIGINT (Ctrl-C) cancels the run once it is attached (a Ctrl-C that comes while
+    it is being created cancels it as soon as it exists), says so once, and is otherwise ignored,
+    so the run always ends with a record that says how it ended. Outside the main thread, where no
+    handler can be set (and no KeyboardInterrupt arrives), it does nothing."""
 
     def __init__(self) -> None:
-        self._set = False
+        self.run: Any = None
+        self.count = 0
+        self._previous: Any = None
+        self._installed = False
 
-    def set(self) -> None:
-        self._set = True
+    def __enter__(self) -> _Interrupts:
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        except ValueError:  # not the main thread
+            pass
+        return self
 
-    def is_set(self) -> bool:
-        return self._set
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
 
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        if self.count == 1:
+            print("lev run: cancelling the run (Ctrl-C again does not stop it sooner)", file=sys.stderr)
+        if self.run is not None:
+            self.run.cancel()
 
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[_Flag]:
-    """While inside, a SIGINT (Ctrl-C) only sets the flag yielded, so a run being created or
-    closed is never cut in half; outside the main thread (where no handler can be set) a no-op."""
-    flag = _Flag()
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.set())
-    except ValueError:  # not the main thread
-        yield flag
-        return
-    try:
-        yield flag
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    def attach(self, run: Any) -> None:
+        """The run now exists: cancel it at once if a Ctrl-C already came."""
+        self.run = run
+        if self.count:
+            run.cancel()
 
 
 def cmd_ps(args: argparse.Namespace) -> int:

@@ -158,6 +158,7 @@ class Runner:
         self._ending: Ending | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
+        self._cancel_sent = False
         self._cancellable = False
 
     # ------------------------------------------------------------------ what the Run handle reads
@@ -201,8 +202,11 @@ class Runner:
 
     def _cancel_task(self) -> None:
         # Only the running phase is cancelled: once the run is ending (terminal hook, last record
-        # writes) a cancel would only cut its record short, so it is ignored there.
-        if self._task is not None and self._cancellable and not self._task.done():
+        # writes) a cancel would only cut its record short, so it is ignored there. And only once:
+        # a second request (a second Ctrl-C) landing while the first unwinds would cancel the
+        # run's own clean-up.
+        if self._task is not None and self._cancellable and not self._task.done() and not self._cancel_sent:
+            self._cancel_sent = True
             self._task.cancel()
 
     async def main(self) -> None:

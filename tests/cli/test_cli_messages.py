@@ -249,3 +249,29 @@ def test_a_webhook_that_is_not_a_url(lev: Lev, home: Path) -> None:
     assert one_line(out, 2) == ("lev run: the webhook 'example.org/hook' is not an http:// or https:// URL; "
                                 "pass --webhook http://HOST/PATH")
     no_record(home)
+
+
+# ------------------------------------------------------------------------------------------------
+# How a run that does not complete is reported
+# ------------------------------------------------------------------------------------------------
+def test_a_failed_run_says_its_error_once_in_full(lev: Lev, tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    reason = ("the provider refused the request because the account has run out of credits for this month; "
+              "add credits in the console of the provider and try again")
+    script.write_text(json.dumps([{"error": {"kind": "credits", "message": reason}}] * 4), encoding="utf-8")
+    out = lev("run", TRIAGE, "--task", "hi", "--model", f"scripted:{script}")
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert lines[-1].startswith("lev run: the run ended error: ") and lines[-1].endswith(reason)
+    assert sum(reason in line for line in lines) == 1  # progress lines cut it at a word, with an ellipsis
+    progress_errors = [line for line in lines[:-1] if " · error: " in line]
+    assert progress_errors and all(line.endswith(" …") for line in progress_errors)
+
+
+def test_progress_details_are_cut_at_a_word() -> None:
+    from lev_nb.cli.progress import _short
+
+    assert _short("short and sweet") == "short and sweet"
+    long = "word " * 40
+    cut = _short(long, limit=30)
+    assert cut == "word word word word word word …" and len(cut) <= 32
