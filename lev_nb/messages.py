@@ -21,6 +21,7 @@ __all__ = [
     "SystemBlock",
     "Purpose",
     "ModelRequest",
+    "StageDuties",
     "Usage",
     "ModelResponse",
     "request_text",
@@ -118,6 +119,26 @@ Purpose = Literal["stage", "routing", "summary"]
 
 
 @dataclass
+class StageDuties:
+    """What the stage still owes before it may leave, as the engine sees it at this turn: regions
+    to write (required and empty, or named by a gate that would refuse the stage now), whether a
+    gate wants a file change, open checklist items ``(region, id)`` a gate wants closed, and
+    whether an answer in text alone would be nudged (``use_a_tool``: no tool used yet this visit).
+
+    A hint for a stand-in model (the mock's dry run satisfies what it can); real providers ignore
+    it, as a real model learns the same from the prompt and the gate's message.
+    """
+
+    regions: list[str] = field(default_factory=list)
+    modify_files: bool = False
+    open_items: list[tuple[str, int]] = field(default_factory=list)
+    use_a_tool: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.regions or self.modify_files or self.open_items or self.use_a_tool)
+
+
+@dataclass
 class ModelRequest:
     """Everything a provider needs for one completion.
 
@@ -130,6 +151,9 @@ class ModelRequest:
     that place prompt-caching markers; it is empty when the caller did not say. ``on_text``, when
     set, receives the answer's text as it forms (a provider that streams calls it with each delta;
     one that does not never calls it).
+
+    ``duties`` (stage turns only) says what the stage still owes: hints the mock model uses to
+    shape its answer and to pass the stage's gates.
     """
 
     provider: str
@@ -156,6 +180,7 @@ class ModelRequest:
         ):
             return list(self.system_blocks)
         return [SystemBlock(text) for text in self.system]
+    duties: StageDuties | None = None
 
     def tool_names(self) -> list[str]:
         """Names of the tools offered in this request, in order."""

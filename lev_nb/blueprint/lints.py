@@ -1,6 +1,9 @@
-"""The lint catalogue of ``lev validate`` (spec/blueprint.md §10): 33 codes, run on a valid blueprint.
+"""The lint catalogue of ``lev validate`` (spec/blueprint.md §10): the 33 upstream codes and two of
+lev_nb's own, run on a valid blueprint.
 
-Agent-level checks (A1-A19) run first in catalogue order, then each stage's checks (S1-S14) in
+Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
+key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a
+format label one keystroke from a format lev_nb checks), then each stage's checks (S1-S14) in
 stage order; :func:`lint` returns them sorted errors, warnings, notes.
 
 The environment (:class:`LintEnv`) is explicit. lev_nb's default (``LintEnv.for_blueprint``):
@@ -18,8 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from . import constants as C
-from .model import Blueprint, Region, Stage
+from .errors import did_you_mean
+from .formats import format_typo
+from .model import Blueprint, OutputSpec, Region, Stage
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
 from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
@@ -392,12 +399,81 @@ def a19_unbounded_percentage_budget(bp: Blueprint, env: LintEnv) -> list[Finding
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# lev_nb's own checks: a lenient table's unknown keys, and a misspelt output format
+# ------------------------------------------------------------------------------------------------
+def _is_lenient(obj: object) -> bool:
+    return isinstance(obj, BaseModel) and obj.model_config.get("extra") == "allow"
+
+
+def _table_keys(model: BaseModel) -> list[str]:
+    """The keys a table of this model's type may hold, as the TOML spells them."""
+    return [f.alias or name for name, f in type(model).model_fields.items() if not f.exclude]
+
+
+def _unknown_keys(obj: object, path: tuple[str, ...], seen: set[int]) -> Iterable[tuple[tuple[str, ...], str, list[str]]]:
+    """(table path, unknown key, the table's keys) for every key a lenient table kept unread."""
+    if not isinstance(obj, BaseModel) or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if _is_lenient(obj):
+        for key in obj.model_extra or {}:
+            yield path, key, _table_keys(obj)
+    for name, f in type(obj).model_fields.items():
+        if f.exclude:
+            continue
+        value = getattr(obj, name)
+        here = path + (f.alias or name,)
+        if isinstance(value, BaseModel):
+            yield from _unknown_keys(value, here, seen)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                yield from _unknown_keys(item, here[:-1] + (f"{here[-1]}[{index}]",), seen)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield from _unknown_keys(item, here + (str(key),), seen)
+
+
+def x1_unknown_key(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    """Lenient tables load whatever they are given, as upstream does; a key nothing reads is most
+    often a misspelling (``[agent] nmae``, a region's ``max_token``), so it is named, with a guess."""
+    out = []
+    for path, key, known in _unknown_keys(bp, (), set()):
+        if not path and key == "model":
+            continue  # the top-level [model] table has its own finding (agent-model-block-ignored)
+        where = f"[{'.'.join(path)}]" if path else "the top level"
+        hint = did_you_mean(key, [k for k in known if k != "name" or path == ("agent",)])
+        stage = path[1] if len(path) > 1 and path[0] == "stages" else None
+        fix = hint or f"remove it; the keys read here are {', '.join(known)}"
+        out.append(_f("unknown-key", "warning",
+                      f"{where} has the key '{key}', which nothing reads, so it is ignored", fix, stage=stage))
+    return out
+
+
+def x2_output_format_typo(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    """A format label one keystroke from a format lev_nb checks (``cvs``) is a mistake: answers in it
+    would go unchecked. Any other label is the author's own and allowed (``formats.format_typo``)."""
+    specs: list[tuple[str | None, str, OutputSpec | None]] = [(None, "agent.output", bp.agent.output)]
+    specs += [(name, f"stages.{name}.output", st.output) for name, st in bp.stages.items()]
+    out = []
+    for stage, where, spec in specs:
+        label = spec.format if spec is not None else None
+        meant = format_typo(label)
+        if meant is not None:
+            out.append(_f("output-format-typo", "error",
+                          f"{where}.format = \"{label}\" looks like a misspelling of \"{meant}\", so answers "
+                          "would not be checked as " + meant,
+                          f"write format = \"{meant}\" (a label of your own is fine, but not one a keystroke "
+                          "away from a format lev_nb checks)", stage=stage))
+    return out
+
+
 AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
     a1_model_block_ignored, a2_seed_not_understood, a3_command_seed, a4_tool_seed,
     a5_a6_a7_read_paths, a8_broad_read_path, a9_unparseable_safe_command, a10_safe_commands_declared,
     a11_holds_under_yolo, a12_unreachable_stage, a13_cycle_without_max_revisits, a14_a15_output,
     a16_dead_end_possible, a17_compact_summarizes_deliverable, a18_required_region_unenforceable,
-    a19_unbounded_percentage_budget,
+    a19_unbounded_percentage_budget, x1_unknown_key, x2_output_format_typo,
 ]
 
 
@@ -562,4 +638,6 @@ ALL_CODES: tuple[str, ...] = (
     "orphan-stage-permission", "routing-without-region-read", "blocking-tool-in-autonomous-stage",
     "implicit-shell-policy", "unknown-model", "no-reachable-provider", "output-missing-submit-tool",
     "output-shape-not-required", "output-stage-can-modify", "fanout-no-escape",
+    # lev_nb's own (not upstream codes): see x1_unknown_key and x2_output_format_typo
+    "unknown-key", "output-format-typo",
 )

@@ -111,9 +111,25 @@ def _choices(values: tuple[str, ...]) -> str:
 # Entry points
 # ------------------------------------------------------------------------------------------------
 def resolve_manifest(path: str | os.PathLike[str]) -> Path:
-    """The agent.leviath for PATH: PATH itself if it is a file, else PATH/agent.leviath."""
+    """The agent.leviath for PATH: PATH itself if it is a file or already names an agent.leviath,
+    else PATH/agent.leviath."""
     p = Path(path)
-    return p if p.is_file() else p / C.MANIFEST_NAME
+    return p if p.is_file() or p.name == C.MANIFEST_NAME else p / C.MANIFEST_NAME
+
+
+def _missing_manifest(source: Path, manifest: Path) -> BlueprintError:
+    """The one-line error for a path that holds no blueprint, naming the path once and why."""
+    folder = manifest.parent
+    if source.name == C.MANIFEST_NAME:
+        shown, reason = manifest, ("no such file" if folder.is_dir() else f"there is no folder {folder}")
+    elif source.exists():
+        shown, reason = source, "the folder has no agent.leviath in it"
+    else:
+        shown, reason = source, "no such file or folder"
+    return BlueprintError(
+        f"No agent.leviath found at {shown}: {reason}", path=manifest, kind="read",
+        hint="pass an agent folder or its agent.leviath file",
+    )
 
 
 def load(source: str | os.PathLike[str]) -> Blueprint:
@@ -126,11 +142,7 @@ def load(source: str | os.PathLike[str]) -> Blueprint:
         return load_text(source)
     manifest = resolve_manifest(source)
     if not manifest.is_file():
-        shown = manifest if Path(source).name == C.MANIFEST_NAME else Path(source)
-        raise BlueprintError(
-            f"No agent.leviath found at {shown}", path=manifest, kind="read",
-            hint="pass an agent folder or its agent.leviath file",
-        )
+        raise _missing_manifest(Path(source), manifest)
     try:
         text = manifest.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -49,14 +50,13 @@ def run_schema(args: argparse.Namespace) -> int:
 def run_validate(args: argparse.Namespace) -> int:
     """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status (§8)."""
     from lev_nb.blueprint.errors import BlueprintError
-    from lev_nb.blueprint.loader import load, resolve_manifest
+    from lev_nb.blueprint.loader import load
     from lev_nb.blueprint.pipeline import refusal
     from lev_nb.blueprint.script_tools import scan_tools
     from lev_nb.scripting.checks import validate_blueprint
 
-    manifest = resolve_manifest(args.path)
     try:
-        bp = load(manifest)
+        bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
     except BlueprintError as exc:
         if exc.kind == "read":
             print(f"Error: {exc.message}", file=sys.stderr)
@@ -68,7 +68,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(report.to_json())
     elif report.error is None and report.blueprint is not None:
-        print(_summary(report.blueprint, scan_tools(report.blueprint.base_dir)))
+        print(_summary(report, scan_tools(report.blueprint.base_dir)))
         if report.findings:
             print(report.findings_text())
         if getattr(args, "graph", False):
@@ -109,14 +109,27 @@ def run_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(bp: Any, tools: Any) -> str:
-    """The text ``lev validate`` prints for a valid blueprint: stages, inputs, mode, script tools."""
-    lines = [f"✓ Blueprint '{bp.agent.name}' is valid.", f"  {len(bp.stages)} stages, version {bp.agent.version}"]
+def _verdict(report: Any) -> str:
+    """The first line of ``lev validate``: valid, or not and why in counts (the findings follow)."""
+    name = report.blueprint.agent.name
+    if report.valid:
+        return f"✓ Blueprint '{name}' is valid."
+    counts = [f"{report.errors} error{'s' if report.errors != 1 else ''}"] if report.errors else []
+    if report.deny_warnings and report.warnings:
+        counts.append(f"{report.warnings} warning{'s' if report.warnings != 1 else ''} (--deny-warnings)")
+    return f"✗ Blueprint '{name}' is not valid: {' and '.join(counts)} below."
+
+
+def _summary(report: Any, tools: Any) -> str:
+    """The text ``lev validate`` prints for a blueprint that loaded: the verdict, stages, inputs,
+    mode, script tools (the findings are printed after it)."""
+    bp = report.blueprint
+    lines = [_verdict(report), f"  {len(bp.stages)} stages, version {bp.agent.version}"]
     if bp.inputs:
         parts = [f"--{i.key}{' (required)' if i.required else ''} -> region '{i.region}'" for i in bp.inputs]
         lines.append(f"  Inputs: {', '.join(parts)}")
     else:
-        lines.append("  Inputs: none (the task is not written into any region)")
+        lines.append("  Inputs: none declared (a task goes into the first pinned region, else the conversation)")
     if bp.is_graph_mode:
         lines.append(f"  Graph mode: entry stage '{bp.entry_stage}'")
         for name, st in bp.stages.items():

@@ -46,9 +46,10 @@ class ProgressLine:
             self._show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
         elif kind in ("gate_blocked", "gate_forced", "stuck", "error"):
             detail = getattr(event, "message", "") or getattr(event, "reason", "")
-            self._show(f"stage {self.stage} · {kind.replace('_', ' ')}: {detail[:80]}", permanent=True)
-        elif kind == "completed":
-            self._show(f"{event.status}" + (f": {event.error}" if event.error else ""), permanent=True)
+            self._show(f"stage {self.stage} · {kind.replace('_', ' ')}: {_short(detail)}", permanent=True)
+        elif kind == "completed" and event.status == "complete":
+            # Any other ending is said once, in full, by `lev run` itself after the run.
+            self._show("complete", permanent=True)
 
     def _show(self, text: str, permanent: bool = False) -> None:
         if self.tty:
@@ -64,3 +65,15 @@ class ProgressLine:
         if self.tty and self._width:
             self.stream.write("\n")
             self.stream.flush()
+
+
+DETAIL_LIMIT = 100
+
+
+def _short(text: str, limit: int = DETAIL_LIMIT) -> str:
+    """``text`` on one line, cut at a word boundary with an ellipsis when longer than ``limit``."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] if " " in line[:limit] else line[:limit]
+    return cut.rstrip(",;:") + " …"

@@ -9,10 +9,32 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import signal
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
+
+
+RUN_EPILOG = """\
+examples:
+  lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock
+  lev run blueprints/code-fixer --task "Fix the failing test" --workdir ./my-project
+  lev run blueprints/triage --task @reports.txt --output-format json --json
+
+Without --model each stage runs on its own model block (ANTHROPIC_API_KEY must be set for
+anthropic models); --model mock is a key-free dry run. A caller input of the blueprint is given
+as --<input> TEXT or @FILE; `lev validate PATH` lists them. A workdir that does not exist yet is
+created.
+
+exit status: 0 the run completed; 1 it ended in error or was cut short, the blueprint cannot be
+loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked
+(nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
+"""
+
+# Every option string of `lev run` (filled by add_run): a --name that is not one of them is a
+# caller input of the blueprint, or a mistake.
+RUN_OPTIONS: dict[str, bool] = {}  # option string -> whether it takes a value
 
 
 def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,21 +48,79 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "Run an agent to the end, showing progress on stderr, and print its run id. Caller "
             "inputs of the blueprint are given as --<input> TEXT (or @FILE)."
         ),
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")
+    run.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
     run.add_argument("-t", "--task", default="", help="the task (TEXT, or @FILE to read it)")
     run.add_argument(
         "-m", "--model", default=None,
         help="override every stage's model: provider/model, mock, or scripted:FILE",
     )
-    run.add_argument("--workdir", default=None, help="working directory (default: a fresh folder in the run record)")
-    run.add_argument("--output-format", default=None, help="ask for the final answer in this format")
-    run.add_argument("--output-instructions", default=None, help="instructions for the final answer")
-    run.add_argument("--output-schema", default=None, help="JSON Schema for the answer: JSON text or @FILE")
-    run.add_argument("--webhook", default=None, help="POST the result as JSON to this URL when the run ends")
+    run.add_argument("--workdir", default=None, metavar="DIR",
+                     help="working directory, created if missing (default: a fresh folder in the run record)")
+    run.add_argument("--output-format", default=None, metavar="LABEL",
+                     help="ask for the final answer in this format (json, xml, yaml, csv, toml are checked)")
+    run.add_argument("--output-instructions", default=None, metavar="TEXT", help="instructions for the final answer")
+    run.add_argument("--output-schema", default=None, metavar="JSON|@FILE",
+                     help="JSON Schema the answer must satisfy: JSON text or @FILE")
+    run.add_argument("--webhook", default=None, metavar="URL", help="POST the result as JSON to this URL when the run ends")
     run.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    run.set_defaults(func=cmd_run, accepts_extra=True)
+    for action in run._actions:
+        for option in action.option_strings:
+            RUN_OPTIONS[option] = action.nargs != 0
+    run.set_defaults(func=cmd_run)
+
+
+def split_run_argv(argv: list[str]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Take the free-form ``--<input> VALUE`` options out of a ``lev run`` command line.
+
+    Returns the tokens argparse should see and the ``(--name, value)`` pairs it should not
+    (``value`` None when none follows). Only the tokens after the ``run`` command are looked at;
+    ``--name=value`` and ``--name value`` both work, and a value is never a known option.
+    """
+    index = _command_index(argv)
+    if index is None or argv[index] != "run":
+        return argv, []
+    kept = argv[: index + 1]
+    extra: list[tuple[str, str | None]] = []
+    tokens = argv[index + 1:]
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            kept.extend(tokens[i:])
+            break
+        name = token.partition("=")[0]
+        if name in RUN_OPTIONS or not token.startswith("--") or len(token) < 3:
+            kept.append(token)
+            if name in RUN_OPTIONS and RUN_OPTIONS[name] and "=" not in token and i + 1 < len(tokens):
+                kept.append(tokens[i + 1])  # the option's value, whatever it looks like
+                i += 1
+        elif "=" in token:
+            extra.append((name, token.partition("=")[2]))
+        elif i + 1 < len(tokens) and tokens[i + 1] not in RUN_OPTIONS and tokens[i + 1] != "--":
+            extra.append((name, tokens[i + 1]))
+            i += 1
+        else:
+            extra.append((name, None))
+        i += 1
+    return kept, extra
+
+
+def _command_index(argv: list[str]) -> int | None:
+    """Where the subcommand is in ``argv`` (global options, such as ``-c KEY=VALUE``, come first)."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "-c":
+            i += 2
+            continue
+        if not token.startswith("-"):
+            return i
+        i += 1
+    return None
 
 
 def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,29 +156,44 @@ def _read_at(value: str, what: str) -> str:
     return value
 
 
-def parse_inputs(extra: list[str], *, reserved: Collection[str] = ()) -> dict[str, str]:
-    """``--name VALUE`` / ``--name=VALUE`` pairs left over by argparse, as caller inputs.
+def parse_inputs(
+    given: list[tuple[str, str | None]],
+    *,
+    declared: Collection[str],
+    agent: str,
+    reserved: Collection[str] = (),
+) -> dict[str, str]:
+    """The caller inputs of a ``lev run`` command line: the ``(--name, value)`` pairs
+    :func:`split_run_argv` set aside, each of which must name one of the blueprint's ``declared``
+    inputs (``--my-input`` also matches ``my_input``).
 
-    A name in ``reserved`` (the run's own keyword parameters) is a usage error: passed on, it would
-    set that parameter instead of a caller input.
+    Raises UsageError for a name that is neither an option of ``lev run`` nor a declared input
+    (with a "did you mean" over both), for an input with no value, and for a name in ``reserved``
+    (the run's own keyword parameters: passed on, it would set that parameter instead).
     """
+    from lev_nb.blueprint.errors import did_you_mean
+
     inputs: dict[str, str] = {}
-    i = 0
-    while i < len(extra):
-        token = extra[i]
-        if not token.startswith("--") or len(token) < 3:
-            raise UsageError(f"unexpected argument '{token}'")
-        name, eq, value = token[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(extra):
-                raise UsageError(f"--{name} needs a value")
-            value = extra[i + 1]
-            i += 1
-        key = name.replace("-", "_")
+    for option, value in given:
+        name = option[2:]
+        key = name if name in declared else name.replace("-", "_")
+        if key not in declared:
+            candidates = [o for o in RUN_OPTIONS if o.startswith("--") and o != "--help"]
+            candidates += [f"--{k}" for k in declared]
+            hint = did_you_mean(option, candidates)
+            if hint:
+                raise UsageError(f"unknown option {option} ({hint.replace(chr(39), '')})")
+            takes = (f"its inputs are {', '.join(f'--{k}' for k in declared)}" if declared
+                     else "it declares no inputs besides --task")
+            raise UsageError(
+                f"unknown option {option}: it is not an option of lev run, and blueprint '{agent}' "
+                f"has no such input ({takes}; see lev run --help)"
+            )
         if key in reserved:
-            raise UsageError(f"--{name} is not an option of lev run and cannot name a caller input")
-        inputs[key] = _read_at(value, f"--{name}")
-        i += 1
+            raise UsageError(f"{option} is not an option of lev run and cannot name a caller input")
+        if value is None:
+            raise UsageError(f"{option} needs a value (TEXT, or @FILE to read it from a file)")
+        inputs[key] = _read_at(value, option)
     return inputs
 
 
@@ -111,16 +206,25 @@ def _run_parameters(start: Callable[..., Any]) -> frozenset[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``lev run``: run to the end, print the run id (or meta JSON); exit 0 only when complete."""
+    """``lev run``: run to the end, print the run id (or meta JSON); exit 0 only when complete.
+
+    Everything that can be refused is refused before the run exists (exit 2, or 1 for a
+    blueprint that cannot be loaded). A Ctrl-C while the blueprint is read stops at once (exit
+    130, nothing written); from the moment the run is being created, the first Ctrl-C cancels it
+    and closes its record (exit 130) and further ones only wait for that.
+    """
     from lev_nb.blueprint import BlueprintError, load
-    from lev_nb.cli.progress import ProgressLine
-    from lev_nb.cli.run_status import status_text
     from lev_nb.engine.api import start_run
+    from lev_nb.engine.launch import LaunchError
     from lev_nb.scripting import ScriptError
     from lev_nb.store import RecordUnwritable
+    from lev_nb.settings import ConfigError
 
     try:
-        inputs = parse_inputs(getattr(args, "extra", []), reserved=_run_parameters(start_run))
+        bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
+        declared = [i.key for i in bp.inputs if i.key != "task"]
+        inputs = parse_inputs(getattr(args, "extra", []), declared=declared, agent=bp.name,
+                              reserved=_run_parameters(start_run))
         task = _read_at(args.task, "--task")
         schema = None
         if args.output_schema:
@@ -129,48 +233,98 @@ def cmd_run(args: argparse.Namespace) -> int:
                 schema = json.loads(text)
             except ValueError as exc:
                 raise UsageError(f"--output-schema is not valid JSON: {exc}") from None
-        bp = load(args.path)
         # parse_inputs refused every name of start_run's own parameters, so these only fill
         # ``**inputs``; typed Any because mypy cannot see that the keys never hit those parameters.
         caller_inputs: dict[str, Any] = inputs
-        run = start_run(
-            bp,
-            task=task,
-            model=args.model,
-            workdir=args.workdir,
-            output_format=args.output_format,
-            output_instructions=args.output_instructions,
-            output_schema=schema,
-            webhook=args.webhook,
-            **caller_inputs,
-        )
-    except (UsageError, BlueprintError, ValueError, ScriptError, RecordUnwritable) as exc:
+    except (UsageError, BlueprintError, ConfigError, ScriptError, ValueError) as exc:
         print(f"lev run: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
+    # From here on a Ctrl-C never cuts the run in half: the first one cancels it (once it exists),
+    # the record says so, and further ones only wait for that.
+    with _Interrupts() as interrupts:
+        try:
+            run = start_run(
+                bp,
+                task=task,
+                model=args.model,
+                workdir=args.workdir,
+                output_format=args.output_format,
+                output_instructions=args.output_instructions,
+                output_schema=schema,
+                webhook=args.webhook,
+                **caller_inputs,
+            )
+        except LaunchError as exc:
+            print(f"lev run: {exc.for_cli()}", file=sys.stderr)
+            return 2
+        except (ConfigError, ScriptError, ValueError, RecordUnwritable) as exc:
+            print(f"lev run: {exc}", file=sys.stderr)
+            return 1
+        interrupts.attach(run)
+        return _follow(run, args)
+
+
+def _follow(run: Any, args: argparse.Namespace) -> int:
+    """Wait for ``run`` with the progress line, report how it ended; returns the exit status."""
+    from lev_nb.cli.progress import ProgressLine
+    from lev_nb.cli.run_status import status_text
+
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
         run.subscribe(progress)
-    try:
-        run.wait()
-    except KeyboardInterrupt:
-        run.cancel()
-        run.wait()
+    run.wait()
     if progress is not None:
         progress.close()
-    from lev_nb.engine.webhook import FAILURE_PREFIX
-
-    for event in run.events.snapshot():  # a failed delivery is shown even with --quiet
-        message = getattr(event, "message", "")
-        if event.kind == "warning" and message.startswith(FAILURE_PREFIX):
-            print(f"lev run: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.meta, indent=2))
     else:
         print(run.run_id)
+    status = 0
     if run.status != "complete":
         print(f"lev run: the run ended {status_text(run.meta)}", file=sys.stderr)
-        return 130 if run.status == "cancelled" else 1
-    return 0
+        status = 130 if run.status == "cancelled" else 1
+    if run.webhook_error is not None:
+        print(f"lev run: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
+        status = status or 1
+    return status
+
+
+class _Interrupts:
+    """While inside: SIGINT (Ctrl-C) cancels the run once it is attached (a Ctrl-C that comes while
+    it is being created cancels it as soon as it exists), says so once, and is otherwise ignored,
+    so the run always ends with a record that says how it ended. Outside the main thread, where no
+    handler can be set (and no KeyboardInterrupt arrives), it does nothing."""
+
+    def __init__(self) -> None:
+        self.run: Any = None
+        self.count = 0
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _Interrupts:
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        except ValueError:  # not the main thread
+            pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        if self.count == 1:
+            print("lev run: cancelling the run (Ctrl-C again does not stop it sooner)", file=sys.stderr)
+        if self.run is not None:
+            self.run.cancel()
+
+    def attach(self, run: Any) -> None:
+        """The run now exists: cancel it at once if a Ctrl-C already came."""
+        self.run = run
+        if self.count:
+            run.cancel()
 
 
 def cmd_ps(args: argparse.Namespace) -> int:

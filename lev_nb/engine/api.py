@@ -37,14 +37,25 @@ def start_run(
     ``"provider/model"`` (overrides every stage) or a Provider object such as ``ScriptedModel``.
     Extra keyword arguments fill caller-seeded context regions by their input name.
 
+    Before the run exists, :func:`lev_nb.engine.launch.check_launch` judges the request (inputs,
+    task, model and API key, output format, webhook, workdir) and raises
+    :class:`~lev_nb.engine.launch.LaunchError` for the first problem; a script that does not
+    compile raises ScriptError. A ``workdir`` that does not exist yet is created by the run.
+
     The final output can be shaped at launch with ``output_format``, ``output_instructions``,
     ``output_schema`` (a JSON Schema dict) and ``output_validator`` (Rhai source defining
     ``fn validate(content)``, or a compiled ``lev_nb.scripting.Validator``). ``on_complete`` is
     called with the Run when it ends; ``webhook`` is a URL that receives the result as a JSON POST.
     """
-    from lev_nb.providers.resolve import resolve_model
+    from lev_nb.engine.launch import check_launch
+    from lev_nb.settings import current as current_settings
 
-    provider = resolve_model(model)
+    settings = current_settings()  # read once: the checks and the run see the same configuration
+    plan = cached_plan(blueprint)
+    launch = check_launch(
+        plan, task=task, inputs=inputs, model=model, output_format=output_format,
+        workdir=workdir, webhook=webhook, settings=settings,
+    )
     request = None
     if output_format or output_instructions or output_schema or output_validator is not None:
         request = OutputSpec(
@@ -53,14 +64,13 @@ def start_run(
             schema=output_schema,
             validator=LAUNCH_VALIDATOR if output_validator is not None else None,
         )
-    plan = cached_plan(blueprint)
     validators = compile_validators(plan, output_validator)
     hook_scripts, region_scripts = compile_run_scripts(plan)
     runner = Runner(
         plan,
         task=task,
-        provider=provider,
-        workdir=workdir,
+        provider=launch.provider,
+        workdir=launch.workdir,
         inputs=inputs,
         output_request=request,
         on_complete=on_complete,
@@ -71,6 +81,7 @@ def start_run(
         webhook=webhook,
         hook_scripts=hook_scripts,
         region_scripts=region_scripts,
+        settings=settings,
     )
     runner.blueprint = blueprint
     run = Run(runner)

@@ -115,6 +115,11 @@ class Run:
         return run_diagram(self.blueprint, self.stage_history, current=self.stage, status=self.status, direction=direction)
 
     @property
+    def webhook_error(self) -> str | None:
+        """Why the completion webhook could not be delivered (None: delivered, or none was asked)."""
+        return self._runner.webhook_error
+
+    @property
     def result(self) -> Any:
         """The final output (an ``Output``), or None when none was submitted."""
         return self._runner.final_output

@@ -98,6 +98,7 @@ class Runner:
         self.approver = approver
         self.validators = dict(validators or {})
         self.webhook = webhook
+        self.webhook_error: str | None = None  # why the completion webhook failed, if it did
         self.parent = parent
         self.depth: int = parent.depth + 1 if parent is not None else 0
         # The root run's limit governs the whole tree of workers.
@@ -177,6 +178,7 @@ class Runner:
         self._ending: Ending | None = None
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
+        self._cancel_sent = False
         self._cancellable = False
 
     # ------------------------------------------------------------------ what the Run handle reads
@@ -220,8 +222,11 @@ class Runner:
 
     def _cancel_task(self) -> None:
         # Only the running phase is cancelled: once the run is ending (terminal hook, last record
-        # writes) a cancel would only cut its record short, so it is ignored there.
-        if self._task is not None and self._cancellable and not self._task.done():
+        # writes) a cancel would only cut its record short, so it is ignored there. And only once:
+        # a second request (a second Ctrl-C) landing while the first unwinds would cancel the
+        # run's own clean-up.
+        if self._task is not None and self._cancellable and not self._task.done() and not self._cancel_sent:
+            self._cancel_sent = True
             self._task.cancel()
 
     async def main(self) -> None:
@@ -260,6 +265,7 @@ class Runner:
             payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
             await asyncio.to_thread(post_json, self.webhook, payload)
         except CALLEE_ERRORS as exc:  # a delivery never breaks the run's clean-up
+            self.webhook_error = str(exc)
             self.state.warn(f"{FAILURE_PREFIX}: {exc}")
 
     async def _start(self) -> None:
@@ -274,13 +280,14 @@ class Runner:
                 state.run_id, None, agent=self.plan.agent_name, task=state.task, workdir=str(state.workdir)
             )
         )
-        if self._workdir_given and not state.workdir.is_dir():
-            raise RunFailure(
-                f"the working directory '{state.workdir}' does not exist; create it or pass another --workdir"
-            )
         if self._script_error is not None:
             raise RunFailure(self._script_error)
-        state.workdir.mkdir(parents=True, exist_ok=True)
+        if self._workdir_given and not state.workdir.exists():
+            state.warn(f"the working directory '{state.workdir}' did not exist, so the run created it")
+        try:
+            state.workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)
 

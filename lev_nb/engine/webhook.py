@@ -64,7 +64,8 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
         if expired.is_set() or isinstance(exc, TimeoutError):
             raise OSError(f"the webhook at '{url}' did not answer within {timeout:g} s") from None
         if isinstance(exc, OSError):
-            raise OSError(f"the webhook could not be delivered to '{url}': {exc}") from None
+            reason = exc.strerror or exc  # "Connection refused", not "[Errno 111] Connection refused"
+            raise OSError(f"could not reach '{url}': {reason}") from None
         # A malformed URL or a reply that is not HTTP: still only a failed delivery, so the run
         # (which posts from its clean-up) ends normally and reports it as a warning.
         raise OSError(f"the webhook could not be delivered to '{url}': {exc}") from None

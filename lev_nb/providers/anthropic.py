@@ -94,8 +94,7 @@ class AnthropicProvider:
         if not key:
             raise ProviderError(
                 "auth",
-                f"no Anthropic API key: set {self._api_key_env} in the environment (or pass api_key= to "
-                "AnthropicProvider), or run with --model mock / scripted:FILE to work without one",
+                f"no Anthropic API key: the environment variable {self._api_key_env} is not set",
             )
         base_url = self._base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
         return key, base_url

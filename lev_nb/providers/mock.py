@@ -3,12 +3,19 @@
 It is stateless: every answer is decided from the request alone, so one instance can serve any
 number of runs. The rules, in order, for a stage turn:
 
-1. ``submit_output`` offered and no successful submission yet -> submit a small answer in the
+1. The stage still owes something the engine names in ``request.duties`` (a required region, a
+   region a gate wants written or revised, a file change, open checklist items) -> do what it can
+   in one batch with the tools offered: ``context_write`` each region, ``write_file`` one small
+   file (``lev-mock-change.txt``), ``todo_done`` each item; at most twice each, so a refused call
+   is not repeated forever. A well-formed agent's dry run then passes its gates as a real run
+   would, instead of being held and forced.
+2. ``submit_output`` offered and no successful submission yet -> submit a small answer in the
    stage's output format (JSON that satisfies the schema named in the tool description, if any).
-2. ``fan_out`` offered and not yet called -> fan out three items.
-3. The last message is not a tool result, a harmless read-only tool is offered, and no tool was
-   called since the last user text -> call that tool once.
-4. Otherwise finish with a short text.
+3. ``fan_out`` offered and not yet called -> fan out three items.
+4. A harmless read-only tool is offered, and either the stage would nudge an answer in text alone
+   (``duties.use_a_tool``) or the last message is not a tool result and no tool was called since
+   the last user text -> call that tool once.
+5. Otherwise finish with a short text.
 
 Routing picks the first candidate (DONE only when there is no candidate and DONE is allowed); a
 summary request gets a one-line summary.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage, request_text
@@ -25,10 +33,15 @@ from lev_nb.text import estimate_tokens
 
 __all__ = ["MockModel", "sample_output", "sample_for_schema"]
 
-# Read-only tools the mock may poke once per user turn, most useful first.
-_HARMLESS_TOOLS = ("list_dir", "current_time", "context_list", "runtime_info")
+# Read-only tools the mock may poke once per user turn, most useful first (context_read reads the
+# first region the system prompt shows, under its "## <region>" heading).
+_HARMLESS_TOOLS = ("list_dir", "current_time", "context_list", "runtime_info", "context_read")
+_REGION_HEADING = re.compile(r"## ([A-Za-z0-9_.-]+)\n")
 _FAILURE_PREFIXES = ("[error]", "[denied]", "[unavailable]", "[blocked]", "[timed out]")
 _SCHEMA_MARKER = "It must be JSON valid against this schema:\n"
+# The file the mock writes when a gate asks the stage for a file change.
+MOCK_CHANGE_FILE = "lev-mock-change.txt"
+_DUTY_TRIES = 2
 
 
 def sample_for_schema(schema: Any, depth: int = 0) -> Any:
@@ -168,6 +181,33 @@ def _last_is_tool_result(messages: list[Message]) -> bool:
     return last.role == "user" and any(isinstance(b, ToolResultBlock) for b in last.blocks())
 
 
+def _duty_calls(request: ModelRequest, offered: set[str]) -> list[ToolCall]:
+    """The tool calls that meet what the stage still owes (``request.duties``), as far as the offered
+    tools allow; each the mock already tried twice is left out, so a refused one is not repeated."""
+    duties = request.duties
+    if not duties:
+        return []
+    n = len(request.messages)
+    tried = [(u.name, u.input.get("region"), u.input.get("id"), u.input.get("path")) for u in _tool_uses(request.messages)]
+    calls: list[ToolCall] = []
+    writer = next((t for t in ("context_write", "context_append") if t in offered), None)
+    if writer is not None:
+        for region in duties.regions:
+            if sum(1 for name, r, _, _ in tried if name == writer and r == region) < _DUTY_TRIES:
+                content = f"Dry-run entry for '{region}' from the mock model in stage '{request.stage}' (turn {n})."
+                args = {"region": region, "content": content, "key": "mock"}
+                calls.append(ToolCall(f"mock-{n}-{writer}-{region}", writer, args))
+    if duties.modify_files and "write_file" in offered:
+        if sum(1 for name, _, _, p in tried if name == "write_file" and p == MOCK_CHANGE_FILE) < _DUTY_TRIES:
+            content = f"A change made by lev_nb's mock model in stage '{request.stage}' during a dry run.\n"
+            calls.append(ToolCall(f"mock-{n}-write-file", "write_file", {"path": MOCK_CHANGE_FILE, "content": content}))
+    if "todo_done" in offered:
+        for region, item in duties.open_items:
+            if sum(1 for name, r, i, _ in tried if name == "todo_done" and r == region and i == item) < _DUTY_TRIES:
+                calls.append(ToolCall(f"mock-{n}-todo-{region}-{item}", "todo_done", {"region": region, "id": item}))
+    return calls
+
+
 class MockModel:
     """A key-free stand-in for a real model that drives any blueprint to its end.
 
@@ -212,6 +252,9 @@ class MockModel:
         offered = {t.name: t for t in request.tools}
         messages = request.messages
         n = len(messages)
+        duty_calls = _duty_calls(request, set(offered))
+        if duty_calls:
+            return "Doing what this stage asks for first.", duty_calls
         if "submit_output" in offered and not _submitted(messages):
             schema = request.extra.get("output_schema")
             if schema is None:
@@ -221,11 +264,17 @@ class MockModel:
         if "fan_out" in offered and not any(u.name == "fan_out" for u in _tool_uses(messages)):
             items = [{"id": f"item-{i}", "context": {"part": i, "of": 3}} for i in range(1, 4)]
             return "Splitting the work.", [ToolCall(f"mock-{n}-fan-out", "fan_out", {"items": items})]
-        if not _last_is_tool_result(messages) and not _called_since_last_user_text(messages):
+        fresh = not _last_is_tool_result(messages) and not _called_since_last_user_text(messages)
+        if fresh or (request.duties is not None and request.duties.use_a_tool):
             used = [u.name for u in _tool_uses(messages)]
             for name in _HARMLESS_TOOLS:
                 # At most twice in view: a third identical call would itself read as a loop.
                 if name in offered and used.count(name) < 2:
                     args: dict[str, Any] = {"path": "."} if name == "list_dir" else {}
+                    if name == "context_read":
+                        heading = next((m for block in request.system if (m := _REGION_HEADING.match(block))), None)
+                        if heading is None:
+                            continue
+                        args = {"region": heading.group(1)}
                     return "Looking around first.", [ToolCall(f"mock-{n}-{name}", name, args)]
         return f"Stage '{request.stage}' is done (mock model).", []

@@ -3,6 +3,7 @@ a built-in one, or a Rhai provider script found by its name (lev_nb.providers.rh
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -17,7 +18,7 @@ from lev_nb.settings.model import ProviderSettings, Settings
 
 __all__ = [
     "ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "is_registered",
-    "ACCEPTED_FORMS",
+    "known_providers", "missing_key", "ACCEPTED_FORMS",
 ]
 
 ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (e.g. 'anthropic/claude-sonnet-4-6')"
@@ -46,6 +47,13 @@ _FACTORIES: dict[str, ProviderFactory] = {
 _PLANNED: set[str] = set()
 
 
+# The environment variable that holds each provider's API key, given its configured options; a
+# provider not listed needs no key.
+_KEY_VARIABLES: dict[str, Callable[[ProviderSettings], str]] = {
+    "anthropic": lambda options: options.api_key_env or API_KEY_ENV,
+}
+
+
 def is_registered(name: str, settings: Settings | None = None) -> bool:
     """True when lev_nb can build a provider called ``name``: a built-in one, or a Rhai provider
     script (``$LEV_HOME/providers/<name>.rhai`` or ``[model_providers.<name>] script``)."""
@@ -54,6 +62,22 @@ def is_registered(name: str, settings: Settings | None = None) -> bool:
     from lev_nb.providers.rhai_provider import find_script
 
     return find_script(name, settings or current_settings()) is not None
+
+
+def known_providers() -> list[str]:
+    """The names lev_nb can build a provider for, sorted."""
+    return sorted(_FACTORIES)
+
+
+def missing_key(provider: str, settings: Settings | None = None) -> str | None:
+    """The environment variable that should hold ``provider``'s API key when it is unset or blank,
+    else None (the key is there, or the provider needs none). The variable is the configured
+    ``[model_providers.<provider>] api_key_env``, else the provider's own (``ANTHROPIC_API_KEY``)."""
+    variable_for = _KEY_VARIABLES.get(provider)
+    if variable_for is None:
+        return None
+    variable = variable_for((settings or current_settings()).provider(provider))
+    return None if os.environ.get(variable, "").strip() else variable
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:

@@ -267,6 +267,17 @@ def _stream_text(name: str, data: bytes, total: int) -> str:
     return text
 
 
+async def _collect(proc: asyncio.subprocess.Process) -> tuple[tuple[bytes, int], tuple[bytes, int], int]:
+    """The command's capped stdout and stderr, and its exit code. A coroutine of its own, so that a
+    cancelled run retrieves the gather's cancellation instead of leaving it to be logged."""
+    out, err, code = await asyncio.gather(
+        _read_capped(proc.stdout, SHELL_STREAM_CAP),
+        _read_capped(proc.stderr, SHELL_STREAM_CAP),
+        proc.wait(),
+    )
+    return out, err, code
+
+
 async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Run a command in the working directory with a time limit and capped output."""
     command = args.get("command", "")
@@ -287,14 +298,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
     )
     try:
-        (out, out_total), (err, err_total), code = await asyncio.wait_for(
-            asyncio.gather(
-                _read_capped(proc.stdout, SHELL_STREAM_CAP),
-                _read_capped(proc.stderr, SHELL_STREAM_CAP),
-                proc.wait(),
-            ),
-            timeout=timeout,
-        )
+        (out, out_total), (err, err_total), code = await asyncio.wait_for(_collect(proc), timeout=timeout)
     except asyncio.TimeoutError:
         kill_group(proc.pid)
         await proc.wait()

@@ -122,12 +122,13 @@ def test_a_run_that_ends_in_error_exits_1_and_says_why(tmp_path: Path, agent: Pa
     assert out.stdout.strip()  # the run id is still printed, the record exists
 
 
-def test_a_missing_workdir_is_a_recorded_error(tmp_path: Path, agent: Path, lev: Lev) -> None:
-    out = lev("run", str(agent), "--task", "t", "--workdir", str(tmp_path / "nope"),
+def test_a_missing_workdir_is_created(tmp_path: Path, agent: Path, lev: Lev) -> None:
+    out = lev("run", str(agent), "--task", "t", "--workdir", str(tmp_path / "new"),
               "--model", script(tmp_path, HAPPY))
-    assert out.returncode == 1
+    assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "home" / "runs" / out.stdout.strip() / "meta.json").read_text())
-    assert meta["status"] == "error" and "does not exist" in meta["error"]
+    assert meta["status"] == "complete" and meta["workdir"] == str(tmp_path / "new")
+    assert (tmp_path / "new").is_dir()
 
 
 @pytest.mark.parametrize(
@@ -150,7 +151,18 @@ def test_a_run_parameter_is_not_taken_as_a_caller_input(tmp_path: Path, agent: P
     # Passed on as **inputs, these would set start_run's own parameter (e.g. move the run store).
     out = lev("run", str(agent), "--task", "t", option, str(tmp_path / "elsewhere"), "--model", "mock")
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"{option} is not an option of lev run" in out.stderr
+    assert out.stderr.startswith(f"lev run: unknown option {option}") and out.stderr.count("\n") == 1
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "home" / "runs").exists()
+
+
+def test_a_declared_input_named_like_a_run_parameter_cannot_be_given(tmp_path: Path, lev: Lev) -> None:
+    folder = tmp_path / "named-home"
+    folder.mkdir()
+    (folder / "agent.leviath").write_text(AGENT.replace('seed = "input"', 'seed = { caller = "home" }'),
+                                          encoding="utf-8")
+    out = lev("run", str(folder), "--task", "t", "--home", str(tmp_path / "elsewhere"), "--model", "mock")
+    assert out.returncode == 2
+    assert out.stderr == "lev run: --home is not an option of lev run and cannot name a caller input\n"
     assert not (tmp_path / "elsewhere").exists()
 
 

@@ -250,7 +250,7 @@ def test_the_compaction_model_summarises_on_the_wire_and_is_billed(
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)
     stand_in.responder = summariser
-    run = load(TRANSFORMING).run("draft it", home=tmp_path / "home", inputs={})
+    run = load(TRANSFORMING).run("draft it", home=tmp_path / "home")
     run.wait(60)
     assert run.status == "complete", run.error
     bodies = [r.body for r in stand_in.requests]

@@ -296,3 +296,19 @@ def test_stuck_fires_once_per_stage_entry(engine):
     assert run.status == "complete", run.error
     assert run.stage_history == ["work", "reassess", "work", "reassess", "work", "done"]
     assert len(events_of(run, "stuck")) == 2
+
+
+def test_each_stage_turn_tells_the_model_what_the_stage_still_owes(engine):
+    # request.duties: what every gate would refuse the stage for right now (a hint for the mock).
+    gate = '{ require_regions = ["plan"], require_modifications = true, require_no_open_items = "todo" }'
+    turns = [call("todo_add", region="todo", item="check"), call("context_write", region="plan", content="p"),
+             call("todo_done", region="todo", id=1), call("write_file", path="a.txt", content="x"), say("ready"),
+             say("done")]
+    run, model = engine.run(GATED.format(gate=gate), turns)
+    assert run.status == "complete", run.error
+    work = [r.duties for r in model.requests if r.stage == "work" and r.purpose == "stage"]
+    assert (work[0].regions, work[0].modify_files, work[0].open_items) == (["plan"], True, [])
+    assert work[1].open_items == [("todo", 1)] and work[1].use_a_tool is False
+    assert (work[2].regions, work[2].open_items) == ([], [("todo", 1)])
+    assert not work[4]  # everything met: the stage owes nothing
+    assert work[0].use_a_tool is True  # no tool used yet: a text answer would be nudged

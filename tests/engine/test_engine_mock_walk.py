@@ -30,7 +30,9 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
     bp = load(manifest.parent)
     # Give every required caller input a value, as a user launching the agent has to.
     inputs = {i.key: f"sample {i.key}" for i in bp.inputs if i.required and i.key != "task"}
-    run = start_run(bp, task="dry run", model="mock", workdir=workdir, home=home, **inputs)
+    # ...and a task only where one is taken (a blueprint whose inputs leave out the task refuses it).
+    task = "dry run" if bp.accepts_task or not bp.inputs else ""
+    run = start_run(bp, task=task, model="mock", workdir=workdir, home=home, **inputs)
     run.wait(RUN_TIMEOUT_S)
     assert run.status in TERMINAL
     # A clean dry run finishes; an error must at least say why. A checkpoint that insists on a
@@ -48,3 +50,18 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
         child = json.loads((home / "runs" / child_id / "meta.json").read_text())
         assert child["status"] in TERMINAL
         assert child["parent_run_id"] == run.run_id
+
+
+@pytest.mark.parametrize("name", ["code-fixer", "research-brief", "triage"])
+def test_a_dry_run_of_a_bundled_agent_reads_as_a_healthy_run(name: str, home: Path, workdir: Path):
+    # The mock does what each stage asks for (required regions, gated regions, a file change, the
+    # answer), so no gate blocks or is forced, nothing is nudged and nothing warns.
+    run = start_run(load(BLUEPRINTS / name), task="dry run", model="mock", workdir=workdir, home=home)
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    unhealthy = [(e.kind, e.stage) for e in run.events.snapshot()
+                 if e.kind in ("gate_blocked", "gate_forced", "nudge", "warning", "stuck", "error", "max_iterations",
+                               "output_rejected")]
+    assert unhealthy == []
+    assert run.flags["gates_forced"] == 0 and run.flags["output_forced"] == 0
+    assert run.result is not None

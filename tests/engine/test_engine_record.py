@@ -7,6 +7,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from support import call, events_of, kinds, say
 
 from lev_nb.messages import ModelRequest, ModelResponse
@@ -96,15 +97,24 @@ def test_no_final_output_file_without_a_submission(engine):
     assert run.meta["final_output"] is None
 
 
-def test_missing_workdir_ends_the_run_in_error_with_a_clear_message(engine, tmp_path: Path):
-    missing = tmp_path / "does-not-exist"
-    run, model = engine.run(TWO_STAGES, TURNS, workdir=missing)
-    assert run.status == "error"
-    assert str(missing) in run.error and "does not exist" in run.error
-    assert model.requests == []
-    assert not missing.exists()
-    meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
-    assert meta["status"] == "error" and meta["error"] == run.error
+def test_a_missing_workdir_is_created_and_the_run_says_so(engine, tmp_path: Path):
+    missing = tmp_path / "does-not-exist" / "deeper"
+    run, _ = engine.run(TWO_STAGES, TURNS, workdir=missing)
+    assert run.status == "complete" and missing.is_dir()
+    assert run.workdir == str(missing)
+    warnings = [e.message for e in run.events.snapshot() if e.kind == "warning"]
+    assert f"the working directory '{missing}' did not exist, so the run created it" in warnings
+
+
+def test_a_workdir_that_is_a_file_is_refused_before_the_run_exists(engine, tmp_path: Path):
+    from lev_nb.engine.launch import LaunchError
+
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    with pytest.raises(LaunchError) as info:
+        engine.run(TWO_STAGES, TURNS, workdir=a_file)
+    assert str(info.value) == f"the working directory '{a_file}' is a file, not a folder; pass workdir= with a folder"
+    assert not (engine.home / "runs").exists()
 
 
 class BlockingModel:

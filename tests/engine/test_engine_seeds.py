@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import lev_nb
+from lev_nb.engine.launch import LaunchError
 from lev_nb.providers import ScriptedModel
 
 AGENT = """
@@ -47,19 +50,27 @@ def test_without_a_task_region_the_task_lands_in_the_first_pinned_region(tmp_pat
 
 def test_named_caller_input_fills_its_region(tmp_path: Path) -> None:
     system, _ = first_system('criteria = { kind = "pinned", max_tokens = 1000, seed = "input" }', tmp_path,
-                             criteria="be strict")
+                             task="", criteria="be strict")
     assert "## criteria\nbe strict" in system
 
 
-def test_missing_required_input_ends_the_run_with_a_clear_error(tmp_path: Path) -> None:
-    _, run = first_system('diff = { kind = "pinned", max_tokens = 1000, seed = "input", required = true }', tmp_path)
-    assert run.status == "error" and "--diff" in run.error
+def test_missing_required_input_is_refused_before_the_run_exists(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError) as info:
+        first_system('diff = { kind = "pinned", max_tokens = 1000, seed = "input", required = true }', tmp_path,
+                     task="")
+    assert str(info.value) == ("blueprint 'seeds' needs the input 'diff': it fills the required region 'diff'; "
+                               "pass diff=...")
+    assert info.value.for_cli().endswith("pass --diff TEXT (or @FILE to read it from a file)")
+    assert not (tmp_path / "home" / "runs").exists()
 
 
-def test_unused_input_is_a_warning(tmp_path: Path) -> None:
-    _, run = first_system("", tmp_path, colour="blue")
-    warnings = [e.message for e in run.events if e.kind == "warning"]
-    assert any("colour" in w for w in warnings)
+def test_an_input_the_blueprint_does_not_declare_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError) as info:
+        first_system('criteria = { kind = "pinned", max_tokens = 1000, seed = "input" }', tmp_path,
+                     task="", critera="blue")
+    assert str(info.value) == ("blueprint 'seeds' has no input 'critera' (did you mean 'criteria'?): its inputs "
+                               "are 'criteria'; pass criteria=...")
+    assert not (tmp_path / "home" / "runs").exists()
 
 
 def test_literal_files_glob_and_command_seeds(tmp_path: Path) -> None:

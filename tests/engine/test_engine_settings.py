@@ -9,6 +9,9 @@ import pytest
 from support import call, events_of, say
 
 import lev_nb
+from lev_nb.engine.launch import LaunchError
+from lev_nb.engine.pipeline.inference import model_label
+from lev_nb.engine.plan.build import plan_from_blueprint
 from lev_nb.messages import ToolResultBlock
 
 
@@ -95,9 +98,11 @@ def test_the_default_model_labels_a_stage_with_no_model(engine, config) -> None:
     run, _ = engine.run(LOOPING, [say("done")])
     assert run.meta["model"] == "scripted"  # a launch model wins
     bp = lev_nb.load('[agent]\nname = "x"\n[stages.work]\n')
-    run = bp.run("t", model=None, home=engine.home, workdir=engine.workdir).wait(30)
-    assert run.meta["model"] == "anthropic/claude-haiku-4-5"  # no key in tests: the call itself fails
-    assert run.status == "error" and "ANTHROPIC_API_KEY" in (run.error or "")
+    plan = plan_from_blueprint(bp)
+    assert model_label(None, plan.stage("work"), lev_nb.config()) == "anthropic/claude-haiku-4-5"
+    # No key in tests: the run is refused before it exists, naming the stage and the variable.
+    with pytest.raises(LaunchError, match="ANTHROPIC_API_KEY is not set, and stage 'work' of blueprint 'x'"):
+        bp.run("t", model=None, home=engine.home, workdir=engine.workdir)
 
 
 SEEDED = """

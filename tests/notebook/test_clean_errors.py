@@ -43,7 +43,7 @@ def test_a_missing_blueprint_is_a_short_block_naming_the_path_once(
     assert isinstance(result.error_in_exec, BlueprintError)
     text = shown(capsys)
     assert text.splitlines() == [
-        "BlueprintError: No agent.leviath found at no/such/path",
+        "BlueprintError: No agent.leviath found at no/such/path: no such file or folder",
         "    what to do: pass an agent folder or its agent.leviath file",
         FULL_TRACEBACK_HINT,
     ]
@@ -109,7 +109,7 @@ def test_a_bad_model_spec_is_a_usage_error_with_the_accepted_forms(
     result = ip.run_cell('lev_nb.load(path).run("task", model="bogus")')
     assert isinstance(result.error_in_exec, UsageError) and isinstance(result.error_in_exec, ValueError)
     lines = shown(capsys).splitlines()
-    assert lines[0] == "UsageError: model 'bogus' is not a model spec"
+    assert lines[0] == "LaunchError: model 'bogus' is not a model spec"  # a UsageError raised before the run exists
     assert lines[1].startswith("    what to do: use 'mock', 'scripted:FILE'")
     # Its plain text is unchanged: one sentence with what to use.
     assert str(result.error_in_exec).startswith("model 'bogus' is not a model spec; use 'mock'")

@@ -65,7 +65,8 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
     assert "triage" in header and run.run_id in header
     assert "data-status='complete'" in view.header.value
     assert "R-1: crash on save" in header and "dark theme" not in header  # the task's first line
-    assert "model calls 17" in " ".join(header.split())
+    calls = sum(1 for e in run.events.snapshot() if e.kind == "model_call")
+    assert f"model calls {calls}" in " ".join(header.split())
     assert f"tool calls {meta['tool_calls']}" in " ".join(header.split())
     assert f"{meta['prompt_tokens']:,} / {meta['completion_tokens']:,}" in header
     assert "elapsed" in header
@@ -82,19 +83,33 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
 
 
 def test_events_read_as_sentences_with_call_outs() -> None:
-    run = mock_run()
+    from lev_nb.engine import events as ev
+
+    run = mock_run()  # a healthy dry run: no gate blocks or nudges of its own
     state = widget_module.follow(run, new_state(run))
     read = runview.visit_html(state, 0)
-    assert "lev-callout gate" in read and "attempts 1–3 of 3" in read
-    assert "Gate forced open to check" in read
-    check = runview.visit_html(state, 1)
-    assert "lev-callout nudge" in check and "Nudged the model 3 times" in check
+    assert "class='lev-callout" not in runview.snapshot_html(state)
+    # A stage that keeps its gate shut, then is forced through, and a stage nudged three times:
+    told = runview.RunState("r2", ["read", "check"])
+    events = [ev.StageEntered("r2", "read", visit=1, from_stage=None)]
+    events += [ev.GateBlocked("r2", "read", target="check", message="Write the labels first.", attempt=n, max_attempts=3)
+               for n in (1, 2, 3)]
+    events += [ev.GateForced("r2", "read", target="check", message="Write the labels first."),
+               ev.StageEntered("r2", "check", visit=1, from_stage="read")]
+    events += [ev.Nudge("r2", "check", reason="text_only", text="Use your tools.") for _ in range(3)]
+    for event in events:
+        told.apply(event)
+    blocked = runview.visit_html(told, 0)
+    assert "lev-callout gate" in blocked and "attempts 1–3 of 3" in blocked
+    assert "Gate forced open to check" in blocked
+    nudged = runview.visit_html(told, 1)
+    assert "lev-callout nudge" in nudged and "Nudged the model 3 times" in nudged
     text = runview.snapshot_html(state)
     # No dataclass reprs, no field=value dumps, no path of the machine.
     for bad in ("run_id=", "purpose=", "call_id", "ModelCall(", run.workdir):
         assert bad not in text
     # The transcript (model text, tool calls, results) is collapsed, with the calls' arguments.
-    assert "<details class='lev-transcript'>" in read and "Called context_list()" in read
+    assert "<details class='lev-transcript'>" in read and "Called context_" in read
 
 
 def test_the_transcript_cuts_long_text_with_show_more() -> None:

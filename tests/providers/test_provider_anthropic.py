@@ -120,7 +120,7 @@ def test_missing_key_is_an_auth_error_at_the_first_call(stand_in: StandIn, monke
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     provider = AnthropicProvider("claude-x", base_url=stand_in.url)  # building it is fine
     error = failure(provider)
-    assert error.kind == "auth" and "set ANTHROPIC_API_KEY" in error.message
+    assert error.kind == "auth" and "ANTHROPIC_API_KEY is not set" in error.message
     assert error.transient is False
     assert stand_in.requests == []
 

@@ -176,3 +176,48 @@ def test_new_user_text_allows_one_more_look():
 def test_usage_is_estimated():
     response = run(stage_request([], [Message("user", "x" * 400)]))
     assert response.usage.prompt_tokens == 100 and response.usage.completion_tokens > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# What the stage owes (request.duties): the mock does it before anything else
+# ------------------------------------------------------------------------------------------------
+def test_the_mock_meets_what_the_stage_owes_in_one_batch():
+    from lev_nb.messages import StageDuties
+    from lev_nb.providers.mock import MOCK_CHANGE_FILE
+
+    duties = StageDuties(regions=["plan", "labels"], modify_files=True, open_items=[("todo", 2)])
+    response = run(stage_request(["context_write", "write_file", "todo_done", "submit_output"], duties=duties))
+    calls = [(c.name, c.arguments.get("region"), c.arguments.get("path"), c.arguments.get("id"))
+             for c in response.tool_calls]
+    assert calls == [("context_write", "plan", None, None), ("context_write", "labels", None, None),
+                     ("write_file", None, MOCK_CHANGE_FILE, None), ("todo_done", "todo", None, 2)]
+
+
+def test_the_mock_gives_up_on_a_duty_it_tried_twice():
+    from lev_nb.messages import StageDuties
+
+    tried = []
+    for i in range(2):
+        tried += [Message("assistant", [ToolUseBlock(f"w{i}", "context_write", {"region": "plan", "content": "x"})]),
+                  Message("user", [ToolResultBlock(f"w{i}", "[denied] not allowed", is_error=True)])]
+    request = stage_request(["context_write", "submit_output"], messages=[Message("user", "go"), *tried],
+                            duties=StageDuties(regions=["plan"]))
+    (call,) = run(request).tool_calls
+    assert call.name == "submit_output"  # moves on instead of writing a third time
+
+
+def test_a_duty_without_the_tool_for_it_is_left_to_the_engine():
+    from lev_nb.messages import StageDuties
+
+    response = run(stage_request([], duties=StageDuties(regions=["plan"], modify_files=True)))
+    assert response.tool_calls == [] and "done" in response.text
+
+
+def test_a_stage_that_would_nudge_a_text_answer_gets_a_harmless_tool_call():
+    from lev_nb.messages import StageDuties
+
+    messages = [Message("user", "go"), Message("assistant", [ToolUseBlock("a", "write_file", {"path": "x"})]),
+                Message("user", [ToolResultBlock("a", "Wrote 1 byte")])]  # the last stage ended on a tool result
+    assert run(stage_request(["list_dir"], messages=messages)).tool_calls == []
+    (call,) = run(stage_request(["list_dir"], messages=messages, duties=StageDuties(use_a_tool=True))).tool_calls
+    assert call.name == "list_dir"

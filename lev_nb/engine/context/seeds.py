@@ -137,6 +137,9 @@ async def _command(workdir: Path, command: str) -> str:
         kill_group(proc.pid)
         await proc.wait()
         return f"[seed command timed out after {COMMAND_TIMEOUT_S} s: {command}]"
+    except asyncio.CancelledError:  # the run was cancelled while it started: leave nothing running
+        kill_group(proc.pid)
+        raise
     text = out.decode("utf-8", errors="replace")
     if proc.returncode:
         text += f"\n[seed command exited with {proc.returncode}: {err.decode('utf-8', errors='replace').strip()}]"

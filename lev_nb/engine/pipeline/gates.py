@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.engine.plan.types import GatePlan, StagePlan
 from lev_nb.engine.state import StageProgress
+from lev_nb.messages import StageDuties
 
 
 
@@ -73,6 +74,39 @@ def _first_block(
             "before moving on."
         )
     return None
+
+
+def stage_duties(
+    stage: StagePlan, progress: StageProgress, regions: RegionView, unmet_required: list[str]
+) -> StageDuties:
+    """What ``stage`` owes right now: the ``unmet_required`` regions, and whatever each of its gates
+    would refuse the stage for at this moment (the same tests as :func:`gate_block_message`, all of
+    them rather than the first)."""
+    duties = StageDuties(regions=list(unmet_required))
+
+    def owe(region: str) -> None:
+        if region not in duties.regions:
+            duties.regions.append(region)
+
+    for edge in stage.transitions or ():
+        gate = edge.gate
+        if gate is None:
+            continue
+        name = gate.require_region_updated
+        if (name and regions.has_region(name) and name in progress.digests
+                and regions.digest(name) == progress.digests[name]):
+            owe(name)
+        for region in gate.require_regions:
+            if regions.has_region(region) and regions.is_empty(region):
+                owe(region)
+        name = gate.require_no_open_items
+        if name and regions.has_region(name):
+            for item in regions.open_items(name):
+                if isinstance(item, (tuple, list)) and (name, int(item[0])) not in duties.open_items:
+                    duties.open_items.append((name, int(item[0])))
+        if gate.require_modifications and not _modification_satisfied(gate, stage, progress, regions):
+            duties.modify_files = True
+    return duties
 
 
 def _modification_satisfied(

@@ -62,7 +62,7 @@ class ExitHolds:
         abandoned = flags.required_regions_abandoned
         abandoned[:] = [r for r in abandoned if not ctx.has_content(r)]
         if outcome is None and set(stage.tools) & CONTEXT_WRITERS:
-            unmet = [r for r in ctx.required_regions() if r not in self._caller_seeded() and ctx.is_empty(r)]
+            unmet = unmet_required_regions(state)
             if unmet:
                 cap = stage.max_revisits if stage.max_revisits is not None else REQUIRED_REENTRY_CAP
                 if progress.required_reentries < cap:
@@ -116,5 +116,8 @@ class ExitHolds:
         output = self.state.final_output
         return output is not None and output.stage == stage
 
-    def _caller_seeded(self) -> set[str]:
-        return set(self.state.plan.caller_regions) | set(self.state.inputs)
+
+def unmet_required_regions(state: RunState) -> list[str]:
+    """The visible required regions that are still empty (caller-seeded ones are the caller's)."""
+    caller_seeded = set(state.plan.caller_regions) | set(state.inputs)
+    return [r for r in state.ctx.required_regions() if r not in caller_seeded and state.ctx.is_empty(r)]

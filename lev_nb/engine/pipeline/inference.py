@@ -20,7 +20,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.state import Outcome, RunFailure
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
-from lev_nb.messages import ModelRequest, ModelResponse
+from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.pricing import CostTotals, call_cost, price_for
 
@@ -384,9 +384,24 @@ class Inference:
             timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
             system_blocks=blocks,
         )
+        if purpose == "stage":
+            request.duties = self._duties(stage)
         for key, value in overrides.items():
             setattr(request, key, value)
         return request, provider
+
+    def _duties(self, stage: StagePlan) -> StageDuties:
+        """What the stage owes at this turn (a hint for stand-in models such as the mock)."""
+        from lev_nb.engine.pipeline.gates import stage_duties
+        from lev_nb.engine.pipeline.holds import CONTEXT_WRITERS, unmet_required_regions
+
+        state = self.state
+        required = unmet_required_regions(state) if set(stage.tools) & CONTEXT_WRITERS else []
+        duties = stage_duties(stage, state.progress, state.ctx, required)
+        enabled, maximum, _ = stage.nudge.resolve(state.settings.nudge)
+        progress = state.progress
+        duties.use_a_tool = enabled and progress.total_tool_calls == 0 and progress.text_only_nudges < maximum
+        return duties
 
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """One model call with the run's retry policy for transient errors; streamed text becomes

@@ -240,6 +240,11 @@ class RunPlan:
         return any(s.name == name for s in self.stages)
 
     @property
+    def caller_inputs(self) -> tuple[SeedPlan, ...]:
+        """The caller seeds of the global layout (the blueprint's declared inputs), in order."""
+        return tuple(s for s in self.seeds if s.kind == "caller")
+
+    @property
     def any_requires_output(self) -> bool:
         """True when some stage owes a final output (the run then must end with one)."""
         return any(s.require_output for s in self.stages)

@@ -1,0 +1,302 @@
+"""The run-start checks: everything about a launch request that can be judged before the run exists
+(spec/runtime.md §15 "a task with no region accepting `task` is refused at spawn"; issue 11).
+
+:func:`check_launch` is called by :func:`lev_nb.engine.api.start_run` (so by ``bp.run``,
+``lev_nb.run``, ``lev run`` and ``%%lev`` alike) before any run record is written. It judges, in
+this order, and refuses the first problem with one :class:`LaunchError`:
+
+1. the model spec (a string in none of the accepted forms, a missing scripted file, a provider
+   lev_nb cannot call);
+2. the caller inputs (a name the blueprint does not declare, with a "did you mean");
+3. where the task goes: a blueprint that declares inputs, none of them ``task``, refuses a task,
+   naming the inputs it does take; a blueprint that declares no inputs at all takes the task into
+   its first pinned region, else the conversation, as before;
+4. required inputs that were not given;
+5. output formats that look like a misspelling of a format lev_nb knows (the launch request's and
+   the blueprint's own; any other label is the author's own and allowed, see
+   :mod:`lev_nb.blueprint.formats`);
+6. the model each stage would use (its pick under the user's configuration,
+   :func:`~lev_nb.engine.pipeline.inference.pick_model`) and the API key its provider needs: one
+   message naming every stage that needs a missing key;
+7. the webhook URL and the working directory (a folder that does not exist is created by the run;
+   one that cannot be created is refused here).
+
+A LaunchError carries separate hints for a terminal (``--flags``) and for Python (keyword
+arguments), so neither ever gets the other's advice: ``str(exc)`` is the Python form and
+:meth:`LaunchError.for_cli` the command-line one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lev_nb.blueprint.errors import did_you_mean
+from lev_nb.blueprint.formats import format_typo
+from lev_nb.errors import UsageError
+
+if TYPE_CHECKING:
+    from lev_nb.engine.plan.types import RunPlan, SeedPlan
+    from lev_nb.providers.base import Provider
+    from lev_nb.settings import Settings
+
+__all__ = ["Launch", "LaunchError", "check_launch"]
+
+
+class LaunchError(UsageError):
+    """A run that cannot start as asked; nothing was written.
+
+    ``message`` says what is wrong; ``cli_hint`` and ``python_hint`` what to do, in the words of a
+    terminal and of Python. ``str(exc)`` is the message with the Python hint (what a notebook
+    shows, as one clean block); :meth:`for_cli` is the message with the command-line hint.
+    """
+
+    def __init__(self, message: str, *, cli_hint: str | None = None, python_hint: str | None = None) -> None:
+        super().__init__(message, python_hint)
+        self.cli_hint = cli_hint
+        self.python_hint = python_hint
+
+    def _join(self, hint: str | None) -> str:
+        return f"{self.message}; {hint}" if hint else self.message
+
+    def for_cli(self) -> str:
+        """The message with the hint for a terminal user."""
+        return self._join(self.cli_hint)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the checks resolved: the provider given at launch (None: each stage's own model) and
+    the working directory as an absolute path (None: a fresh folder in the run record)."""
+
+    provider: Provider | None
+    workdir: Path | None
+
+
+def check_launch(
+    plan: RunPlan,
+    *,
+    task: str = "",
+    inputs: dict[str, Any] | None = None,
+    model: Any = None,
+    output_format: str | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+    webhook: str | None = None,
+    settings: Settings,
+) -> Launch:
+    """Judge a launch request against ``plan`` and the user's ``settings``; raise LaunchError for
+    the first problem (see the module docstring for the order), else return what was resolved."""
+    provider = _check_model(model)
+    given = dict(inputs or {})
+    _check_input_names(plan, given)
+    _check_task(plan, task)
+    _check_required(plan, task, given)
+    _check_formats(plan, output_format)
+    _check_keys(plan, provider, settings)
+    _check_webhook(webhook)
+    return Launch(provider, _check_workdir(workdir))
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. The model spec
+# ------------------------------------------------------------------------------------------------
+def _check_model(model: Any) -> Provider | None:
+    from lev_nb.providers.resolve import ModelOverride, is_registered, known_providers, resolve_model
+
+    try:
+        provider = resolve_model(model)
+    except UsageError as exc:  # a spec in no accepted form: keep what it says to do as the hint
+        raise LaunchError(exc.message, cli_hint=exc.hint, python_hint=exc.hint) from None
+    except ValueError as exc:  # a scripted file that cannot be read
+        raise LaunchError(str(exc)) from None
+    if isinstance(provider, ModelOverride) and not is_registered(provider.provider):
+        known = known_providers()
+        hint = did_you_mean(provider.provider, known)
+        raise LaunchError(
+            f"model '{provider.name}' names the provider '{provider.provider}', which lev_nb cannot call"
+            f"{f' ({hint})' if hint else ''}; the providers it calls are {', '.join(known)}",
+            cli_hint="pass --model PROVIDER/MODEL with one of them, or --model mock for a dry run",
+            python_hint="pass model='PROVIDER/MODEL' with one of them, or model='mock' for a dry run",
+        )
+    return provider
+
+
+# ------------------------------------------------------------------------------------------------
+# 2-4. Inputs and the task
+# ------------------------------------------------------------------------------------------------
+def _declared(plan: RunPlan) -> list[SeedPlan]:
+    return list(plan.caller_inputs)
+
+
+def _key(seed: SeedPlan) -> str:
+    return seed.key or seed.region
+
+
+def _as_options(keys: list[str]) -> str:
+    return ", ".join(f"--{k} TEXT" for k in keys)
+
+
+def _as_kwargs(keys: list[str]) -> str:
+    return ", ".join(f"{k}=..." for k in keys)
+
+
+def _check_input_names(plan: RunPlan, given: dict[str, Any]) -> None:
+    keys = [_key(s) for s in _declared(plan) if _key(s) != "task"]
+    for name in given:
+        if name in keys:
+            continue
+        hint = did_you_mean(name, keys)
+        if keys:
+            takes = f"its inputs are {', '.join(repr(k) for k in keys)}"
+        else:
+            takes = "it declares no inputs besides the task"
+        raise LaunchError(
+            f"blueprint '{plan.agent_name}' has no input '{name}'{f' ({hint})' if hint else ''}: {takes}",
+            cli_hint=f"pass {_as_options(keys)}" if keys else "leave the option out",
+            python_hint=f"pass {_as_kwargs(keys)}" if keys else "leave the argument out",
+        )
+
+
+def _check_task(plan: RunPlan, task: str) -> None:
+    declared = _declared(plan)
+    if not task or not declared or any(_key(s) == "task" for s in declared):
+        return
+    keys = [_key(s) for s in declared]
+    raise LaunchError(
+        f"blueprint '{plan.agent_name}' takes no task: no region of it is filled from the task, and "
+        f"its inputs are {', '.join(repr(k) for k in keys)}",
+        cli_hint=f"leave out --task and pass {_as_options(keys)}",
+        python_hint=f"leave out the task and pass {_as_kwargs(keys)}",
+    )
+
+
+def _check_required(plan: RunPlan, task: str, given: dict[str, Any]) -> None:
+    for seed in _declared(plan):
+        if not seed.required:
+            continue
+        key = _key(seed)
+        value = task if key == "task" else given.get(key)
+        if value is not None and str(value).strip():
+            continue
+        what = "the task" if key == "task" else f"the input '{key}'"
+        raise LaunchError(
+            f"blueprint '{plan.agent_name}' needs {what}: it fills the required region '{seed.region}'",
+            cli_hint=f"pass --{key} TEXT (or @FILE to read it from a file)",
+            python_hint="pass the task as the first argument" if key == "task" else f"pass {key}=...",
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. Output formats
+# ------------------------------------------------------------------------------------------------
+def _check_formats(plan: RunPlan, requested: str | None) -> None:
+    meant = format_typo(requested)
+    if meant is not None:
+        raise LaunchError(
+            f"output format '{requested}' looks like a misspelling of '{meant}' (lev_nb checks answers "
+            "in json, xml, yaml, csv and toml; any other label is passed to the model as written)",
+            cli_hint=f"pass --output-format {meant}",
+            python_hint=f"pass output_format='{meant}'",
+        )
+    declared = [("agent.output.format", plan.agent_output)]
+    declared += [(f"stages.{s.name}.output.format", s.output) for s in plan.stages]
+    for where, spec in declared:
+        label = spec.format if spec is not None else None
+        meant = format_typo(label)
+        if meant is not None:
+            raise LaunchError(
+                f"blueprint '{plan.agent_name}': {where} = '{label}' looks like a misspelling of '{meant}'",
+                cli_hint="fix it in the blueprint (`lev validate` lists every such problem)",
+                python_hint="fix it in the blueprint (lev_nb.validate(bp) lists every such problem)",
+            )
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. Models, providers and keys
+# ------------------------------------------------------------------------------------------------
+def _check_keys(plan: RunPlan, provider: Provider | None, settings: Settings) -> None:
+    from lev_nb.engine.pipeline.inference import pick_model
+    from lev_nb.providers.resolve import ModelOverride, is_registered, known_providers, missing_key
+
+    if provider is not None and not isinstance(provider, ModelOverride):
+        return  # mock, scripted or a Provider object: it answers every stage, no key involved
+    users: dict[str, list[str]] = {}  # provider -> the stages that would call it
+    if isinstance(provider, ModelOverride):
+        users[provider.provider] = [s.name for s in plan.stages]
+    else:
+        for stage in plan.stages:
+            pick = pick_model(stage, settings)
+            if pick.refusal is not None:
+                raise LaunchError(
+                    pick.refusal,
+                    cli_hint="configure that provider, or run with --model PROVIDER/MODEL or --model mock",
+                    python_hint="configure that provider, or pass model='PROVIDER/MODEL' or model='mock'",
+                )
+            users.setdefault(pick.provider, []).append(stage.name)
+    for name, stages in users.items():
+        if not is_registered(name):
+            source = settings.source("default_provider")
+            raise LaunchError(
+                f"{_stages(stages)} of blueprint '{plan.agent_name}' would run on the default provider "
+                f"'{name}' (default_provider, from {source}), which lev_nb cannot call; the providers "
+                f"it calls are {', '.join(known_providers())}",
+                cli_hint="change default_provider (see `lev config`), or run with --model mock",
+                python_hint="change default_provider (lev_nb.configure), or pass model='mock'",
+            )
+    missing = [(name, var, stages) for name, stages in users.items() if (var := missing_key(name, settings))]
+    if not missing:
+        return
+    parts = [f"{var} is not set, and {_stages(stages)} of blueprint '{plan.agent_name}' "
+             f"run{'s' if len(stages) == 1 else ''} on {name} models"
+             for name, var, stages in missing]
+    exports = " ".join(f"{var}=<your key>" for _, var, _ in missing)
+    raise LaunchError(
+        f"no API key for {' and '.join(name for name, _, _ in missing)}: " + "; ".join(parts),
+        cli_hint=f"export {exports}, or try the agent offline with --model mock",
+        python_hint=f"set os.environ[{missing[0][1]!r}], or try the agent offline with model='mock'",
+    )
+
+
+def _stages(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"stage '{names[0]}'"
+    return "stages " + ", ".join(f"'{n}'" for n in names)
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. The webhook and the working directory
+# ------------------------------------------------------------------------------------------------
+def _check_webhook(webhook: str | None) -> None:
+    if webhook is not None and not webhook.startswith(("http://", "https://")):
+        raise LaunchError(
+            f"the webhook '{webhook}' is not an http:// or https:// URL",
+            cli_hint="pass --webhook http://HOST/PATH",
+            python_hint="pass webhook='http://HOST/PATH'",
+        )
+
+
+def _check_workdir(workdir: str | os.PathLike[str] | None) -> Path | None:
+    """The working directory as an absolute path. A folder that does not exist yet is fine (the run
+    creates it, parents included) as long as its nearest existing parent is a writable folder."""
+    if workdir is None:
+        return None
+    path = Path(workdir).expanduser().absolute()
+    if path.exists():
+        if not path.is_dir():
+            raise LaunchError(
+                f"the working directory '{path}' is a file, not a folder",
+                cli_hint="pass --workdir with a folder", python_hint="pass workdir= with a folder",
+            )
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise LaunchError(
+            f"the working directory '{path}' does not exist and cannot be created in '{parent}'",
+            cli_hint="create it, or pass another --workdir",
+            python_hint="create it, or pass another workdir=",
+        )
+    return path

@@ -1,0 +1,147 @@
+"""Ctrl-C (SIGINT) at several points of ``lev run``, once and twice, in a real process: before the run
+exists (reading the task), while the run starts (a seed command), and mid-run (a tool call). Each
+ends with exit status 130, one clear message and no traceback; a run that existed ends with a
+record that says ``cancelled``, never one left ``running``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+WAIT_S = 60  # generous: only a hung process takes this long
+
+AGENT = """
+[agent]
+name = "interrupts"
+[context.regions]
+system = { kind = "pinned", max_tokens = 2000 }
+task = { kind = "pinned", max_tokens = 2000, seed = "task_input" }
+{extra_region}
+conversation = { kind = "sliding_window", max_items = 20, max_tokens = 8000 }
+[tool_permissions]
+shell = "allow"
+[stages.work]
+mode = "output"
+model = { provider = "anthropic", model = "claude-sonnet-4-6" }
+available_tools = ["shell"]
+max_iterations = 4
+[stages.work.transitions]
+"""
+
+
+def agent(tmp_path: Path, extra_region: str = "") -> Path:
+    folder = tmp_path / "agent"
+    folder.mkdir(exist_ok=True)
+    (folder / "agent.leviath").write_text(AGENT.replace("{extra_region}", extra_region), encoding="utf-8")
+    return folder
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    # This machine honours the blueprint's own shell = "allow" (the mid-run case runs a shell tool).
+    (home / "config.toml").write_text("[security]\nallow_blueprint_permissions = true\n", encoding="utf-8")
+    env = {**os.environ, "LEV_HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "lev_nb.cli", "run", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for(condition: Callable[[], bool], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"lev run ended before the point under test: {proc.returncode} {out!r} {err!r}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("lev run never reached the point under test")
+        time.sleep(0.02)
+
+
+def interrupt(proc: subprocess.Popen[str], times: int) -> tuple[str, str]:
+    for _ in range(times):
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("lev run did not stop after Ctrl-C")
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    return out, err
+
+
+def events_say(tmp_path: Path, kind: str) -> Callable[[], bool]:
+    def check() -> bool:
+        for path in (tmp_path / "home" / "runs").glob("*/events.jsonl"):
+            if f'"type": "{kind}"' in path.read_text(encoding="utf-8"):
+                return True
+        return False
+
+    return check
+
+
+def the_record(tmp_path: Path) -> dict:
+    (meta,) = (tmp_path / "home" / "runs").glob("*/meta.json")
+    return json.loads(meta.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_while_the_task_is_read_stops_before_anything_is_written(tmp_path: Path, times: int) -> None:
+    fifo = tmp_path / "task.fifo"
+    os.mkfifo(fifo)
+    proc = start(tmp_path, str(agent(tmp_path)), "--task", f"@{fifo}", "--model", "mock")
+    writer: list[int] = []
+
+    def reading() -> bool:  # a writer can open the pipe once lev has opened it to read the task
+        try:
+            writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            return False
+        return True
+
+    wait_for(reading, proc)
+    try:
+        out, err = interrupt(proc, times)
+    finally:
+        os.close(writer[0])
+    assert out == "" and err == "lev: interrupted\n"
+    assert not (tmp_path / "home" / "runs").exists()
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_while_the_run_starts_cancels_it(tmp_path: Path, times: int) -> None:
+    slow_seed = 'slow = { kind = "pinned", max_tokens = 200, seed = { command = "sleep 30" } }'
+    proc = start(tmp_path, str(agent(tmp_path, slow_seed)), "--task", "t", "--model", "mock")
+    wait_for(events_say(tmp_path, "run_started"), proc)  # the run exists and is seeding its regions
+    out, err = interrupt(proc, times)
+    record = the_record(tmp_path)
+    assert out.strip() == record["run_id"]
+    assert err.splitlines() == ["lev run: cancelling the run (Ctrl-C again does not stop it sooner)",
+                                "lev run: the run ended cancelled"]
+    assert record["status"] == "cancelled" and record["stage_history"] == []
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_ctrl_c_mid_run_cancels_it(tmp_path: Path, times: int) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]}]),
+                      encoding="utf-8")
+    proc = start(tmp_path, str(agent(tmp_path)), "--task", "t", "--model", f"scripted:{script}", "--quiet")
+    wait_for(events_say(tmp_path, "tool_started"), proc)
+    out, err = interrupt(proc, times)
+    record = the_record(tmp_path)
+    assert out.strip() == record["run_id"]
+    assert err.splitlines() == ["lev run: cancelling the run (Ctrl-C again does not stop it sooner)",
+                                "lev run: the run ended cancelled"]
+    assert record["status"] == "cancelled" and record["stage_history"] == ["work"]
