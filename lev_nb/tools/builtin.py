@@ -224,12 +224,36 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
     return bytes(kept), total
 
 
-def _kill_group(pid: int) -> None:
-    """Kill the whole process group the command runs in (its children too)."""
+def kill_group(pid: int) -> None:
+    """Kill the whole process group a command runs in (its children too)."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+
+async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start a command in a process group of its own (``shell``: ``program`` is a shell command line).
+
+    A cancellation that lands while the process is being created still lets the creation finish,
+    then kills the whole group and re-raises: asyncio would otherwise kill only the direct child
+    and wait until whatever it spawned exits and closes the pipes (a cancelled run would hang).
+    """
+    if shell:
+        creating = asyncio.ensure_future(asyncio.create_subprocess_shell(program, start_new_session=True, **kwargs))
+    else:
+        creating = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(program, *args, start_new_session=True, **kwargs))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        try:
+            proc = await creating
+        except Exception:
+            raise asyncio.CancelledError from None
+        kill_group(proc.pid)
+        raise
 
 
 def _stream_text(name: str, data: bytes, total: int) -> str:
@@ -259,7 +283,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
     if not ctx.workspace.exists():
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
     timeout = ctx.shell_timeout_s
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
         _shell_program(),
         "-c",
         command,
@@ -267,17 +291,16 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, so a timeout can kill what it spawned
     )
     try:
         (out, out_total), (err, err_total), code = await asyncio.wait_for(_collect(proc), timeout=timeout)
     except asyncio.TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         await proc.wait()
         shown = f"{timeout:g}"
         return f"[timed out] The command ran past its {shown}s limit and was stopped: {command}"
     except asyncio.CancelledError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
     stdout = _stream_text("stdout", out, out_total)
     stderr = _stream_text("stderr", err, err_total)

@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import glob as globlib
 import json
-import os
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -124,29 +122,23 @@ def _read_files(workdir: Path, paths: list[str]) -> str:
 
 
 async def _command(workdir: Path, command: str) -> str:
-    proc = await asyncio.create_subprocess_shell(
-        command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, so stopping it stops what it spawned
+    from lev_nb.tools.builtin import kill_group, start_in_group
+
+    proc = await start_in_group(  # its own process group, so stopping it stops what it spawned
+        command, shell=True, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
     except asyncio.TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         return f"[seed command timed out after {COMMAND_TIMEOUT_S} s: {command}]"
     except asyncio.CancelledError:  # the run was cancelled while it started: leave nothing running
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
     text = out.decode("utf-8", errors="replace")
     if proc.returncode:
         text += f"\n[seed command exited with {proc.returncode}: {err.decode('utf-8', errors='replace').strip()}]"
     return text.strip()
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolContext) -> str:
