@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         nonlocal interrupted
         if not interrupted:
             interrupted = True
+            # Ignored from now on, by the kernel: a Python handler would be reset to the default
+            # while the interpreter shuts down, and a late Ctrl-C would then kill the process.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             raise KeyboardInterrupt
 
     try:
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         # After a Ctrl-C the process is on its way out: leave later ones ignored until it is.
-        if previous is not None and not interrupted:
+        if previous is not None and not interrupted and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous)
 
 

@@ -272,7 +272,14 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
         run.subscribe(progress)
-    run.wait()
+    while True:
+        # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
+        # is only acted on when this thread runs again.
+        try:
+            run.wait(WAKE_EVERY_S)
+            break
+        except TimeoutError:
+            continue
     if progress is not None:
         progress.close()
     if args.json:
@@ -287,6 +294,9 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
         print(f"lev run: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
         status = status or 1
     return status
+
+
+WAKE_EVERY_S = 0.2
 
 
 class _Interrupts:
@@ -311,7 +321,9 @@ class _Interrupts:
 
     def __exit__(self, *exc: object) -> None:
         if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+            # After a Ctrl-C the command is on its way out: later ones are ignored by the kernel
+            # (a Python handler is reset to the default while the interpreter shuts down).
+            signal.signal(signal.SIGINT, signal.SIG_IGN if self.count else self._previous)
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.count += 1

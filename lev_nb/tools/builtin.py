@@ -259,6 +259,30 @@ def kill_group(pid: int) -> None:
         pass
 
 
+
+async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start a command in a process group of its own (``shell``: ``program`` is a shell command line).
+
+    A cancellation that lands while the process is being created still lets the creation finish,
+    then kills the whole group and re-raises: asyncio would otherwise kill only the direct child
+    and wait until whatever it spawned exits and closes the pipes (a cancelled run would hang).
+    """
+    if shell:
+        creating = asyncio.ensure_future(asyncio.create_subprocess_shell(program, start_new_session=True, **kwargs))
+    else:
+        creating = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(program, *args, start_new_session=True, **kwargs))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        try:
+            proc = await creating
+        except Exception:
+            raise asyncio.CancelledError from None
+        kill_group(proc.pid)
+        raise
+
+
 def _stream_text(name: str, data: bytes, total: int) -> str:
     """Decoded stream output with a note when it was cut."""
     text = _decode(data)
@@ -286,7 +310,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
     if not ctx.workspace.exists():
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
     timeout = ctx.shell_timeout_s
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
         _shell_program(),
         "-c",
         command,
@@ -294,7 +318,6 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, so a timeout can kill what it spawned
         env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
     )
     try:

@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-WAIT_S = 60  # generous: only a hung process takes this long
+WAIT_S = 60  # generous: only a hung process takes this long (the commands it runs sleep 300 s)
 
 AGENT = """
 [agent]
@@ -103,14 +103,20 @@ def test_ctrl_c_while_the_task_is_read_stops_before_anything_is_written(tmp_path
     proc = start(tmp_path, str(agent(tmp_path)), "--task", f"@{fifo}", "--model", "mock")
     writer: list[int] = []
 
-    def reading() -> bool:  # a writer can open the pipe once lev has opened it to read the task
+    def opened() -> bool:  # a writer can open the pipe once lev has opened it to read the task
         try:
             writer.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             return False
         return True
 
-    wait_for(reading, proc)
+    def blocked_in_read() -> bool:
+        # Signal only once lev waits inside read(): a signal that lands just before the call
+        # starts is handled by Python only when the call returns (here: never).
+        return "pipe_read" in Path(f"/proc/{proc.pid}/wchan").read_text()
+
+    wait_for(opened, proc)
+    wait_for(blocked_in_read, proc)
     try:
         out, err = interrupt(proc, times)
     finally:
@@ -121,7 +127,7 @@ def test_ctrl_c_while_the_task_is_read_stops_before_anything_is_written(tmp_path
 
 @pytest.mark.parametrize("times", [1, 2])
 def test_ctrl_c_while_the_run_starts_cancels_it(tmp_path: Path, times: int) -> None:
-    slow_seed = 'slow = { kind = "pinned", max_tokens = 200, seed = { command = "sleep 30" } }'
+    slow_seed = 'slow = { kind = "pinned", max_tokens = 200, seed = { command = "sleep 300" } }'
     proc = start(tmp_path, str(agent(tmp_path, slow_seed)), "--task", "t", "--model", "mock")
     wait_for(events_say(tmp_path, "run_started"), proc)  # the run exists and is seeding its regions
     out, err = interrupt(proc, times)
@@ -135,7 +141,7 @@ def test_ctrl_c_while_the_run_starts_cancels_it(tmp_path: Path, times: int) -> N
 @pytest.mark.parametrize("times", [1, 2])
 def test_ctrl_c_mid_run_cancels_it(tmp_path: Path, times: int) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]}]),
+    script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 300"}}]}]),
                       encoding="utf-8")
     proc = start(tmp_path, str(agent(tmp_path)), "--task", "t", "--model", f"scripted:{script}", "--quiet")
     wait_for(events_say(tmp_path, "tool_started"), proc)

@@ -124,12 +124,12 @@ def _read_files(workdir: Path, paths: list[str]) -> str:
 
 async def _command(workdir: Path, command: str) -> str:
     from lev_nb.secrets import child_environment
-    from lev_nb.tools.builtin import kill_group
+    from lev_nb.tools.builtin import kill_group, start_in_group
 
-    # No credential-shaped variable; its own process group, so a timeout stops what it spawned.
-    proc = await asyncio.create_subprocess_shell(
-        command, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        stdin=asyncio.subprocess.DEVNULL, env=child_environment(), start_new_session=True,
+    # No credential-shaped variable; its own process group, so stopping it stops what it spawned.
+    proc = await start_in_group(
+        command, shell=True, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL, env=child_environment(),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
