@@ -73,20 +73,6 @@ def _ps_args(line: str) -> None:
     """List the runs recorded under $LEV_HOME/runs."""
 
 
-class MermaidGraph:
-    """A Mermaid diagram for display: exactly ``text/vnd.mermaid`` plus ``text/plain``."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # No HTML or markdown: JupyterLab draws text/vnd.mermaid only when nothing ranks above it.
-        return {"text/vnd.mermaid": self.source, "text/plain": self.source}
-
-    def __repr__(self) -> str:
-        return self.source
-
-
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Replace ``{name}`` with the value of ``name`` from ``namespace``; anything else stays as written.
 
@@ -153,14 +139,16 @@ class LevMagics(Magics):
         except BlueprintError as exc:
             raise UsageError(_one_line(exc)) from None
 
-    def _graph(self, rest: str) -> MermaidGraph:
+    def _graph(self, rest: str) -> Any:
         args = parse_argstring(_graph_args, rest)
         bp = self._load(args.path)
         if args.current is not None and args.current not in bp.stage_names:
             raise UsageError(
                 f"%lev graph: no stage '{args.current}' in {args.path}; stages: {', '.join(bp.stage_names)}"
             )
-        return MermaidGraph(bp.mermaid(direction=args.direction, current=args.current))
+        from lev_nb.blueprint.graph import Diagram
+
+        return Diagram(bp.mermaid(direction=args.direction, current=args.current))
 
     def _ps(self, rest: str) -> None:
         from lev_nb.cli.run_status import print_ps
