@@ -206,7 +206,7 @@ def _check_formats(plan: RunPlan, requested: str | None) -> None:
         if meant is not None:
             raise LaunchError(
                 f"blueprint '{plan.agent_name}': {where} = '{label}' looks like a misspelling of '{meant}'",
-                cli_hint=f"fix it in the blueprint (`lev validate` lists every such problem)",
+                cli_hint="fix it in the blueprint (`lev validate` lists every such problem)",
                 python_hint="fix it in the blueprint (lev_nb.validate(bp) lists every such problem)",
             )
 
