@@ -31,15 +31,54 @@ COMMANDS = (
 )
 
 
+# The environment variables lev reads, as `lev --help` lists them. Written out here rather than read
+# from lev_nb.settings.schema.ENVIRONMENT so that `lev --help` imports nothing heavy; a test checks
+# that every variable ENVIRONMENT names is listed.
+ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
+    ("LEV_HOME", "where runs are recorded and config.toml lives (default: ~/.lev)"),
+    ("LEV_CONFIG", "read this configuration file instead of $LEV_HOME/config.toml"),
+    ("ANTHROPIC_API_KEY", "the key for anthropic models (config.toml may name another variable)"),
+    ("ANTHROPIC_BASE_URL", "another endpoint for the Anthropic API"),
+    ("LEV_DEFAULT_PROVIDER", "provider of a stage that names no model (default: anthropic)"),
+    ("LEV_DEFAULT_MODEL", "model of a stage that names none, on the default provider"),
+    ("LEV_MAX_CONCURRENT_INFERENCES", "model calls in flight at once"),
+    ("LEV_MAX_CONCURRENT_TOOLS", "runs whose tool batches execute at once"),
+    ("LEV_DEFAULT_MAX_ITERATIONS", "max_iterations of a stage that sets none (0: unlimited)"),
+    ("LEV_INTERACTION_TIMEOUT_SECS", "how long a question to a person may go unanswered"),
+    ("LEV_REQUEST_TIMEOUT_SECS", "per-request model timeout"),
+    ("LEV_INFERENCE_RETRY_ATTEMPTS", "tries of a model call on transient errors"),
+    ("LEV_NOTEBOOK_MODEL", "model spec of a notebook run that names none"),
+)
+
+EPILOG = """\
+examples:
+  lev validate blueprints/triage                 check an agent (exit 1 on errors)
+  lev graph blueprints/triage                    its stage graph as Mermaid text
+  lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock
+                                                 a key-free dry run; prints the run id
+  lev run blueprints/code-fixer --task "Fix the failing test" --workdir my-project
+                                                 each stage on its own model (ANTHROPIC_API_KEY)
+  lev ps                                         recorded runs and their status
+  lev result RUN_ID                              a run's final answer
+  lev config                                     every setting and where it came from
+  lev COMMAND --help                             the options of one command
+
+environment:
+""" + "\n".join(f"  {name:<30} {text}" for name, text in ENVIRONMENT_HELP) + "\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser for every ``lev`` subcommand."""
     parser = argparse.ArgumentParser(
         prog="lev",
         description="Design, check and run multi-stage LLM agents (lev_nb).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"lev {__version__}")
+    parser.add_argument("--version", action="version", version=f"lev {__version__}",
+                        help="print the version of lev_nb and exit")
     config_commands.add_launch_options(parser)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for add in COMMANDS:
         add(subparsers)
     return parser

@@ -16,8 +16,14 @@ from typing import Any
 
 def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev validate``."""
-    p = subparsers.add_parser("validate", help="check a blueprint: parse, validate and lint it",
-                              description="Check an agent blueprint (exit 1 on errors).")
+    p = subparsers.add_parser(
+        "validate", help="check a blueprint: parse, validate and lint it",
+        description=("Check an agent blueprint: parse it, run the format's checks and every lint, and "
+                     "compile each Rhai script it names. Exit 1 on errors (and on warnings with "
+                     "--deny-warnings)."),
+        epilog="examples:\n  lev validate blueprints/triage\n  lev validate blueprints/triage --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--deny-warnings", action="store_true", help="fail when there are warnings too")
@@ -27,15 +33,24 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev schema``."""
-    s = subparsers.add_parser("schema", help="print the JSON Schema of the blueprint format")
+    s = subparsers.add_parser(
+        "schema", help="print the JSON Schema of the blueprint format",
+        description=("Print the JSON Schema of agent.leviath files, for editors and other tools that "
+                     "check TOML against a schema."),
+    )
     s.set_defaults(func=run_schema)
 
 
 def add_graph(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev graph``."""
-    graph = subparsers.add_parser("graph", help="print the blueprint as a Mermaid flowchart")
-    graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath")
-    graph.add_argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"], help="default: TB, or LR for a small graph")
+    graph = subparsers.add_parser(
+        "graph", help="print the blueprint as a Mermaid flowchart",
+        description=("Print the stage graph of an agent as Mermaid flowchart text (paste it into any "
+                     "Mermaid viewer; JupyterLab draws it for `bp` in a cell)."),
+    )
+    graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
+    graph.add_argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"],
+                       help="which way the flowchart runs (default: top to bottom, left to right for a small graph)")
     graph.set_defaults(func=run_graph)
 
 

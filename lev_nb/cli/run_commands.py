@@ -7,7 +7,6 @@ This module owns the command lines, their messages and their exit statuses.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import signal
 import sys
@@ -45,8 +44,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         allow_abbrev=False,
         help="run a blueprint to the end in this process",
         description=(
-            "Run an agent to the end, showing progress on stderr, and print its run id. Caller "
-            "inputs of the blueprint are given as --<input> TEXT (or @FILE)."
+            "Run an agent to the end in this process, showing progress on stderr, and print its run\n"
+            "id. The blueprint's caller inputs are given as --<input> TEXT (or @FILE)."
         ),
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -133,7 +132,13 @@ def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def add_result(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev result``."""
-    result = subparsers.add_parser("result", help="print a run's final output")
+    result = subparsers.add_parser(
+        "result", help="print a run's final output",
+        description=("Print the final output of a recorded run: the answer its agent submitted, with "
+                     "its format and stage (--raw: the answer alone; --json: as a JSON record)."),
+        epilog="examples:\n  lev result RUN_ID\n  lev result RUN_ID --raw > answer.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     result.add_argument("run_id", help="a run id (or a unique prefix of one)")
     shape = result.add_mutually_exclusive_group()
     shape.add_argument("--raw", action="store_true", help="the answer's bytes alone, for a pipeline")
@@ -199,6 +204,8 @@ def parse_inputs(
 
 def _run_parameters(start: Callable[..., Any]) -> frozenset[str]:
     """The named keyword parameters of ``start`` (``start_run``): names no caller input may take."""
+    import inspect
+
     return frozenset(
         p.name for p in inspect.signature(start).parameters.values()
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
