@@ -136,7 +136,8 @@ class Run:
         return read_window(self._runner.workdir, path, offset, window)
 
     def widget(self, stages: list[str] | None = None) -> Any:
-        """A live ipywidgets view of this run (``display`` it, or use ``lev_nb.notebook.watch``)."""
+        """A live ipywidgets view of this run (``display`` it); the view comes from the slot
+        :mod:`lev_nb.engine.views` holds, which the package facade fills."""
         return views.view(views.RUN_WIDGET, self, stages)
 
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:

@@ -38,5 +38,5 @@ def view(name: str, *args: Any, **kwargs: Any) -> Any:
     """Call the factory in slot ``name``; LookupError when the slot is empty."""
     factory = _slots.get(name)
     if factory is None:
-        raise LookupError(f"no view is registered for '{name}'; import lev_nb.notebook to get the notebook views")
+        raise LookupError(f"no view is registered for '{name}'; `import lev_nb` fills the view slots")
     return factory(*args, **kwargs)
