@@ -86,6 +86,16 @@ def render_traceback(exc: BaseException, problem: Problem | None = None) -> list
     return clean_block(type(exc).__name__, problem)
 
 
+def location(path: object, line: int | None, column: int | None, unnamed: str) -> str:
+    """``file[:line[:col]]`` for an error message; ``unnamed`` stands for text that has no file."""
+    where = str(path) if path is not None else unnamed
+    if line is not None:
+        where += f":{line}"
+        if column is not None:
+            where += f":{column}"
+    return where
+
+
 class CleanError:
     """Mixin for lev_nb's exceptions: shown in IPython as :func:`clean_block` of :meth:`problem`."""
 

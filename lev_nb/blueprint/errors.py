@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from lev_nb.errors import CleanError, Problem
+from lev_nb.errors import CleanError, Problem, location
 
 ErrorKind = Literal["read", "parse", "validation"]
 
@@ -59,12 +59,7 @@ class BlueprintError(CleanError, ValueError):
         file and no line is known, so a missing file is named once."""
         if self.path is not None and self.line is None and self._message_names_path():
             return None
-        where = str(self.path) if self.path is not None else "<blueprint>"
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        return where
+        return location(self.path, self.line, self.column, "<blueprint>")
 
     def _message_names_path(self) -> bool:
         assert self.path is not None

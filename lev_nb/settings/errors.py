@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from lev_nb.errors import location
+
 ConfigErrorKind = Literal["read", "parse", "validation"]
 
 
@@ -49,11 +51,7 @@ class ConfigError(ValueError):
         if self.origin is not None:
             where = self.origin
         else:
-            where = str(self.path) if self.path is not None else "<config>"
-            if self.line is not None:
-                where += f":{self.line}"
-                if self.column is not None:
-                    where += f":{self.column}"
+            where = location(self.path, self.line, self.column, "<config>")
         text = f"{where}: "
         if self.key_path:
             text += f"{self.key_path}: "
