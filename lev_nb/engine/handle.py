@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
 ARTIFACT_WINDOW = 1024 * 1024
+PENDING_POLL_S = 0.02  # how often next_request looks for a request
 
 
 class Run:
@@ -152,6 +153,21 @@ class Run:
     def interactive(self) -> bool:
         """Whether this run asks a person (else an ``ask`` tool is denied, a question gets no answer)."""
         return self._runner.interaction.interactive
+
+    def next_request(self, timeout: float | None = None) -> Any:
+        """Block until the run waits for a person and return the oldest pending request, or None
+        once the run has ended (or ``timeout`` seconds passed)."""
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is None or time.monotonic() < deadline:
+            pending = self.pending
+            if pending:
+                return pending[0]
+            if self.done():
+                return None
+            time.sleep(PENDING_POLL_S)
+        return None
 
     def attend(self) -> None:
         """Say that a person watches this run and can answer it (the notebook run view calls it):

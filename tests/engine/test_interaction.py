@@ -365,3 +365,48 @@ def test_the_inbox_carries_answers_and_messages(engine):
     assert events_of(run, "interaction_resolved")[0].source == "inbox"
     assert any("no open request 'nope'" in e.message for e in events_of(run, "warning"))
     assert not list((Path(run.run_dir) / "inbox").iterdir())
+
+
+# -- child runs -----------------------------------------------------------------------------------
+FAN = """
+[stages.split]
+mode = "fan_out"
+worker_stage = "worker"
+nudge = { enabled = false }
+[stages.split.transitions]
+[stages.worker]
+allow_as_worker = true
+available_tools = ["write_file"]
+[stages.worker.transitions]
+"""
+
+
+def fan_turns() -> dict:
+    return {"split": [call("fan_out", items=[{"id": "a", "context": {}}]), say("merged")],
+            "worker": [write("w.txt"), say("done")]}
+
+
+def child_meta(run) -> dict:
+    import json
+
+    (child,) = run.meta["children"]
+    return json.loads((Path(run.run_dir).parent / child / "meta.json").read_text())
+
+
+def test_a_child_run_inherits_yolo_and_allow(engine, workdir: Path):
+    run, _ = engine.run(FAN, fan_turns(), yolo=True, allow=["read_file"])
+    assert run.status == "complete", run.error
+    assert (workdir / "w.txt").exists()
+    meta = child_meta(run)
+    assert meta["yolo"] is True and meta["allowed_tools"] == ["read_file"]
+
+
+def test_a_child_asks_whoever_its_root_asks(engine, workdir: Path):
+    run, _ = engine.start(FAN, fan_turns(), interactive=True)
+    request = next_request(run)
+    assert request.kind == "approval" and request.run_id != run.run_id and request.stage == "worker"
+    assert run.status == "waiting_input"
+    run.respond(request.id, "allow")
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    assert (workdir / "w.txt").exists()
