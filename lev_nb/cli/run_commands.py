@@ -20,6 +20,7 @@ examples:
   lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock
   lev run blueprints/code-fixer --task "Fix the failing test" --workdir ./my-project
   lev run blueprints/triage --task @reports.txt --output-format json --json
+  lev run blueprints/code-fixer --task "Fix the failing test" --allow write_file --allow edit_file
 
 Without --model each stage runs on its own model block (ANTHROPIC_API_KEY must be set for
 anthropic models); --model mock is a key-free dry run.
@@ -28,9 +29,10 @@ A tool whose permission is `ask` (write_file, edit_file and shell by default), a
 the agent (ask_user_*, present_for_review, edit_document) and a checkpoint are asked here when
 stdin is a terminal; `lev respond RUN_ID` answers from another terminal and `lev msg RUN_ID TEXT`
 sends the agent a message. Elsewhere (or with --unattended) an `ask` tool is denied: --allow TOOL
-or --yolo let it run. A caller input of the blueprint is given
-as --<input> TEXT or @FILE; `lev validate PATH` lists them. A workdir that does not exist yet is
-created.
+or --yolo let it run.
+
+A caller input of the blueprint is given as --<input> TEXT or @FILE; `lev validate PATH` lists
+them. A workdir that does not exist yet is created.
 
 exit status: 0 the run completed; 1 it ended in error or was cut short, the blueprint cannot be
 loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked

@@ -158,4 +158,5 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "empty_output": bool(flags.get("empty_output")),
         "has_final_output": bool(meta.get("final_output")),
         "parent_run_id": meta.get("parent_run_id"),
+        "waiting_on": meta.get("waiting_on"),
     }

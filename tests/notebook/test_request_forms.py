@@ -161,3 +161,19 @@ def test_the_form_goes_once_answered(engine):
     while view.requests.children and time.monotonic() < deadline:
         time.sleep(0.01)
     assert view.requests.children == ()
+
+
+def test_the_view_says_the_run_waits_and_tells_the_answer(engine):
+    from lev_nb.notebook import runview
+
+    run, view, _ = start(engine, [call("ask_user_text", prompt="Name?"), say("ok")])
+    form = form_of(view)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while view.status != "waiting_input" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "data-status='waiting_input'" in view.header.value
+    form.text.value = "Ada"
+    form.send.click()
+    run.wait(RUN_TIMEOUT_S)
+    text = runview.snapshot_text(view.state)
+    assert "Waited for a person: Name?" in text
