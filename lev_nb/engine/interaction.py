@@ -398,13 +398,16 @@ class InteractionHub:
         state.warn(f"the run's inbox held something it cannot read: {entry}")
 
     def new_id(self, prefix: str, key: str) -> str:
-        """A request id unique in this run: ``<prefix>-<key>`` (``-2``, ``-3`` ... if taken)."""
+        """A request id unique in the run's tree: ``<prefix>-<key>`` (``-2``, ``-3`` ... if taken,
+        say by a sibling worker whose model numbers its calls the same way)."""
+        root = self.root
         base = f"{prefix}-{key}"
         rid, n = base, 1
-        while rid in self._ids:
-            n += 1
-            rid = f"{base}-{n}"
-        self._ids.add(rid)
+        with root._lock:
+            while rid in root._ids:
+                n += 1
+                rid = f"{base}-{n}"
+            root._ids.add(rid)
         return rid
 
     def request(self, kind: str, prefix: str, key: str, **fields: Any) -> Request:
@@ -425,9 +428,9 @@ class InteractionHub:
         future: asyncio.Future[Answer] = loop.create_future()
         with self._lock:
             self._open[request.id] = (request, future, owner)
-        owner._publish(waiting=True)
+        owner._publish()
         if owner is not self:
-            self._publish(waiting=True)
+            self._publish()
         owner.state.rec.emit(ev.InteractionRequested(
             owner.state.run_id, request.stage, request_id=request.id, request_kind=request.kind,
             prompt=request.describe(), request=request.to_dict(),
@@ -449,16 +452,16 @@ class InteractionHub:
         finally:
             with self._lock:
                 self._open.pop(request.id, None)
-            owner._publish(waiting=False)
+            owner._publish()
             if owner is not self:
-                self._publish(waiting=False)
+                self._publish()
             owner.state.rec.emit(ev.InteractionResolved(
                 owner.state.run_id, request.stage, request_id=request.id, outcome=answer.outcome,
                 answer=answer.summary(), source=answer.source,
             ))
         return answer
 
-    def _publish(self, waiting: bool) -> None:
+    def _publish(self) -> None:
         """Write the run's open requests (and its waiting status) into its record."""
         state, meta = self.state, self.state.meta
         mine = self.pending()
