@@ -265,7 +265,7 @@ class TerminalPrompter:
                 answer = self._answer(request, line)
                 if answer is None:
                     continue
-                self.run.respond(request.id, answer[0], **answer[1])
+                self.run.respond(request.id, answer[0], source="terminal", **answer[1])
                 return
             except ValueError as exc:  # InteractionError too: one line, then ask again
                 if isinstance(exc, InteractionError) and "no open request" in str(exc):

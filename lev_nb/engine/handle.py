@@ -175,7 +175,7 @@ class Run:
         self._runner.interaction.attend()
 
     def respond(self, request_id: str, answer: Any = None, *, choice: int | None = None,
-                scope: str | None = None, decline: bool = False) -> Any:
+                scope: str | None = None, decline: bool = False, source: str = "python") -> Any:
         """Answer a pending request; safe from any thread. By kind:
 
         - approval: ``"allow"`` / ``True`` or ``"deny"`` / ``False``, ``scope="once"|"stage"|"run"``;
@@ -184,10 +184,13 @@ class Run:
         - checkpoint: ``choice=INDEX`` or the option, or free text;
         - ``decline=True`` turns any request down.
 
-        Raises ``InteractionError`` (one clear message) for an unknown request or an answer that
+        ``source`` names who answered in the ``interaction_resolved`` event (python, notebook,
+        terminal). Raises ``InteractionError`` (one clear message) for an unknown request or an answer that
         does not fit; returns the ``Answer`` taken.
         """
-        return self._runner.interaction.respond(request_id, answer, choice=choice, scope=scope, decline=decline)
+        return self._runner.interaction.respond(
+            request_id, answer, choice=choice, scope=scope, decline=decline, source=source
+        )
 
     def send(self, text: str) -> None:
         """Send the model a message: it arrives as a user turn at the run's next step in a stage

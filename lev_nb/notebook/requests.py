@@ -138,7 +138,7 @@ class RequestForm(widgets.VBox):
         if self.answered:
             return
         try:
-            taken = self.run.respond(self.request.id, answer, **kwargs)
+            taken = self.run.respond(self.request.id, answer, source="notebook", **kwargs)
         except InteractionError as exc:
             self.message.value = f"<span style='color:#b00'>{_e(exc)}</span>"
             if "no open request" not in str(exc):

@@ -152,7 +152,7 @@ def test_lev_run_at_a_terminal_asks_and_takes_the_answers(tmp_path: Path, termin
     # Nothing drew over a question: what follows each question on the terminal is the typed answer.
     assert term.seen.split(b"[n] no: ")[1].startswith(b"r") and term.seen.split(b"Pick 1-2: ")[1].startswith(b"2")
     events = [json.loads(line) for line in next((tmp_path / "home" / "runs").iterdir()).joinpath("events.jsonl").read_text().splitlines()]
-    assert [e["source"] for e in events if e["type"] == "interaction_resolved"] == ["python", "python"]
+    assert [e["source"] for e in events if e["type"] == "interaction_resolved"] == ["terminal", "terminal"]
 
 
 def test_a_bad_answer_at_the_terminal_is_asked_again(tmp_path: Path, terminal):

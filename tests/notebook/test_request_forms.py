@@ -78,6 +78,7 @@ def test_an_open_view_makes_the_run_ask_and_its_buttons_answer(engine, workdir: 
     assert run.status == "complete", run.error
     assert (workdir / "a.txt").exists() and (workdir / "b.txt").exists()  # allowed for the run: asked once
     assert len(events_of(run, "interaction_requested")) == 1
+    assert [e.source for e in events_of(run, "interaction_resolved")] == ["notebook"]
 
 
 def test_deny_button(engine, workdir: Path):
