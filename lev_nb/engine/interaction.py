@@ -367,6 +367,17 @@ class InteractionHub:
             state.rec.emit(ev.MessageSent(state.run_id, state.stage.name, text=text, status="delivered", source=source))
         return len(delivered)
 
+    def close(self) -> None:
+        """The run is ending: say so about messages that never reached the model."""
+        self.poll_inbox()
+        if self._messages:
+            count = len(self._messages)
+            self.state.warn(
+                f"{count} message{'s' if count != 1 else ''} never reached the model: the run ended "
+                "before a stage that accepts messages"
+            )
+            self._messages = []
+
     def poll_inbox(self) -> None:
         """Take what other processes left in the run's inbox (``lev msg``, ``lev respond``):
         cheap when nothing arrived (one stat of the folder)."""

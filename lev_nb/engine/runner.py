@@ -331,6 +331,7 @@ class Runner:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        self.interaction.close()
         if status != "cancelled":
             try:
                 status, error = await self.hooks.terminal(status, error)

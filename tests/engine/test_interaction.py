@@ -410,3 +410,16 @@ def test_a_child_asks_whoever_its_root_asks(engine, workdir: Path):
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "complete", run.error
     assert (workdir / "w.txt").exists()
+
+
+def test_a_message_no_stage_accepts_is_reported_when_the_run_ends(engine):
+    toml = TWO_STAGES.replace("[stages.open]\n", "[stages.open]\naccepts_messages = false\nnudge = { enabled = false }\n")
+    turns = [call("ask_user_confirm", prompt="ready?"), say("quiet done"), say("open done")]
+    run, model = engine.start(toml, turns, interactive=True)
+    request = next_request(run)
+    run.send("nobody will read this")
+    run.respond(request.id, True)
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    assert not any("nobody will read this" in request_text(r) for r in model.requests)
+    assert any("1 message never reached the model" in e.message for e in events_of(run, "warning"))
