@@ -152,6 +152,12 @@ def cmd_respond(args: argparse.Namespace) -> int:
     scope = "stage" if args.stage else "run" if args.run else None
     if scope and not args.approve:
         return _err("respond", "--stage and --run go with --approve")
+    if (args.approve or args.deny) and request.kind != "approval":
+        return _err("respond", f"request '{request.id}' is a {request.kind} request, not a tool approval; "
+                               "give the answer as text (or --choice N, --decline)")
+    if request.kind == "approval" and not (args.approve or args.deny or args.decline or args.answer):
+        return _err("respond", f"request '{request.id}' asks whether to allow '{request.tool}': answer with "
+                               "--approve (add --stage or --run to allow it for longer) or --deny")
     try:
         answer: Any = _read_at(args.answer, "the answer") if args.answer is not None else None
         if args.approve or args.deny:

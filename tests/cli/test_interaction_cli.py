@@ -187,6 +187,8 @@ def test_lev_msg_and_lev_respond_reach_a_run_in_another_process(tmp_path: Path, 
     assert request_id in listed.stdout and "Name?" in listed.stdout
     sent = lev(tmp_path, "msg", run_id[:20], "Keep it short")
     assert sent.returncode == 0 and "message sent" in sent.stdout
+    kind = lev(tmp_path, "respond", run_id, request_id, "--approve")
+    assert kind.returncode == 1 and "is a text request, not a tool approval" in kind.stderr
     wrong = lev(tmp_path, "respond", run_id, "nope", "x")
     assert wrong.returncode == 1 and f"has no open request 'nope' (open: {request_id})" in wrong.stderr
     answered = lev(tmp_path, "respond", run_id, request_id, "Ada")
@@ -263,3 +265,21 @@ def test_run_help_explains_the_person_in_the_loop(tmp_path: Path):
     text = lev(tmp_path, "run", "--help").stdout
     assert "--yolo" in text and "--allow TOOL" in text and "--unattended" in text and "lev respond" in text
     assert "respond" in lev(tmp_path, "--help").stdout and "msg" in lev(tmp_path, "--help").stdout
+
+
+def test_lev_respond_approves_for_the_rest_of_the_run(tmp_path: Path, terminal):
+    folder, script = agent(tmp_path, [tool("write_file", path="a.txt", content="1"),
+                                      tool("write_file", path="b.txt", content="2"), {"text": "ok"}])
+    work = tmp_path / "work"
+    term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work))
+    term.read_until(b"[n] no: ")
+    run_id = term.run_dir().name
+    request_id = json.loads((term.run_dir() / "meta.json").read_text())["pending"][0]["id"]
+    assert "waiting: tool approval" in lev(tmp_path, "ps").stdout
+    bare = lev(tmp_path, "respond", run_id, request_id)
+    assert bare.returncode == 1 and "--approve (add --stage or --run" in bare.stderr
+    done = lev(tmp_path, "respond", run_id, request_id, "--approve", "--run")
+    assert done.returncode == 0 and "allow (run)" in done.stdout, done.stderr
+    assert term.finish() == 0
+    assert (work / "a.txt").exists() and (work / "b.txt").exists()
+    assert term.seen.count(b"the agent wants to run") == 1
