@@ -22,6 +22,7 @@ from typing import Any, TextIO
 LIVE_STATUSES = ("starting", "running", "waiting_input")
 ANSWER_WAIT_S = 5.0  # how long `lev respond` waits to see the run take its answer
 ARG_CHARS = 300  # how much of one tool argument the terminal prompt shows
+EOF = "<end of input>"  # what TerminalPrompter._line returns at the end of input (compared by identity)
 
 MSG_EPILOG = """\
 examples:
@@ -267,6 +268,13 @@ class TerminalPrompter:
             line = self._line(self._question(request), request)
             if line is None:
                 return
+            if line is EOF:  # Ctrl-D: no answer from this terminal
+                self._say("\n  (declined)")
+                try:
+                    self.run.respond(request.id, decline=True, source="terminal")
+                except ValueError:
+                    pass
+                return
             try:
                 answer = self._answer(request, line)
                 if answer is None:
@@ -348,7 +356,7 @@ class TerminalPrompter:
             lines = [line.rstrip("\n")]
             while True:
                 more = self._line("", request)
-                if more is None or more.rstrip("\n") == ".":
+                if more is None or more is EOF or more.rstrip("\n") == ".":
                     break
                 lines.append(more.rstrip("\n"))
             return "\n".join(lines), {}
@@ -364,7 +372,8 @@ class TerminalPrompter:
         )
 
     def _line(self, question: str, request: Any) -> str | None:
-        """One line from stdin; None when the request was settled elsewhere or the run ended."""
+        """One line from stdin; None when the request was settled elsewhere or the run ended,
+        :data:`EOF` at the end of input (Ctrl-D)."""
         if question:
             self.out.write(question)
             self.out.flush()
@@ -378,6 +387,4 @@ class TerminalPrompter:
                 return None
             if ready:
                 line = self.stdin.readline()
-                if not line:  # end of input: nobody will answer here
-                    return None
-                return line
+                return line if line else EOF

@@ -283,3 +283,14 @@ def test_lev_respond_approves_for_the_rest_of_the_run(tmp_path: Path, terminal):
     assert term.finish() == 0
     assert (work / "a.txt").exists() and (work / "b.txt").exists()
     assert term.seen.count(b"the agent wants to run") == 1
+
+
+def test_ctrl_d_at_a_question_declines_it(tmp_path: Path, terminal):
+    folder, script = agent(tmp_path, [tool("ask_user_text", prompt="Name?"), {"text": "ok"}])
+    term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}")
+    term.read_until(b"Your answer (Enter: no answer): ")
+    term.type(b"\x04")  # end of input at the start of a line
+    assert term.finish() == 0
+    assert b"(declined)" in term.seen
+    events = [json.loads(line) for line in (term.run_dir() / "events.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in events if e["type"] == "interaction_resolved"] == ["declined"]
