@@ -276,6 +276,9 @@ def test_lev_respond_approves_for_the_rest_of_the_run(tmp_path: Path, terminal):
     run_id = term.run_dir().name
     request_id = json.loads((term.run_dir() / "meta.json").read_text())["pending"][0]["id"]
     assert "waiting: tool approval" in lev(tmp_path, "ps").stdout
+    everything = lev(tmp_path, "respond")
+    assert f"{run_id}  {request_id}  [approval] allow the tool 'write_file'?" in everything.stdout
+    assert json.loads(lev(tmp_path, "respond", "--json").stdout)[run_id][0]["tool"] == "write_file"
     bare = lev(tmp_path, "respond", run_id, request_id)
     assert bare.returncode == 1 and "--approve (add --stage or --run" in bare.stderr
     done = lev(tmp_path, "respond", run_id, request_id, "--approve", "--run")
