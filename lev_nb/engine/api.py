@@ -29,6 +29,7 @@ def start_run(
     approver: Callable[..., Any] | None = None,
     output_validator: Any = None,
     webhook: str | None = None,
+    max_depth: int | None = None,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -46,11 +47,18 @@ def start_run(
     ``output_schema`` (a JSON Schema dict) and ``output_validator`` (Rhai source defining
     ``fn validate(content)``, or a compiled ``lev_nb.scripting.Validator``). ``on_complete`` is
     called with the Run when it ends; ``webhook`` is a URL that receives the result as a JSON POST.
+    ``max_depth`` limits how many levels of sub-agents may start below this run (it wins over the
+    blueprint's ``max_child_depth`` and the configuration's; 0: none at all).
     """
-    from lev_nb.engine.launch import check_launch
+    from lev_nb.engine.launch import LaunchError, check_launch
     from lev_nb.settings import current as current_settings
 
     settings = current_settings()  # read once: the checks and the run see the same configuration
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
+        raise LaunchError(
+            f"max_depth must be a whole number of 0 or more, got {max_depth!r}",
+            cli_hint="pass --max-depth N with N >= 0", python_hint="pass max_depth=N with N >= 0",
+        )
     plan = cached_plan(blueprint)
     launch = check_launch(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
@@ -82,6 +90,7 @@ def start_run(
         hook_scripts=hook_scripts,
         region_scripts=region_scripts,
         settings=settings,
+        max_depth=max_depth,
     )
     runner.blueprint = blueprint
     run = Run(runner)
