@@ -171,6 +171,12 @@ def sentence(event: Any) -> Line:
     if kind == "hook_modified":
         summary = f": {clip(event.summary, 120)}" if event.summary else ""
         return Line(f"Hook {event.hook} changed {event.target}{summary}.")
+    if kind == "child_started":
+        return Line(f"Started the sub-agent {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
+    if kind == "children_awaited":
+        return Line(f"Waiting for {plural(event.outstanding, 'sub-agent')} to finish before leaving the stage.")
+    if kind == "message_delivered":
+        return Line("A message from the agent that started this run arrived.", detail=event.text)
     if kind == "completed":
         if event.status == "complete":
             return Line("Run complete." if event.produced_output else "Run complete, without a final output.")

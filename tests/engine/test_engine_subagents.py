@@ -9,35 +9,13 @@ import json
 import re
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from support import RUN_TIMEOUT_S, call, events_of, say
+from support import RUN_TIMEOUT_S, FnModel, call, events_of, say
 
-from lev_nb.messages import ModelRequest, ModelResponse, ToolCall, ToolResultBlock, Usage
+from lev_nb.messages import ModelRequest, ToolResultBlock
 from lev_nb.messages import request_text as flatten
-
-
-class FnModel:
-    """A provider answering from ``fn(request)`` (a scripted-style turn), optionally async."""
-
-    name = "fn-model"
-
-    def __init__(self, fn: Callable[[ModelRequest], Any]) -> None:
-        self.fn = fn
-        self.requests: list[ModelRequest] = []
-        self._n = 0
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        self._n += 1
-        turn = self.fn(request)
-        if asyncio.iscoroutine(turn):
-            turn = await turn
-        if isinstance(turn, ModelResponse):
-            return turn
-        calls = [ToolCall(f"c{self._n}-{i}", c["name"], c.get("arguments", {})) for i, c in enumerate(turn.get("tool_calls", []))]
-        return ModelResponse(text=turn.get("text", ""), tool_calls=calls, usage=Usage(prompt_tokens=10, completion_tokens=2))
 
 
 def results(request: ModelRequest) -> list[str]:
