@@ -33,9 +33,9 @@ configuration's [limits] max_child_depth, default 3). `lev ps` lists each child 
 --count N starts N copies of the run with the same inputs, waits for all of them and prints
 their ids (one a line; a JSON list with --json).
 
-exit status: 0 the run (every copy) completed; 1 it ended in error or was cut short, the blueprint cannot be
-loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked
-(nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
+exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
+blueprint cannot be loaded, or its --webhook failed; 2 a bad command line, or a run that cannot
+start as asked (nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
 """
 
 # Every option string of `lev run` (filled by add_run): a --name that is not one of them is a

@@ -31,7 +31,7 @@ def called(request: ModelRequest, tool: str) -> bool:
 
 
 def spawned_id(text: str) -> str:
-    match = re.search(r"sub-agent '([^']+)'", text)
+    match = re.search(r"sub-agent '([^']+)'", text, re.IGNORECASE)
     assert match, text
     return match.group(1)
 
@@ -523,3 +523,44 @@ def test_a_fan_out_of_200_items_with_16_workers_reports_every_item(engine, home)
     records = [meta_of(home, c) for c in meta["children"]]
     assert all(r["parent_run_id"] == run.run_id for r in records)
     assert sorted(r["status"] for r in records) == sorted(statuses)
+
+
+def test_an_ended_sub_agent_cannot_be_sent_to_and_killing_it_says_so(tmp_path, home, workdir):
+    folder = boss_folder(tmp_path)
+
+    def answer(request):
+        if request.stage == "boss":
+            seen = results(request)
+            if not seen:
+                return call("spawn_agent", blueprint="helper", task="quick", wait=True)
+            if len(seen) == 1:
+                child = spawned_id(seen[0])
+                return {"tool_calls": [{"name": "send_to_agent", "arguments": {"agent_id": child, "message": "hi"}},
+                                       {"name": "kill_agent", "arguments": {"agent_id": child}},
+                                       {"name": "kill_agent", "arguments": {"agent_id": run_ids[0]}}]}
+            return say("done")
+        return say("nothing to do")
+
+    run_ids: list[str] = []
+    model = FnModel(answer)
+    run = start(folder, model, home, workdir)
+    run_ids.append(run.run_id)
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    _, send, kill, self_kill = results([r for r in model.requests if r.stage == "boss"][-1])
+    assert send.startswith("[error] sub-agent '") and "has already ended (complete)" in send
+    assert kill.endswith("had already ended (status: complete).")
+    assert self_kill.startswith("[error] kill_agent: '") and "is this run itself" in self_kill
+
+
+def test_the_configuration_may_deny_starting_agents(tmp_path, home, workdir):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[tool_permissions]\nspawn_agent = "deny"\n', encoding="utf-8")
+    folder = boss_folder(tmp_path)
+    turns = iter([call("spawn_agent", blueprint="helper", task="t"), say("ok")])
+    model = FnModel(lambda request: next(turns))
+    run = start(folder, model, home, workdir).wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    [result] = results(model.requests[-1])
+    assert result.startswith("[denied]"), result
+    assert run.meta["children"] == []

@@ -157,7 +157,7 @@ class SubAgents:
 
     def handles(self) -> list[Any]:
         """The Run handles of every child, in start order."""
-        return [link.runner.handle for link in self.links.values()]
+        return [link.runner.handle for link in list(self.links.values())]  # read from other threads too
 
     def running_agents(self) -> list[ChildLink]:
         """Sub-agents (not workers) of this run that have not ended."""
