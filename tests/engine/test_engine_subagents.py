@@ -168,6 +168,7 @@ def test_spawn_by_bundled_name_with_wait_true(tmp_path, home, workdir):
     ("blueprint", "expected"),
     [
         ("../elsewhere", "outside this agent's folder"),
+        ("..", "outside this agent's folder"),
         ("/etc/passwd", "outside this agent's folder"),
         ("agents/nothing-here", "there is no agent at"),
         ("no-such-agent", "no agent named 'no-such-agent'"),

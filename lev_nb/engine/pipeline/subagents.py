@@ -287,7 +287,11 @@ class SubAgents:
         from lev_nb.workspace import PathEscape, confine
 
         plan = self.state.plan
-        looks_like_path = any(sep in blueprint for sep in ("/", "\\")) or blueprint.endswith((".leviath", ".toml"))
+        looks_like_path = (
+            any(sep in blueprint for sep in ("/", "\\"))
+            or blueprint.endswith((".leviath", ".toml"))
+            or blueprint in (".", "..")
+        )
         if looks_like_path:
             if not plan.base_dir:
                 return (
