@@ -565,3 +565,48 @@ def test_the_configuration_may_deny_starting_agents(tmp_path, home, workdir):
     [result] = results(model.requests[-1])
     assert result.startswith("[denied]"), result
     assert run.meta["children"] == []
+
+
+def test_a_childs_cost_is_counted_in_its_parents_cost(tmp_path, home, workdir):
+    sonnet = 'model = { provider = "anthropic", model = "claude-sonnet-4-6" }'
+    folder = boss_folder(tmp_path, stage_extra=sonnet, helper_extra=sonnet)
+
+    def answer(request):
+        seen = results(request)
+        if request.stage == "boss":
+            return say("done") if seen else call("spawn_agent", blueprint="helper", task="t", wait=True)
+        return say("ok") if seen else call("submit_output", content="x")
+
+    model = FnModel(answer)
+    model.name = "anthropic"  # priced as the published anthropic model: 10 tokens in, 2 out a call
+    run = start(folder, model, home, workdir).wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    per_call = (10 * 3.0 + 2 * 15.0) / 1_000_000
+    child = run.children[0]
+    assert child.meta["cost_usd"] == pytest.approx(2 * per_call)
+    assert run.usage["total"]["cost_usd"] == pytest.approx(2 * per_call)  # its own two calls
+    assert run.usage["children"]["cost_usd"] == pytest.approx(2 * per_call)
+    assert run.usage["cost_usd"] == run.meta["cost_usd"] == pytest.approx(4 * per_call)
+
+
+def test_usage_roll_up_counts_grandchildren_once_and_an_unpriced_call_anywhere():
+    from types import SimpleNamespace
+
+    from lev_nb.engine.pipeline.subagents import add_child_usage, tree_cost
+
+    def totals(calls, usd, unpriced=0):
+        return {"calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls, "cached_tokens": 0,
+                "cache_write_tokens": 0, "priced_usd": usd, "unpriced_calls": unpriced}
+
+    parent = SimpleNamespace(usage={"total": totals(1, 0.5)}, cost_usd=0.5)
+    grandchild = {"total": totals(2, 0.25)}
+    child = {"total": totals(1, 1.0)}
+    middle = SimpleNamespace(usage=child, cost_usd=1.0)
+    add_child_usage(middle, grandchild)
+    add_child_usage(parent, middle.usage)
+    kids = parent.usage["children"]
+    assert (kids["runs"], kids["calls"], kids["prompt_tokens"]) == (2, 3, 30)
+    assert kids["cost_usd"] == 1.25 and parent.cost_usd == 1.75
+    add_child_usage(parent, {"total": totals(1, 0.0, unpriced=1)})
+    assert parent.usage["children"]["cost_usd"] is None and parent.cost_usd is None
+    assert tree_cost({"total": totals(1, 0.5)}) == 0.5
