@@ -115,7 +115,7 @@ class SubAgents:
                 "kind": kind,
                 "agent_name": child.plan.agent_name,
                 "blueprint": child.plan.source_path or child.plan.agent_name,
-                "status": "starting",
+                "status": "running",  # it is started right after (and its end updates this entry)
                 "error": None,
             }
         )
