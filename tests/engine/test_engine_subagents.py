@@ -387,6 +387,7 @@ def test_kill_agent_stops_a_running_child_and_its_own_children(tmp_path, home, w
     assert meta_of(home, grandchild_id)["status"] == "cancelled"
     assert meta_of(home, grandchild_id)["depth"] == 2
     assert run.meta["child_runs"][0]["status"] == "cancelled"
+    grandchild_running.opened.set()  # free the executor thread the cancelled call left waiting
 
 
 def test_cancelling_the_parent_cancels_its_sub_agents_all_the_way_down(tmp_path, home, workdir):
@@ -610,3 +611,24 @@ def test_usage_roll_up_counts_grandchildren_once_and_an_unpriced_call_anywhere()
     add_child_usage(parent, {"total": totals(1, 0.0, unpriced=1)})
     assert parent.usage["children"]["cost_usd"] is None and parent.cost_usd is None
     assert tree_cost({"total": totals(1, 0.5)}) == 0.5
+
+
+def test_cancelling_a_run_held_for_its_children_cancels_them_and_clears_the_wait(tmp_path, home, workdir):
+    folder = boss_folder(tmp_path, stage_extra="requires_children = true")
+    never = Gate()
+
+    async def answer(request):
+        if request.stage == "boss":
+            return say("done") if results(request) else call("spawn_agent", blueprint="helper", task="slow")
+        await never.wait()
+        return say("unreachable")
+
+    run = start(folder, FnModel(answer), home, workdir)
+    wait_for_event(run, "children_awaited")
+    run.cancel()
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "cancelled"
+    assert run.children[0].status == "cancelled"
+    record = meta_of(home, run.run_id)
+    assert record["waiting_on"] is None and record["child_runs"][0]["status"] == "cancelled"
+    never.opened.set()
