@@ -80,7 +80,7 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     finished = [m for m in metas if m not in running]
     if as_json:
         if not all_runs:
-            finished = finished[:RECENT_FINISHED]
+            finished = _recent(finished, metas)
         print(json.dumps({"runs": [_row(m) for m in running], "finished": [_row(m) for m in finished]}, indent=2))
         return
     rows = _tree_rows(running + finished, all_runs)
@@ -112,6 +112,25 @@ def cost_text(row: dict[str, Any]) -> str:
         return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
     tokens = row.get("tokens") or 0
     return f"{tokens} tok (no price)" if tokens else "-"
+
+
+def _recent(finished: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The finished runs ``lev ps`` shows without --all: those whose top-level run (the one a
+    person started) is running or among the newest RECENT_FINISHED finished ones, so a large
+    fan-out's workers never push other runs out of the list."""
+    by_id = {m.get("run_id"): m for m in metas}
+
+    def root(meta: dict[str, Any]) -> Any:
+        seen = set()
+        while meta.get("parent_run_id") in by_id and meta.get("run_id") not in seen:
+            seen.add(meta.get("run_id"))
+            meta = by_id[meta["parent_run_id"]]
+        return meta.get("run_id")
+
+    top = [m for m in finished if root(m) == m.get("run_id")][:RECENT_FINISHED]
+    kept = {m.get("run_id") for m in top} | {
+        m.get("run_id") for m in metas if m.get("status") not in TERMINAL_STATUSES and not m.get("broken")}
+    return [m for m in finished if root(m) in kept]
 
 
 def _tree_rows(metas: list[dict[str, Any]], all_runs: bool) -> list[dict[str, Any]]:

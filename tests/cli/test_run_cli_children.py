@@ -127,3 +127,22 @@ def test_run_help_names_the_new_options(lev: Lev) -> None:
     out = lev("run", "--help")
     assert "--max-depth N" in out.stdout and "--count N" in out.stdout
     assert "lev ps` lists each child under its parent" in out.stdout
+
+
+def test_ps_json_keeps_other_runs_beside_a_large_fan_out(lev: Lev, home: Path) -> None:
+    from lev_nb.cli.run_status import RECENT_FINISHED
+
+    runs = home / "runs"
+    older = {"run_id": "solo-1-aaaaaaaaaaaa", "agent_name": "solo", "status": "complete", "started_at": "2026-01-01T00:00:00.000Z",
+             "updated_at": "2026-01-01T00:00:00.000Z"}
+    parent = {"run_id": "wide-2-bbbbbbbbbbbb", "agent_name": "wide", "status": "complete", "started_at": "2026-01-02T00:00:00.000Z",
+              "updated_at": "2026-01-02T00:00:00.000Z"}
+    workers = [{"run_id": f"wide-2-{n:012d}", "agent_name": "wide", "status": "complete", "parent_run_id": parent["run_id"],
+                "started_at": "2026-01-02T00:00:01.000Z", "updated_at": "2026-01-02T00:00:01.000Z"}
+               for n in range(RECENT_FINISHED + 5)]
+    for meta in [older, parent, *workers]:
+        (runs / meta["run_id"]).mkdir(parents=True)
+        (runs / meta["run_id"] / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    finished = [r["run_id"] for r in json.loads(lev("ps", "--json").stdout)["finished"]]
+    assert older["run_id"] in finished and parent["run_id"] in finished
+    assert len(finished) == 2 + len(workers)
