@@ -20,6 +20,7 @@ Running it
         transitions.py  ``Transitions``: where a finished stage goes, and entering a stage
         hooks.py        ``RunHooks``: the stage hooks
         fanout.py       ``FanOut``: worker runs and their merged report
+        subagents.py    ``SubAgents``: child runs, the sub-agent tools, requires_children, messages
         watchdogs.py    iteration cap, stuck thresholds, a vanished workdir
         routing.py, gates.py, repetition.py, submission.py, outputs.py: pure rules and deciders
     context/        the context window: ``regions``, ``window``, ``assembly`` (to a request),

@@ -32,6 +32,7 @@ def start_run(
     yolo: bool = False,
     allow: Iterable[str] | None = None,
     interactive: bool | None = None,
+    max_depth: int | None = None,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -57,11 +58,18 @@ def start_run(
     whether somebody can answer the run's requests (``run.pending`` / ``run.respond``): True asks,
     False never asks (an ``ask`` tool is denied with a message that says how to allow it), and the
     default None asks from the moment a notebook run view of the run is open (its forms answer).
+    ``max_depth`` limits how many levels of sub-agents may start below this run (it wins over the
+    blueprint's ``max_child_depth`` and the configuration's; 0: none at all).
     """
-    from lev_nb.engine.launch import check_allowed_tools, check_launch
+    from lev_nb.engine.launch import LaunchError, check_allowed_tools, check_launch
     from lev_nb.settings import current as current_settings
 
     settings = current_settings()  # read once: the checks and the run see the same configuration
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
+        raise LaunchError(
+            f"max_depth must be a whole number of 0 or more, got {max_depth!r}",
+            cli_hint="pass --max-depth N with N >= 0", python_hint="pass max_depth=N with N >= 0",
+        )
     plan = cached_plan(blueprint)
     launch = check_launch(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
@@ -97,6 +105,7 @@ def start_run(
         yolo=yolo,
         allow=allowed,
         interactive=interactive,
+        max_depth=max_depth,
     )
     runner.blueprint = blueprint
     run = Run(runner)

@@ -251,6 +251,38 @@ class FanOutFinished(Event):
 
 
 @dataclass(frozen=True)
+class ChildStarted(Event):
+    """This run started a child run: a sub-agent (``child_kind`` "agent", by spawn_agent) or a
+    fan-out worker ("worker")."""
+
+    kind: ClassVar[str] = "child_started"
+    child_id: str
+    child_kind: str
+    agent: str
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class ChildEnded(Event):
+    """A child run of this run ended (complete, error or cancelled)."""
+
+    kind: ClassVar[str] = "child_ended"
+    child_id: str
+    child_kind: str
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildrenAwaited(Event):
+    """The stage (``requires_children``) held still until its sub-agents ended: ``outstanding``
+    were still running when it began to wait."""
+
+    kind: ClassVar[str] = "children_awaited"
+    outstanding: int
+
+
+@dataclass(frozen=True)
 class HookModified(Event):
     """A stage hook changed something: ``target`` is ``region:<name>``, ``response``,
     ``tool_calls``, ``final_output`` or ``error``; ``summary`` starts the new value."""
@@ -314,6 +346,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
+        ChildStarted, ChildEnded, ChildrenAwaited,
     )
 }
 

@@ -39,6 +39,11 @@ class Run:
 
         self._future = engine_loop().submit(self._runner.main())
 
+    def track(self, future: concurrent.futures.Future[None]) -> None:
+        """Follow a run its parent run started (a sub-agent or a fan-out worker): ``future``
+        completes when it ends, for :meth:`wait`, :meth:`done` and ``await``."""
+        self._future = future
+
     # -- identity and live state ---------------------------------------------------------
     @property
     def run_id(self) -> str:
@@ -73,12 +78,29 @@ class Run:
 
     @property
     def usage(self) -> dict[str, Any]:
-        """Tokens and cost of the run's model calls so far: ``cost_usd`` (the total in USD, None
-        while any call's model has no known price), ``total`` and ``by_stage`` (each with calls,
-        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls)."""
+        """Tokens and cost of the run's model calls so far: ``cost_usd`` (the total in USD of this
+        run and its finished child runs, None while any call's model has no known price), ``total``
+        and ``by_stage`` (this run's own calls, each with calls, prompt/completion/cached/cache-write
+        tokens, cost_usd, priced_usd and unpriced_calls) and ``children`` (the same totals over its
+        finished child runs and theirs, with ``runs``; empty while none has ended)."""
         meta = self._runner.meta
         usage = copy.deepcopy(meta.usage)
-        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {}}
+        return {
+            "cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {},
+            "children": usage.get("children") or {},
+        }
+
+    @property
+    def children(self) -> list[Run]:
+        """The runs this run started, in start order: sub-agents (``spawn_agent``) and fan-out
+        workers, each a live Run handle (``status``, ``result``, ``wait()``, ``widget()``, its own
+        ``children``). ``meta["child_runs"]`` says which kind each one is."""
+        return list(self._runner.subagents.handles())
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The id of the run that started this one (None for a run started by a person)."""
+        return self._runner.meta.parent_run_id
 
     @property
     def stage_history(self) -> list[str]:

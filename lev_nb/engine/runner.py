@@ -18,7 +18,9 @@ what else it needs explicitly:
 - :class:`~lev_nb.engine.pipeline.compaction.Compactor`: summaries of regions (transforms, thresholds,
   the model's window);
 - :class:`~lev_nb.engine.pipeline.hooks.RunHooks`: the stage hooks;
-- :class:`~lev_nb.engine.pipeline.fanout.FanOut`: worker runs.
+- :class:`~lev_nb.engine.pipeline.fanout.FanOut`: worker runs;
+- :class:`~lev_nb.engine.pipeline.subagents.SubAgents`: the child runs (sub-agents and workers),
+  the sub-agent tools, the ``requires_children`` hold and messages sent to this run.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
 from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
 from lev_nb.engine.pipeline.routing import find_conditioned
+from lev_nb.engine.pipeline.subagents import SubAgents
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
 # A loop iteration without a model call only moves the run's bookkeeping; this many in a row and
 # the stage cannot change any more (a gate re-asked at the iteration cap spins forever otherwise).
 IDLE_ITERATION_LIMIT = 50
+_INHERIT: Any = object()  # spawn_child: the child takes this run's output request
 
 
 class Runner:
@@ -89,6 +93,8 @@ class Runner:
         yolo: bool = False,
         allow: tuple[str, ...] | list[str] = (),
         interactive: bool | None = False,
+        max_depth: int | None = None,
+        max_child_depth: tuple[int, str] | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.settings import current as current_settings
@@ -108,8 +114,21 @@ class Runner:
         self.webhook_error: str | None = None  # why the completion webhook failed, if it did
         self.parent = parent
         self.depth: int = parent.depth + 1 if parent is not None else 0
-        # The root run's limit governs the whole tree of workers.
-        self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
+        # How deep the tree of child runs may go, and where that limit came from: the root run's
+        # launch (max_depth), else its blueprint, else the configuration; a child keeps its parent's
+        # limit unless ``max_child_depth`` tightens it (spawn_agent).
+        if max_child_depth is not None:
+            limit, source = max_child_depth
+        elif parent is not None:
+            limit, source = parent.max_child_depth, parent.depth_source
+        elif max_depth is not None:
+            limit, source = max_depth, "launch"
+        elif plan.max_child_depth is not None:
+            limit, source = plan.max_child_depth, "blueprint"
+        else:
+            limit, source = settings.limits.max_child_depth, "configuration"
+        self.max_child_depth: int = limit
+        self.depth_source: str = source
         self.events = EventLog()
         self.handle: Any = None  # set by start_run to the public Run handle
         # The Blueprint this plan came from: set by start_run, shared by workers of the same plan.
@@ -142,6 +161,7 @@ class Runner:
         # Launch permissions: a child run inherits its parent's (spec/runtime.md §10).
         meta.yolo = parent.meta.yolo if parent is not None else bool(yolo)
         meta.allowed_tools = list(parent.meta.allowed_tools) if parent is not None else list(dict.fromkeys(allow))
+        meta.max_child_depth = self.max_child_depth
         entry = entry or plan.entry
         meta.model = model_label(provider, plan.stage(entry), settings)
 
@@ -174,12 +194,17 @@ class Runner:
         self.fan_out = FanOut(
             state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth
         )
+        self.subagents = SubAgents(
+            state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth,
+            depth_source=self.depth_source, provider=provider,
+        )
         self.tools = StageTools(
             state,
             approver=approver,
             validators=self.validators,
             output_request=output_request,
             fan_out=self.fan_out.run,
+            subagents=self.subagents.call,
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
@@ -270,6 +295,8 @@ class Runner:
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
+            # Sub-agents still running end with this run (and their own children with them).
+            await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
             if self.webhook:
@@ -277,6 +304,8 @@ class Runner:
             await self.state.rec.flushed()
             self._check_record()
             self.events.close()
+            if self.parent is not None:
+                self.parent.subagents.child_ended(self)
             self._notify_complete()
 
     async def _post_webhook(self) -> None:
@@ -438,6 +467,8 @@ class Runner:
                     continue
                 elif self.holds.nudge_text_only(response):
                     continue
+            if state.stage.requires_children:
+                await self.subagents.await_children()  # §5.1.1: the first exit hold
             if self.holds.hold(outcome):
                 continue
             if await self.points.hold(outcome):
@@ -463,23 +494,37 @@ class Runner:
         await self.hooks.stage_exit()
         return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
-    # ------------------------------------------------------------------ worker runs
-    def spawn_child(self, plan: RunPlan, entry: str, task: str) -> Runner:
-        """A worker run of ``plan`` entered at ``entry``, sharing this run's model and workdir."""
+    # ------------------------------------------------------------------ child runs
+    def spawn_child(
+        self,
+        plan: RunPlan,
+        entry: str,
+        task: str,
+        *,
+        kind: str = "worker",
+        output_request: Any = _INHERIT,
+        validators: dict[str, Any] | None = None,
+        max_child_depth: tuple[int, str] | None = None,
+    ) -> Runner:
+        """A child run of ``plan`` entered at ``entry``, sharing this run's model, settings and
+        workdir, linked to this run (see :meth:`SubAgents.adopt`). ``kind`` is ``worker`` (a fan-out
+        worker: it inherits the launch's output request) or ``agent`` (spawn_agent: it gets its own).
+        The caller runs it (``await child.main()``, or as a task)."""
         child = Runner(
             plan,
             task=task,
             provider=self.provider,
             workdir=self.state.workdir,
-            output_request=self.output_request,
+            output_request=self.output_request if output_request is _INHERIT else output_request,
             home=self.state.store.run_dir.parent.parent,
             retry=self.retry,
             approver=self.approver,
-            validators=self.validators,
+            validators=self.validators if validators is None else validators,
             entry=entry,
             parent=self,
             hook_scripts=self.hook_scripts if plan is self.plan else None,
             region_scripts=self.region_scripts if plan is self.plan else None,
+            max_child_depth=max_child_depth,
         )
-        self.state.meta.children.append(child.run_id)
+        self.subagents.adopt(child, kind)
         return child

@@ -182,6 +182,10 @@ def sentence(event: Any) -> Line:
         if event.status == "queued":
             return Line(f"A message waits for a stage that accepts messages: {clip(event.text, 120)}")
         return Line(f"Message for the model: {clip(event.text, 160)}")
+    if kind == "child_started":
+        return Line(f"Started the sub-agent {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
+    if kind == "children_awaited":
+        return Line(f"Waiting for {plural(event.outstanding, 'sub-agent')} to finish before leaving the stage.")
     if kind == "completed":
         if event.status == "complete":
             return Line("Run complete." if event.produced_output else "Run complete, without a final output.")

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from lev_nb.blueprint import pipeline
-from lev_nb.blueprint.constants import BUILTIN_TOOLS
+from lev_nb.blueprint.constants import BUILTIN_TOOLS, SUBAGENT_TOOLS
 from lev_nb.blueprint.lints import LintEnv
 from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.report import Finding, Report
@@ -91,7 +91,7 @@ def _shown(path: Path, base: Path) -> Path:
 
 
 def _tool_findings(base: Path) -> list[Finding]:
-    _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS))
+    _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS + SUBAGENT_TOOLS))
     findings = []
     for item in skipped:
         rel = _shown(Path(item.path), base)

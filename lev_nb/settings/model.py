@@ -18,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+
 __all__ = [
     "BUILTIN_PROVIDERS",
     "POLICIES",
@@ -138,6 +140,9 @@ class Limits:
         4, env="LEV_INFERENCE_RETRY_ATTEMPTS", minimum=1,
         doc="tries of a model call, the first included, on transient errors")
     inference_retry_base_ms: int = setting(1000, minimum=0, doc="first retry delay in ms, doubling each retry")
+    max_child_depth: int = setting(
+        DEFAULT_MAX_CHILD_DEPTH, minimum=0,
+        doc="how deep sub-agents may nest when neither the blueprint nor the launch says (0 = none)")
     script_http_timeout_secs: int = setting(
         30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
 #: Every status a run can have, in the order a run passes through them.
@@ -102,6 +104,13 @@ class RunMeta:
     parent_run_id: str | None = None
     children: list[str] = field(default_factory=list)
     depth: int = 0
+    max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH
+    # One entry per child run, in start order: {run_id, kind (agent: spawn_agent; worker: fan_out),
+    # agent_name, blueprint, status, error}; the status moves when the child ends.
+    child_runs: list[dict[str, Any]] = field(default_factory=list)
+    # Why the run is holding still, while it is: {reason: "children", outstanding: N} (status
+    # running), or {reason: tool_approval|user_prompt|interaction_point} (status waiting_input).
+    waiting_on: dict[str, Any] | None = None
     flags: RunFlags = field(default_factory=RunFlags)
     final_output: dict[str, Any] | None = None
     output_request: dict[str, Any] | None = None
@@ -116,9 +125,8 @@ class RunMeta:
     # Permissions given at launch (--yolo, --allow TOOL), inherited by child runs.
     yolo: bool = False
     allowed_tools: list[str] = field(default_factory=list)
-    # While status is waiting_input: why ({reason: tool_approval|user_prompt|interaction_point}) and
-    # the open requests (as run.pending shows them), so `lev respond` can answer from elsewhere.
-    waiting_on: dict[str, Any] | None = None
+    # While status is waiting_input: the open requests (as run.pending shows them), so
+    # `lev respond` can answer from elsewhere.
     pending: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -137,8 +145,8 @@ class RunMeta:
         self.last_progress_at = now
 
     def to_dict(self) -> dict[str, Any]:
-        """meta.json as a new dict: upstream field names in the upstream order, plus stage_history,
-        cost_usd, usage and needs_setup."""
+        """meta.json as a new dict: upstream field names in the upstream order, plus child_runs,
+        stage_history, cost_usd, usage and needs_setup."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -165,6 +173,9 @@ class RunMeta:
             "parent_run_id": self.parent_run_id,
             "children": list(self.children),
             "depth": self.depth,
+            "max_child_depth": self.max_child_depth,
+            "child_runs": [dict(c) for c in self.child_runs],
+            "waiting_on": dict(self.waiting_on) if self.waiting_on is not None else None,
             "flags": self.flags.to_dict(),
             "final_output": dict(self.final_output) if self.final_output is not None else None,
             "output_request": dict(self.output_request) if self.output_request is not None else None,
@@ -174,6 +185,5 @@ class RunMeta:
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
             "yolo": self.yolo,
             "allowed_tools": list(self.allowed_tools),
-            "waiting_on": dict(self.waiting_on) if self.waiting_on is not None else None,
             "pending": copy.deepcopy(self.pending),
         }

@@ -421,6 +421,40 @@ FAN_OUT_PARAMETERS = {
     },
 }
 
+_AGENT_ID = _str("The sub-agent's id, as spawn_agent returned it.")
+SUBAGENT_TOOL_DEFS = (
+    (
+        "spawn_agent",
+        "Start a sub-agent on a task of its own: another agent (by name, or by a path inside this agent's "
+        "folder) that runs beside you with its own record. You get its id back; collect its answer with "
+        "wait_for_agent, or pass wait=true to wait here.",
+        _obj(
+            {
+                "blueprint": _str("The agent to run: its name, or a path to its folder inside this agent's folder."),
+                "task": _str("What the sub-agent should do."),
+                "wait": {"type": "boolean", "description": "Wait for it to finish and return its answer (default false)."},
+                "seed_context": _str("Extra context appended to its task."),
+                "max_child_depth": _int("How many levels of agents it may start below itself (can only lower the limit)."),
+                "output_format": _str("The format its final answer should have (json, csv, markdown, ...)."),
+                "output_instructions": _str("What its final answer should contain."),
+            },
+            ["blueprint", "task"],
+        ),
+    ),
+    ("check_agent", "Look at a sub-agent: its status, and its answer once it has finished.", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+    ("wait_for_agent", "Wait until a sub-agent finishes; returns its status and its final answer.", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+    (
+        "send_to_agent",
+        "Send a message to a running sub-agent; it reads it before its next turn.",
+        _obj(
+            {"agent_id": _AGENT_ID, "message": _str("The message."),
+             "target_region": _str("Put it into this context region of the sub-agent instead of its conversation.")},
+            ["agent_id", "message"],
+        ),
+    ),
+    ("kill_agent", "Stop a running sub-agent (and any agents it started).", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+)
+
 
 def builtin_tools() -> list[ToolDef]:
     """Every built-in ToolDef, freshly built."""
@@ -563,6 +597,7 @@ def builtin_tools() -> list[ToolDef]:
             default_policy="allow",
             inline=True,
         ),
+        *(ToolDef(name, text, params, default_policy="allow", inline=True) for name, text, params in SUBAGENT_TOOL_DEFS),
     ]
 
 

@@ -3,8 +3,9 @@
 Allowed calls run concurrently; results come back in the order the model made the calls. Nothing a
 handler raises escapes: it becomes an ``[error] <tool>: <message>`` result.
 
-Inline tools (submit_output, fan_out, runtime_info) are checked (offered, arguments) but not run:
-their result has ``inline=True`` and empty content, for the engine to fill in. The fan-out batch
+Inline tools (submit_output, fan_out, runtime_info and the sub-agent tools) are checked (offered,
+arguments; the sub-agent tools also against the tool policy) but not run: their result has
+``inline=True`` and empty content, for the engine to fill in. The fan-out batch
 rules are applied here too: only one fan_out per turn, and it must be the only call of its turn.
 """
 
@@ -15,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
 from lev_nb.tools.context import ToolContext
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 # Results starting with these had no effect (for accounting and for is_error).
 FAILURE_PREFIXES = ("[error]", "[denied]", "[unavailable]", "[blocked]", "[timed out]")
 _ERROR_PREFIXES = FAILURE_PREFIXES + ("[exit code",)
-INLINE_TOOLS = frozenset({"submit_output", "fan_out", "runtime_info"})
+INLINE_TOOLS = frozenset({"submit_output", "fan_out", "runtime_info", *SUBAGENT_TOOLS})
 
 
 @dataclass
@@ -150,6 +152,8 @@ async def execute_calls(
                 not is_inline(c.name, registry) for c in calls
             ):
                 results[i] = _result(call, "[error] fan_out has to be the only tool call in its turn; call it again on its own.")
+            elif canon in SUBAGENT_TOOLS and (denial := await authorise(call, registry, policies)) is not None:
+                results[i] = _result(call, denial)  # starting agents is allowed by default, and may be denied
             else:
                 results[i] = ToolResult(call_id=call.id, name=call.name, content="", inline=True)
             continue

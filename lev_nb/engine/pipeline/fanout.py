@@ -186,7 +186,7 @@ class FanOut:
         from lev_nb.blueprint import load
         from lev_nb.engine.plan.build import plan_from_blueprint
 
-        worker = plan_from_blueprint(load(_find_agent(plan, name)))
+        worker = plan_from_blueprint(load(find_agent(plan, name)))
         return worker, worker.entry
 
     async def _run_workers(
@@ -218,12 +218,17 @@ def _agent_dirs(plan: RunPlan) -> list[Path]:
     return dirs
 
 
-def _find_agent(plan: RunPlan, name: str) -> Path:
+def find_agent(plan: RunPlan, name: str) -> Path:
+    """The agent.leviath of the agent ``name``: beside this blueprint (or in its parent folder), in
+    ``$LEV_HOME/agents``, or bundled with lev_nb; LookupError when none has that name."""
     for folder in _agent_dirs(plan):
         candidate = folder / name / MANIFEST_NAME
         if candidate.is_file():
             return candidate
-    raise LookupError(f"no agent named '{name}' was found beside this blueprint or in $LEV_HOME/agents")
+    raise LookupError(
+        f"no agent named '{name}' was found beside this blueprint, in $LEV_HOME/agents or among the "
+        "agents bundled with lev_nb"
+    )
 
 
 def _find_agent_by_query(plan: RunPlan, query: str) -> str | None:

@@ -19,6 +19,7 @@ from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.engine.pipeline.subagents import tree_cost
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
@@ -490,11 +491,14 @@ class Inference:
         self.usage_total.add(usage, cost, label)
         self.usage_by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
         meta = self.state.meta
-        meta.cost_usd = self.usage_total.cost_usd
+        children = meta.usage.get("children")  # the finished child runs' usage (subagents.py)
         meta.usage = {
             "total": self.usage_total.to_dict(),
             "by_stage": {name: totals.to_dict() for name, totals in self.usage_by_stage.items()},
         }
+        if children is not None:
+            meta.usage["children"] = children
+        meta.cost_usd = tree_cost(meta.usage)
         return cost
 
     def _transcript_entry(

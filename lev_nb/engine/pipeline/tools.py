@@ -1,7 +1,7 @@
 """A stage's tools inside a run: what is advertised, how a batch of calls runs, and the
 bookkeeping that follows (modification tracking, events, context routing, repetition nudges), plus
-the tools the engine answers itself: ``submit_output``, ``runtime_info`` and ``fan_out``
-(spec/runtime.md §4, §8.1-8.3, §11.2).
+the tools the engine answers itself: ``submit_output``, ``runtime_info``, ``fan_out`` and the
+sub-agent tools (spec/runtime.md §4, §8.1-8.3, §11).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
 from lev_nb.engine.pipeline.submission import evaluate_submission
+from lev_nb.engine.pipeline.subagents import SUBAGENT_TOOL_NAMES
 from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
@@ -38,7 +39,8 @@ class StageTools:
 
     Receives the run state, the launch's ``approver`` (asked for tools whose policy is ``ask``),
     the compiled output ``validators`` (keyed as the output specs name them), the launch's
-    ``output_request`` and ``fan_out`` (answers a ``fan_out`` call). Public: ``registry`` (every
+    ``output_request``, ``fan_out`` (answers a ``fan_out`` call) and ``subagents`` (answers the
+    sub-agent tools, given the call and its canonical name). Public: ``registry`` (every
     tool of the run, built-in and script) and ``tool_context`` (what a tool handler receives).
     """
 
@@ -50,12 +52,14 @@ class StageTools:
         validators: dict[str, Any],
         output_request: OutputSpec | None,
         fan_out: Callable[[ToolCall], Awaitable[str]],
+        subagents: Callable[[ToolCall, str], Awaitable[str]] | None = None,
     ) -> None:
         self.state = state
         self.approver = approver
         self.validators = validators
         self.output_request = output_request
         self.fan_out = fan_out
+        self.subagents = subagents
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
@@ -218,6 +222,8 @@ class StageTools:
             content = await self.fan_out(call)
         elif canon in BLOCKING_TOOLS and self.state.interaction is not None:
             content = await self.state.interaction.blocking_tool(call)
+        elif canon in SUBAGENT_TOOL_NAMES and self.subagents is not None:
+            content = await self.subagents(call, canon)
         else:
             content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
         return ToolResult(

@@ -58,7 +58,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         skipped_scripts=tuple(skipped),
         seeds=_seed_plans(bp),
         repetition=_repetition(bp),
-        max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
+        max_child_depth=bp.agent.max_child_depth,
         read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
         compaction=_compaction(bp),
         window_tokens=window,
@@ -154,12 +154,13 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         tool_routing=stage.tool_routing.model_dump() if stage.tool_routing else None,
         fan_out=fan_out,
         allow_as_worker=stage.allow_as_worker,
+        requires_children=stage.requires_children,
+        accepts_messages=stage.accepts_messages,
         hooks=hooks,
         interaction_points=tuple(_point_plan(pt) for pt in stage.interaction_points)
         if stage.mode == "interactive_points"
         else (),
         required_tools=tuple(stage.required_tools),
-        accepts_messages=stage.accepts_messages,
         window_tokens=window,
     )
 

@@ -14,7 +14,6 @@ from typing import Any
 from lev_nb.blueprint.constants import (
     DEFAULT_FAN_OUT_ATTEMPTS,
     DEFAULT_GATE_ATTEMPTS,
-    DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_WORKERS,
     DEFAULT_WINDOW_TOKENS,
 )
@@ -207,11 +206,12 @@ class StagePlan:
     tool_routing: dict[str, Any] | None = None
     fan_out: FanOutPlan | None = None
     allow_as_worker: bool = False
+    requires_children: bool = False  # the stage does not leave while a sub-agent it spawned runs
+    accepts_messages: bool = True  # messages sent to the run are delivered only in such a stage
     hooks: dict[str, str] = field(default_factory=dict)
     # the interaction points of an interactive_points stage, in order
     interaction_points: tuple[PointPlan, ...] = ()
     required_tools: tuple[str, ...] = ()  # blocking tools the stage keeps under --yolo
-    accepts_messages: bool = True  # whether messages sent to the run reach this stage
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
@@ -241,7 +241,9 @@ class RunPlan:
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
     seeds: tuple[SeedPlan, ...] = ()  # the global layout's seeds, in declaration order
     repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
-    max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH  # how deep worker runs may nest
+    # How deep sub-agents and workers may nest ([agent] max_child_depth); None: the blueprint
+    # sets none, so the launch or the configuration ([limits] max_child_depth) decides.
+    max_child_depth: int | None = None
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
