@@ -28,7 +28,8 @@ created.
 
 exit status: 0 the run completed; 1 it ended in error or was cut short, the blueprint cannot be
 loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked
-(nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
+(nothing is written); 3 the run paused (out of credits, provider out of reach: set that up,
+then `lev resume RUN_ID`); 130 cancelled with Ctrl-C (its record says cancelled).
 """
 
 # Every option string of `lev run` (filled by add_run): a --name that is not one of them is a
@@ -294,7 +295,10 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
     else:
         print(run.run_id)
     status = 0
-    if run.status != "complete":
+    if run.status == "paused":
+        print(f"lev run: the run {run.pause_reason}", file=sys.stderr)
+        status = 3
+    elif run.status != "complete":
         print(f"lev run: the run ended {status_text(run.meta)}", file=sys.stderr)
         status = 130 if run.status == "cancelled" else 1
     if run.webhook_error is not None:

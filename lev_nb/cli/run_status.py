@@ -8,12 +8,12 @@ through :mod:`lev_nb.store`.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from typing import Any
 
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.store import list_runs
+from lev_nb.store.listing import owner_gone
 
 # A run still "running" whose record has not moved for this long was most likely killed.
 ABANDONED_AFTER_S = 300
@@ -28,6 +28,11 @@ def status_text(meta: dict[str, Any]) -> str:
     flags = meta.get("flags") or {}
     if status == "error":
         text = f"error: {meta.get('error') or 'unknown'}"
+    elif status == "paused":
+        setup = meta.get("needs_setup") or {}
+        blocker = setup.get("blocker") if isinstance(setup, dict) else None
+        remedy = setup.get("remedy") if isinstance(setup, dict) else None
+        text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}; then lev resume)" if remedy else " (lev resume)")
     elif status == "running" and _abandoned(meta):
         text = "running (abandoned)"
     else:
@@ -40,8 +45,7 @@ def status_text(meta: dict[str, Any]) -> str:
 
 
 def _abandoned(meta: dict[str, Any]) -> bool:
-    pid = meta.get("pid")
-    if isinstance(pid, int) and pid > 0 and not _alive(pid):
+    if owner_gone(meta):
         return True  # its owner process is gone: abandoned at once
     updated = meta.get("updated_at")
     if not isinstance(updated, str):
@@ -51,21 +55,6 @@ def _abandoned(meta: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]
-    except OSError:
-        return True
 
 
 def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:

@@ -46,8 +46,16 @@ class Run:
 
     @property
     def status(self) -> str:
-        """One of starting, running, complete, error, cancelled."""
+        """One of starting, running, paused, complete, error, cancelled (``paused``: the run
+        waits for a person to set something up; :attr:`pause_reason` says what, and
+        ``lev_nb.resume(run.run_id)`` continues it)."""
         return self._runner.meta.status
+
+    @property
+    def pause_reason(self) -> str | None:
+        """Why a paused run stopped and what to do before resuming it (None unless paused)."""
+        setup = self._runner.meta.needs_setup
+        return setup.get("reason") if setup and self._runner.meta.status == "paused" else None
 
     @property
     def stage(self) -> str | None:
@@ -151,11 +159,11 @@ class Run:
         return self._future
 
     def done(self) -> bool:
-        """True once the run has reached a terminal status."""
+        """True once the run has stopped: a terminal status, or paused."""
         return self._started().done()
 
     def wait(self, timeout: float | None = None) -> Run:
-        """Block until the run ends (or ``timeout`` seconds pass: TimeoutError); returns self."""
+        """Block until the run ends or pauses (or ``timeout`` seconds pass: TimeoutError); returns self."""
         self._started().result(timeout)
         return self
 

@@ -45,7 +45,7 @@ from lev_nb.engine.pipeline.watchdogs import check_watchdogs
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
 from lev_nb.errors import CALLEE_ERRORS
-from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
+from lev_nb.engine.state import Ending, Outcome, RunFailure, RunPaused, RunState, StageProgress
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
@@ -243,18 +243,23 @@ class Runner:
                 self._ending = Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
+            except RunPaused as exc:
+                self._ending = Ending("paused", str(exc))
+                self.state.meta.needs_setup = {"blocker": exc.blocker, "remedy": exc.remedy, "reason": str(exc)}
             except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
             await self._end()
         finally:
-            if self.webhook:
+            paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
+            if self.webhook and not paused:
                 await self._post_webhook()
             await self.state.rec.flushed()
             self._check_record()
             self.events.close()
-            self._notify_complete()
+            if not paused:
+                self._notify_complete()
 
     async def _post_webhook(self) -> None:
         from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
@@ -308,6 +313,9 @@ class Runner:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        if status == "paused":  # not an end: the terminal hook fires when the resumed run ends
+            self._record_pause(error or "paused")
+            return
         if status != "cancelled":
             try:
                 status, error = await self.hooks.terminal(status, error)
@@ -343,6 +351,19 @@ class Runner:
                 produced_output=flags.produced_output,
                 final_output=state.final_output.descriptor() if state.final_output else None,
             )
+        )
+
+    def _record_pause(self, reason: str) -> None:
+        state = self.state
+        state.meta.status = "paused"
+        setup = state.meta.needs_setup or {}
+        try:
+            state.rec.save(final=True)
+        except OSError:
+            pass
+        state.rec.emit(
+            ev.Paused(state.run_id, state.stage.name, reason=reason, blocker=setup.get("blocker", ""),
+                      remedy=setup.get("remedy", ""))
         )
 
     def _check_record(self) -> None:

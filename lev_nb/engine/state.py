@@ -62,12 +62,22 @@ class Outcome:
 class Ending:
     """How the run ends: a terminal status and, for ``error``, the message."""
 
-    status: str  # complete | error | cancelled
-    error: str | None = None
+    status: str  # complete | error | cancelled | paused (not terminal)
+    error: str | None = None  # for paused: why, and what to set up
 
 
 class RunFailure(Exception):
     """A failure that ends the run in error with this message (bad input, an unanswerable checkpoint)."""
+
+
+class RunPaused(Exception):
+    """The run cannot go on until a person sets something up (spec/runtime.md §13.3): it stops with
+    status ``paused``, ``blocker`` (credits | providers) and ``remedy`` in meta.json's needs_setup."""
+
+    def __init__(self, message: str, blocker: str, remedy: str) -> None:
+        super().__init__(message)
+        self.blocker = blocker
+        self.remedy = remedy
 
 
 @dataclass(eq=False)

@@ -18,8 +18,10 @@ from typing import Any
 
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
-#: Every status a run can have, in the order a run passes through them.
-RUN_STATUSES = ("starting", "running", "complete", "error", "cancelled")
+#: Every status a run can have, in the order a run passes through them. ``paused`` is not terminal:
+#: the run stopped because a person must set something up (credits, the network) and
+#: ``lev resume`` / ``lev_nb.resume`` continues it from its record.
+RUN_STATUSES = ("starting", "running", "paused", "complete", "error", "cancelled")
 #: The statuses a run never leaves.
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
@@ -110,9 +112,11 @@ class RunMeta:
     # price), and tokens and cost per stage and in all (see lev_nb.providers.pricing).
     cost_usd: float | None = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
-    # Set when the run stopped because a person must set something up (an account out of
-    # credits, a provider out of reach): {blocker: credits|providers, remedy}.
+    # Set while the run is paused because a person must set something up (an account out of
+    # credits, a provider out of reach): {blocker: credits|providers, remedy, reason}.
     needs_setup: dict[str, Any] | None = None
+    # Set once the run has been resumed: {count, at: [timestamps], from: [status it was resumed from]}.
+    resumed: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -131,7 +135,7 @@ class RunMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """meta.json as a new dict: upstream field names in the upstream order, plus stage_history,
-        cost_usd, usage and needs_setup."""
+        cost_usd, usage, needs_setup and resumed."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -165,4 +169,5 @@ class RunMeta:
             "cost_usd": self.cost_usd,
             "usage": copy.deepcopy(self.usage),
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
+            "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
         }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
-from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
@@ -115,12 +115,11 @@ class InferencePool:
 
 INFERENCE_POOL = InferencePool()
 
-# An unusable model with no fallback left ends the run instead of taking the error edge: the
-# account or the network needs a person (spec/runtime.md §13.3 pauses the run; lev_nb has no
-# paused runs yet, so it ends in error saying what to set up).
-NEEDS_SETUP: dict[str, tuple[str, str]] = {
-    "credits": ("is out of credits or quota", "top up the account or name another model in the stage's list"),
-    "unreachable": ("could not be reached after its retries",
+# An unusable model with no fallback left pauses the run: the account or the network needs a
+# person, and `lev resume` continues it from its record afterwards (spec/runtime.md §13.3).
+NEEDS_SETUP: dict[str, tuple[str, str, str]] = {
+    "credits": ("credits", "is out of credits or quota", "top up the account (or name another model in the stage's list)"),
+    "unreachable": ("providers", "could not be reached after its retries",
                     "check the network and the provider's base_url (or name another model in the stage's list)"),
 }
 
@@ -308,17 +307,18 @@ class Inference:
 
     def _failure(self, error: ProviderError) -> Outcome:
         """The Outcome of a call no model could serve: the error edge may catch it, except when
-        the account or the network needs setting up, which ends the run (RunFailure)."""
+        the account or the network needs setting up, which pauses the run (RunPaused)."""
         reason = error.unusable_reason
         if reason in NEEDS_SETUP:
             state = self.state
             stage = state.stage.name
-            what, remedy = NEEDS_SETUP[reason]
+            blocker, what, remedy = NEEDS_SETUP[reason]
             state.rec.emit(ev.StageError(state.run_id, stage, message=error.message))
-            state.meta.needs_setup = {"blocker": "credits" if reason == "credits" else "providers", "remedy": remedy}
-            raise RunFailure(
-                f"stopped in stage '{stage}': the model {what} ({error.message}) and no other model in the "
-                f"stage's list can take over. The run needs setup (resumable): {remedy}, then start it again."
+            raise RunPaused(
+                f"paused in stage '{stage}': the model {what} ({error.message}) and no other model in the "
+                f"stage's list can take over. To continue: {remedy}, then `lev resume {state.run_id}` "
+                f"(or lev_nb.resume(\"{state.run_id}\")).",
+                blocker, remedy,
             )
         return self.failed(error.message)
 
