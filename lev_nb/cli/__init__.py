@@ -1,7 +1,7 @@
 """The ``lev`` command line tool: the parser assembly and the entry point ``main``.
 
 Every command and all terminal text live in this package: ``blueprint_commands`` (validate, schema,
-graph), ``run_commands`` (run, ps, result), ``config_commands`` (config, and the global
+graph), ``run_commands`` (run, resume, ps, result), ``config_commands`` (config, and the global
 ``-c KEY=VALUE`` launch option), ``progress`` (the live line ``lev run`` prints on stderr) and
 ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run display use it
 too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
@@ -24,6 +24,7 @@ COMMANDS = (
     blueprint_commands.add_validate,
     blueprint_commands.add_schema,
     run_commands.add_run,
+    run_commands.add_resume,
     run_commands.add_ps,
     run_commands.add_result,
     blueprint_commands.add_graph,
@@ -59,6 +60,7 @@ examples:
   lev run blueprints/code-fixer --task "Fix the failing test" --workdir my-project
                                                  each stage on its own model (ANTHROPIC_API_KEY)
   lev ps                                         recorded runs and their status
+  lev resume RUN_ID                              continue a paused (or killed) run
   lev result RUN_ID                              a run's final answer
   lev config                                     every setting and where it came from
   lev COMMAND --help                             the options of one command

@@ -113,6 +113,17 @@ def _with_children_under_parents(rows: list[dict[str, Any]], metas: list[dict[st
     return ordered
 
 
+_TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def _tokens(meta: dict[str, Any]) -> int:
+    """Every token the run spent, its workers' included (usage.total), else its own meta counts."""
+    usage = meta.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    source = total if isinstance(total, dict) and total else meta
+    return sum(v for k in _TOKEN_KEYS if isinstance(v := source.get(k), int) and not isinstance(v, bool))
+
+
 def _row(meta: dict[str, Any]) -> dict[str, Any]:
     """One run as a ``lev ps --json`` row."""
     flags = meta.get("flags") or {}
@@ -125,8 +136,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "iteration": meta.get("iteration", 0),
         "tool_calls": meta.get("tool_calls", 0),
         "cost_usd": meta.get("cost_usd"),
-        "tokens": sum(int(meta.get(k) or 0) for k in
-                      ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")),
+        "tokens": _tokens(meta),
         "started_at": meta.get("started_at", ""),
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),

@@ -20,9 +20,10 @@ from lev_nb.engine import events as ev
 
 if TYPE_CHECKING:
     from lev_nb.engine.context.run_context import RunContext
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.pipeline.outputs import FinalOutput
     from lev_nb.engine.plan.types import RunPlan, StagePlan
-    from lev_nb.engine.record import Recorder
+    from lev_nb.engine.record import Recorder, UsageBook
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
@@ -80,6 +81,12 @@ class RunPaused(Exception):
         self.remedy = remedy
 
 
+def _usage_book() -> UsageBook:
+    from lev_nb.engine.record import UsageBook
+
+    return UsageBook()
+
+
 @dataclass(eq=False)
 class RunState:
     """The run's shared state: what it is, where it is, and where it writes.
@@ -110,6 +117,8 @@ class RunState:
     final_output: FinalOutput | None = None
     enter_hook_pending: bool = False
     model_calls: int = 0  # every model call made (answered or failed): the idle-loop watchdog reads it
+    journal: Journal | None = None  # what a resume replays (a root run's; worker runs keep none)
+    usage: UsageBook = field(default_factory=lambda: _usage_book())
 
     def warn(self, message: str) -> None:
         """Emit a ``warning`` event in the current stage."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
@@ -23,7 +23,7 @@ from lev_nb.tools.registry import MODIFYING_TOOLS, ToolRegistry
 from lev_nb.tools.validation import validate_arguments
 from lev_nb.workspace import WorkspaceError
 
-__all__ = ["ToolResult", "execute_calls", "is_inline", "is_failure", "FAILURE_PREFIXES"]
+__all__ = ["ToolResult", "ToolJournal", "execute_calls", "is_inline", "is_failure", "FAILURE_PREFIXES"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,19 @@ class ToolResult:
     is_error: bool = False
     modified_path: str | None = None
     inline: bool = False
+
+
+class ToolJournal(Protocol):
+    """Where a batch's results are journaled as each one is known, and found again when a resumed
+    run replays the batch (the engine's run journal)."""
+
+    def replayed(self, call: ToolCall) -> ToolResult | None:
+        """The recorded result of ``call`` (it is not run or asked about again), or None."""
+        ...
+
+    def done(self, result: ToolResult) -> None:
+        """Record a result (a run call's, or a denial) before the engine uses it."""
+        ...
 
 
 def is_failure(content: str) -> bool:
@@ -117,11 +130,14 @@ async def execute_calls(
     *,
     on_start: Callable[[ToolCall], None] | None = None,
     on_finish: Callable[[ToolResult], None] | None = None,
+    journal: ToolJournal | None = None,
 ) -> list[ToolResult]:
     """Check and run one batch of calls; results are in call order (see the module docstring).
 
     ``offered`` is the stage's tool names as advertised; ``on_start``/``on_finish`` are told about
-    each call that actually runs (for live events).
+    each call that actually runs (for live events). ``journal`` records each permitted call's
+    result (or its denial) as soon as it is known, and gives back the results a previous life of
+    the run recorded, so a completed call is never run twice.
     """
     policies = policies or Policies()
     offered_keys = {registry.canonical(n) for n in offered}
@@ -153,16 +169,24 @@ async def execute_calls(
             else:
                 results[i] = ToolResult(call_id=call.id, name=call.name, content="", inline=True)
             continue
+        recorded = journal.replayed(call) if journal is not None else None
+        if recorded is not None:
+            results[i] = recorded
+            continue
         # Authorisation is sequential, in call order, so approvals are asked one at a time.
         denial = await authorise(call, registry, policies)
         if denial is not None:
-            results[i] = _result(call, denial)
+            refused = results[i] = _result(call, denial)
+            if journal is not None:
+                journal.done(refused)
             continue
         pending.append((i, call, args))
 
     async def run(i: int, call: ToolCall, args: dict[str, Any]) -> None:
         _notify(on_start, call)
         result = await _run_one(call, args, registry, ctx)
+        if journal is not None:
+            journal.done(result)
         results[i] = result
         _notify(on_finish, result)
 

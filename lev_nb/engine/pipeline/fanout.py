@@ -19,6 +19,7 @@ from lev_nb.blueprint.bundled import bundled_agents_dir
 from lev_nb.blueprint.constants import MANIFEST_NAME
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import FanOutPlan, RunPlan
+from lev_nb.engine.record import roll_up_usage
 from lev_nb.messages import ToolCall
 from lev_nb.store import lev_home
 from lev_nb.text import cut_text_marked
@@ -38,6 +39,17 @@ class WorkerResult:
     ok: bool
     text: str
     run_id: str = ""
+    usage: dict[str, Any] | None = None  # the worker run's usage totals (meta.json usage.total)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as journal data."""
+        return {"item_id": self.item_id, "ok": self.ok, "text": self.text, "run_id": self.run_id, "usage": self.usage}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerResult:
+        """A journaled result, rebuilt."""
+        return cls(str(data.get("item_id")), bool(data.get("ok")), str(data.get("text") or ""),
+                   str(data.get("run_id") or ""), data.get("usage"))
 
 
 def parse_items(arguments: Any) -> list[dict[str, Any]] | str:
@@ -143,7 +155,19 @@ class FanOut:
             return f"[error] fan_out: {exc}"
         state.progress.fanned_out = True  # only once workers can really start
         state.rec.emit(ev.FanOutStarted(state.run_id, stage.name, workers=len(items)))
-        results = await self._run_workers(plan, entry, items, max_workers)
+        journal = state.journal
+        recorded = journal.replay_fan_out(call) if journal is not None else None
+        if recorded is not None:  # a resumed run: the workers ran in its previous life
+            results = [WorkerResult.from_json(w) for w in recorded]
+            for result in results:
+                if result.run_id:
+                    state.meta.children.append(result.run_id)
+                if result.usage:
+                    roll_up_usage(state, result.usage, stage.name)
+        else:
+            results = await self._run_workers(plan, entry, items, max_workers)
+            if journal is not None:
+                journal.record_fan_out(call, [r.to_json() for r in results])
         failures = [r for r in results if not r.ok]
         state.rec.emit(
             ev.FanOutFinished(
@@ -203,7 +227,13 @@ class FanOut:
                     )
                 child = self.spawn(plan, entry, worker_task(item))
                 await child.main()
-                return _worker_outcome(item["id"], child.state)
+                result = _worker_outcome(item["id"], child.state)
+                result.usage = child.state.meta.usage.get("total")
+                if result.usage:
+                    roll_up_usage(self.state, result.usage, stage)
+                return result
+
+        stage = self.state.stage.name
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 

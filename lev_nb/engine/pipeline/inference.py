@@ -22,7 +22,7 @@ from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
-from lev_nb.providers.pricing import CostTotals, call_cost, price_for
+from lev_nb.providers.pricing import call_cost, price_for
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -158,15 +158,14 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
 
     The stage's list in order, the configured ``default_provider``'s entries first, keeping those
-    whose provider lev_nb can reach; then the configured default, unless the stage sets
-    ``allow_user_default = false``. The head is the starting model, the rest its fallbacks.
+    whose provider lev_nb can reach; then the configured default and then the ``[providers]
+    fallback_order`` entries, unless the stage sets ``allow_user_default = false``. The head is
+    the starting model, the rest its fallbacks.
     """
     from lev_nb.providers.resolve import is_registered
 
     preferred = settings.default_provider
     provider, model = default_model(settings)
-    if not stage.models:
-        return [ModelPick(provider, model)], None
     picks: list[ModelPick] = []
     seen: set[tuple[str, str]] = set()
     for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
@@ -175,17 +174,23 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
             note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
             picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
     named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
-    if not stage.allow_user_default:
+    if stage.models and not stage.allow_user_default:
         if picks:
             return picks, None
         return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
             "(allow_user_default = false)")
     if (provider, model) not in seen:
-        note = None if picks else (
+        note = None if picks or not stage.models else (
             f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
             f"{provider}/{model} (set allow_user_default = false to fail instead)")
+        seen.add((provider, model))
         picks.append(ModelPick(provider, model, note))
+    for entry in settings.providers.fallback_order:
+        extra, sep, extra_model = entry.partition("/")
+        if sep and extra_model and (extra, extra_model) not in seen and is_registered(extra, settings):
+            seen.add((extra, extra_model))
+            picks.append(ModelPick(extra, extra_model))
     return picks, None
 
 
@@ -237,8 +242,7 @@ class Inference:
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
-        self.usage_total = CostTotals()
-        self.usage_by_stage: dict[str, CostTotals] = {}
+        self._circuits_told: set[str] = set()  # models whose open circuit this run reported
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -404,8 +408,56 @@ class Inference:
         return duties
 
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
-        """One model call with the run's retry policy for transient errors; streamed text becomes
-        ``model_text`` events and every retry a ``model_retry`` event."""
+        """One model call, journaled before anyone uses its outcome; a resumed run replaying its
+        journal gets the recorded outcome instead (the provider is not asked)."""
+        journal = self.state.journal
+        if journal is not None:
+            replayed = journal.replay_model(request)  # raises a journaled failure
+            if replayed is not None:
+                return replayed
+        try:
+            response = await self._ask(request, provider)
+        except ProviderError as exc:
+            if journal is not None:
+                journal.record_model(request, error=exc)
+            raise
+        if journal is not None:
+            journal.record_model(request, response)
+        return response
+
+    async def _ask(self, request: ModelRequest, provider: Provider) -> ModelResponse:
+        """One model call through the model's circuit breaker, with the run's retry policy for
+        transient errors; streamed text becomes ``model_text`` events and every retry a
+        ``model_retry`` event."""
+        from lev_nb.providers.circuit import CIRCUITS
+
+        key = f"{request.provider}/{request.model}"
+        config = self.state.settings.providers
+        refusal = CIRCUITS.before_call(key, config.provider_failures_before_open)
+        if refusal is not None:
+            self._circuit_event(key, refusal.failures, refusal.cooldown_s, refusal.error.message)
+            raise refusal.error
+        try:
+            response = await self._attempts(request, provider)
+        except ProviderError as exc:
+            if CIRCUITS.failure(key, exc, config.provider_failures_before_open, config.provider_circuit_cooldown_secs):
+                self._circuit_event(key, config.provider_failures_before_open,
+                                    float(config.provider_circuit_cooldown_secs), exc.message, opened=True)
+            raise
+        CIRCUITS.success(key)
+        return response
+
+    def _circuit_event(self, key: str, failures: int, cooldown_s: float, reason: str, opened: bool = False) -> None:
+        """Say once per run and model that its calls fail fast (and again whenever this run opens it)."""
+        if not opened and key in self._circuits_told:
+            return
+        self._circuits_told.add(key)
+        state = self.state
+        state.rec.emit(ev.CircuitOpen(state.run_id, state.stage.name, model=key, failures=failures,
+                                      cooldown_s=cooldown_s, reason=reason))
+
+    async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
+        """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
         retry = self.retry
         attempt = 0
         while True:
@@ -485,16 +537,8 @@ class Inference:
         settings = self.state.settings
         pricing = price_for(request.provider, request.model, settings.provider(request.provider).prices)
         cost = call_cost(usage, pricing)
-        label = f"{request.provider}/{request.model}"
-        stage = self.state.stage.name
-        self.usage_total.add(usage, cost, label)
-        self.usage_by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
-        meta = self.state.meta
-        meta.cost_usd = self.usage_total.cost_usd
-        meta.usage = {
-            "total": self.usage_total.to_dict(),
-            "by_stage": {name: totals.to_dict() for name, totals in self.usage_by_stage.items()},
-        }
+        self.state.usage.add_call(self.state.stage.name, usage, cost, f"{request.provider}/{request.model}")
+        self.state.usage.write(self.state.meta)
         return cost
 
     def _transcript_entry(

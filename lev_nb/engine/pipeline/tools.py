@@ -27,6 +27,7 @@ from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
@@ -119,7 +120,8 @@ class StageTools:
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
         results = await execute_calls(
-            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start
+            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start,
+            journal=_BatchJournal(state.journal) if state.journal is not None else None,
         )
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
@@ -253,6 +255,23 @@ class StageTools:
             "has_final_output": state.final_output is not None,
         }
         return json.dumps(info, indent=2)
+
+
+class _BatchJournal:
+    """The run journal as the tool executor sees it (lev_nb.tools.executor.ToolJournal)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    def replayed(self, call: ToolCall) -> ToolResult | None:
+        entry = self.journal.replay_tool(call)
+        if entry is None:
+            return None
+        return ToolResult(call_id=call.id, name=str(entry.get("name") or call.name), content=str(entry.get("content") or ""),
+                          is_error=bool(entry.get("is_error")), modified_path=entry.get("modified_path"))
+
+    def done(self, result: ToolResult) -> None:
+        self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path)
 
 
 def _routing(stage: StagePlan) -> ToolRouting | None:
