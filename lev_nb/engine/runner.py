@@ -180,6 +180,7 @@ class Runner:
         )
         state = self.state
         if parent is None:
+            ACTIVE_RUNS.add(run_id)  # until main() ends (start_run starts every Runner it makes)
             # Root runs journal what they act on, so `lev resume` can continue them.
             state.journal = Journal(
                 run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
@@ -259,7 +260,6 @@ class Runner:
     async def main(self) -> None:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
-        ACTIVE_RUNS.add(self.run_id)
         try:
             try:
                 self._cancellable = True
