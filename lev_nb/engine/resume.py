@@ -87,6 +87,9 @@ def launch_record(
     """How a run was started, as ``launch.json`` keeps it for a resume: the blueprint (its text
     and path), the model spec (a string; a Provider object is named, and must be given again to
     resume), the inputs, the output request and validator source, the webhook."""
+    if isinstance(model, str) and model.strip().startswith("scripted:"):
+        # A resume may start in another folder: keep the script's absolute path.
+        model = "scripted:" + os.path.abspath(model.strip()[len("scripted:"):])
     request = None
     if output_request is not None and not output_request.is_empty():
         request = {k: v for k, v in output_request.__dict__.items() if v is not None}

@@ -97,7 +97,8 @@ class RunState:
     run started; worker runs share their parent's). Moving: ``stage`` (the current stage),
     ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
     ``final_output`` (the accepted answer, if any), ``model_calls`` (model calls so far) and ``enter_hook_pending`` (a stage was entered
-    and its ``on_stage_enter`` hook has not fired yet).
+    and its ``on_stage_enter`` hook has not fired yet). ``journal`` records (and, for a resumed run,
+    replays) what the run acts on; ``usage`` is its token and cost book, workers' included.
     """
 
     plan: RunPlan
