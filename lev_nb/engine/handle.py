@@ -81,10 +81,13 @@ class Run:
     def usage(self) -> dict[str, Any]:
         """Tokens and cost of the run's model calls so far: ``cost_usd`` (the total in USD, None
         while any call's model has no known price), ``total`` and ``by_stage`` (each with calls,
-        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls)."""
+        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls).
+        Fan-out workers' calls are rolled in (``total`` and the stage that started them) and also
+        shown apart as ``workers``."""
         meta = self._runner.meta
         usage = copy.deepcopy(meta.usage)
-        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {}}
+        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {},
+                "workers": usage.get("workers") or {}}
 
     @property
     def stage_history(self) -> list[str]:

@@ -223,6 +223,10 @@ def resume_run(
         request_data = launch.get("output_request")
         request = OutputSpec(**request_data) if isinstance(request_data, dict) else None
         validator = output_validator if output_validator is not None else launch.get("output_validator")
+        if validator is None and request is not None and request.validator == LAUNCH_VALIDATOR:
+            raise ResumeError(
+                f"run '{store.run_id}' was started with a compiled output validator, which a record cannot "
+                "keep; pass it again: lev_nb.resume(run_id, output_validator=...)")
         if validator is not None and request is not None and request.validator is None:
             request = dataclasses.replace(request, validator=LAUNCH_VALIDATOR)
         checked = check_launch(

@@ -244,9 +244,50 @@ def test_a_journal_that_no_longer_matches_the_blueprint_is_cut_where_it_parts(en
 
 
 def test_the_blueprint_is_kept_with_the_run(engine, home: Path) -> None:
-    bp = blueprint("[stages.work]\nnudge = { enabled = false }\n[stages.work.transitions]\n")
-    paused, _ = engine.run(bp, [fail("credits", "empty")], output_format="json")
+    bp = blueprint('[stages.work]\navailable_tools = ["submit_output"]\nnudge = { enabled = false }\n'
+                   '[stages.work.transitions]\n')
+    check = 'fn validate(c) { if !c.contains("ok") { "say ok" } }'
+    paused, _ = engine.run(bp, [fail("credits", "empty")], output_format="json", output_validator=check)
     launch = json.loads((Path(paused.run_dir) / "launch.json").read_text())
     assert launch["blueprint"]["text"] == bp.source_text
-    assert launch["model_object"] == "ScriptedModel" and launch["output_request"] == {"format": "json"}
-    assert launch["task"] == "do the task"
+    assert launch["model_object"] == "ScriptedModel" and launch["output_request"]["format"] == "json"
+    assert launch["task"] == "do the task" and launch["output_validator"] == check
+    resumed, _ = resume(paused, [call("submit_output", content='{"v": "not yet"}'),
+                                 call("submit_output", content='{"v": "ok"}'), say("done")])
+    assert resumed.status == "complete", resumed.error
+    assert len(events_of(resumed, "output_rejected")) == 1  # the validator given at launch still judges
+    assert resumed.result.content == '{"v": "ok"}'
+
+
+def test_a_batch_cut_short_runs_only_the_calls_that_did_not_finish(
+    engine, blueprint_permissions: Path, workdir: Path
+) -> None:
+    import subprocess
+
+    from support import calls
+
+    run, _ = engine.run(SHELL_AGENT, [
+        calls(("shell", {"command": "echo a >> log.txt"}), ("shell", {"command": "echo b >> log.txt"})),
+        say("done"),
+    ])
+    assert run.status == "complete", run.error
+    # Make the record what a kill during the batch leaves: the second call's result not journaled
+    # (nor anything after it), the status still running, its process gone.
+    folder = Path(run.run_dir)
+    entries = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    second_call = entries[1]["response"]["tool_calls"][1]["id"]
+    kept = [e for e in entries if not (e["t"] == "tool" and e["call_id"] == second_call) and e.get("n", 0) == 0]
+    (folder / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in kept))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    meta = json.loads((folder / "meta.json").read_text())
+    meta.update(status="running", pid=gone.pid)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+    resumed, _ = resume(run, [say("done again")])
+    assert resumed.status == "complete", resumed.error
+    assert (workdir / "log.txt").read_text() == "a\nb\nb\n"  # a was replayed, b ran again
+    assert resumed.meta["resumed"]["from"] == ["running"]
+    seen = resumed.events.snapshot()
+    after = [e for e in seen[[e.kind for e in seen].index("resumed"):] if e.kind == "tool_finished"]
+    assert [e.call_id for e in after] == [second_call]  # the replayed call's events are not told twice

@@ -119,10 +119,12 @@ class StageTools:
         )
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
+        journal = _BatchJournal(state.journal) if state.journal is not None else None
         results = await execute_calls(
             calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start,
-            journal=_BatchJournal(state.journal) if state.journal is not None else None,
+            journal=journal,
         )
+        replayed = journal.replayed_ids if journal is not None else set()
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
             if result.inline:
@@ -141,6 +143,8 @@ class StageTools:
                 is_error=result.is_error,
                 routing=routing,
             )
+            if result.call_id in replayed:
+                continue  # its events are in the record from the run's previous life
             if result.call_id not in started:
                 call = by_id[result.call_id]
                 state.rec.emit(
@@ -262,11 +266,13 @@ class _BatchJournal:
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
+        self.replayed_ids: set[str] = set()
 
     def replayed(self, call: ToolCall) -> ToolResult | None:
         entry = self.journal.replay_tool(call)
         if entry is None:
             return None
+        self.replayed_ids.add(call.id)
         return ToolResult(call_id=call.id, name=str(entry.get("name") or call.name), content=str(entry.get("content") or ""),
                           is_error=bool(entry.get("is_error")), modified_path=entry.get("modified_path"))
 
