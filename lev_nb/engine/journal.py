@@ -10,6 +10,8 @@ inference and each finished tool call journaled before the engine acts on it; §
 - ``{"t": "tool", "turn", "call_id", "name", "content", "is_error", "modified_path"}``: a tool
   call's result (or its denial), keyed by the number of the model turn that asked for it;
 - ``{"t": "fan_out", "turn", "call_id", "workers"}``: what a fan-out's workers brought back;
+- ``{"t": "spent", "turn", "call_id", "usage"}``: what the workers of a fan-out that paused cost
+  (the resumed run starts them again and keeps this in its totals);
 - ``{"t": "rewind", "n"}``: model calls from ``n`` on (and the tool results of those turns) no
   longer count (a resumed run took another path from there, or retries what paused it).
 
@@ -89,6 +91,7 @@ class Journal:
         self._models: list[dict[str, Any]] = []
         self._tools: dict[tuple[int, str], dict[str, Any]] = {}
         self._fan_outs: dict[tuple[int, str], dict[str, Any]] = {}
+        self._spent: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self._seeds: dict[int, str] = {}
         self._pos = 0
         self._seq = 0  # the number the next model call gets
@@ -112,6 +115,9 @@ class Journal:
                 self._tools[(entry["turn"], str(entry.get("call_id")))] = entry
             elif kind == "fan_out" and isinstance(entry.get("turn"), int):
                 self._fan_outs[(entry["turn"], str(entry.get("call_id")))] = entry
+            elif kind == "spent" and isinstance(entry.get("turn"), int):
+                key = (entry["turn"], str(entry.get("call_id")))
+                self._spent.setdefault(key, []).extend(u for u in entry.get("usage") or [] if isinstance(u, dict))
             elif kind == "seed" and isinstance(entry.get("i"), int):
                 self._seeds[entry["i"]] = str(entry.get("text") or "")
         ordered: list[dict[str, Any]] = []
@@ -132,6 +138,7 @@ class Journal:
                 del models[key]
         self._tools = {k: v for k, v in self._tools.items() if k[0] < n}
         self._fan_outs = {k: v for k, v in self._fan_outs.items() if k[0] < n}
+        self._spent = {k: v for k, v in self._spent.items() if k[0] < n}
 
     @property
     def replaying(self) -> bool:
@@ -235,6 +242,15 @@ class Journal:
     def record_fan_out(self, call: ToolCall, workers: list[dict[str, Any]]) -> None:
         """Journal the workers' results of a fan_out call."""
         self._write({"t": "fan_out", "turn": self.turn, "call_id": call.id, "workers": workers})
+
+    def spent(self, call: ToolCall) -> list[dict[str, Any]]:
+        """Usage totals of this turn's fan_out workers from tries that paused (run again live)."""
+        return list(self._spent.get((self.turn, call.id), []))
+
+    def record_spent(self, call: ToolCall, usages: list[dict[str, Any]]) -> None:
+        """Journal what the workers of a fan_out that paused cost (its workers run again on resume)."""
+        self._spent.setdefault((self.turn, call.id), []).extend(usages)
+        self._write({"t": "spent", "turn": self.turn, "call_id": call.id, "usage": usages})
 
     # -- seeds ----------------------------------------------------------------------------------
     def replay_seed(self, index: int) -> str | None:

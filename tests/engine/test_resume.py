@@ -291,3 +291,42 @@ def test_a_batch_cut_short_runs_only_the_calls_that_did_not_finish(
     seen = resumed.events.snapshot()
     after = [e for e in seen[[e.kind for e in seen].index("resumed"):] if e.kind == "tool_finished"]
     assert [e.call_id for e in after] == [second_call]  # the replayed call's events are not told twice
+
+
+class WorkersOutOfCredits(Priced):
+    """The workers' model is out of credits on the first try."""
+
+    def __init__(self, broke: bool) -> None:
+        super().__init__()
+        self.broke = broke
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        from lev_nb.providers.base import ProviderError
+
+        from lev_nb.messages import request_text
+
+        if self.broke and request.stage == "worker" and "Work item id: b" in request_text(request):
+            self.requests.append(request)
+            raise ProviderError("credits", "the account is empty")
+        return await super().complete(request)
+
+
+def test_a_paused_worker_pauses_its_parent_and_the_resume_runs_the_workers_again(
+    engine, home: Path, priced: Any
+) -> None:
+    run, first = engine.run(FAN_OUT, WorkersOutOfCredits(broke=True))
+    assert run.status == "paused", run.error
+    assert "fan-out worker 'b'" in run.pause_reason and f"lev resume {run.run_id}" in run.pause_reason
+    spent = run.usage["total"]["calls"]
+    assert spent == 3  # split, and worker a's two turns (b's failed call bills nothing)
+    old_workers = run.meta["children"]
+    for child in old_workers:
+        meta = json.loads((home / "runs" / child / "meta.json").read_text())
+        assert meta["status"] in ("complete", "cancelled")  # no worker is left paused on its own
+    resumed, second = resume(run, WorkersOutOfCredits(broke=False))
+    assert resumed.status == "complete", resumed.error
+    assert sorted(r.stage for r in second.requests) == ["merge", "worker", "worker", "worker", "worker"]
+    new_workers = resumed.meta["children"]
+    assert len(new_workers) == 2 and not set(new_workers) & set(old_workers)
+    # Both tries are paid for: the first try's workers, the new workers, split and merge.
+    assert resumed.usage["total"]["calls"] == spent + 4 + 1
