@@ -48,6 +48,7 @@ class Resumption:
     old_meta: dict[str, Any]
     journal: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings the resumed run tells first
 
     @property
     def from_status(self) -> str:
@@ -157,6 +158,29 @@ def _claimable(store: RunStore, meta: dict[str, Any]) -> None:
             "(Ctrl-C in its terminal, run.cancel() in Python)")
 
 
+def _blueprint(run_id: str, source: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The run's blueprint: its file as it is now when it still exists (a remedy may be an edit
+    to it, such as another model in a stage's list; a resume then follows the edit), else the
+    text kept in launch.json. Returns it with the notes the resumed run should tell."""
+    from pathlib import Path
+
+    from lev_nb.blueprint import BlueprintError, load, load_text
+
+    path, text = source.get("path"), source.get("text")
+    try:
+        if path and Path(path).is_file():
+            blueprint = load(Path(path))
+            if text is not None and blueprint.source_text != text:
+                return blueprint, [f"the blueprint {path} changed since the run started; the resumed run "
+                                   "follows it as it is now"]
+            return blueprint, []
+        if text is not None:
+            return load_text(text, path=path), []
+    except BlueprintError as exc:
+        raise ResumeError(f"the blueprint of run '{run_id}' cannot be loaded again: {exc}") from None
+    raise ResumeError(f"the blueprint of run '{run_id}' is gone ({path}) and launch.json keeps no copy of it")
+
+
 def resume_run(
     run_id: str,
     *,
@@ -176,7 +200,6 @@ def resume_run(
     Raises ResumeError when the run cannot be resumed, LaunchError when it cannot start as
     recorded (a missing API key, a model that no longer resolves).
     """
-    from lev_nb.blueprint import BlueprintError, load, load_text
     from lev_nb.engine.handle import Run
     from lev_nb.engine.launch import check_launch
     from lev_nb.engine.plan.types import OutputSpec
@@ -202,14 +225,7 @@ def resume_run(
             raise ResumeError(
                 f"run '{store.run_id}' has no {LAUNCH} (it was recorded by a lev_nb that could not resume runs); "
                 "start a new run instead")
-        source = launch.get("blueprint") or {}
-        try:
-            if source.get("text") is not None:
-                blueprint = load_text(source["text"], path=source.get("path"))
-            else:
-                blueprint = load(source.get("path") or meta.get("agent_path") or "")
-        except BlueprintError as exc:
-            raise ResumeError(f"the blueprint of run '{store.run_id}' cannot be loaded again: {exc}") from None
+        blueprint, notes = _blueprint(store.run_id, launch.get("blueprint") or {})
         if model is None:
             model = launch.get("model")
             if model is None and launch.get("model_object"):
@@ -237,7 +253,7 @@ def resume_run(
         validators = compile_validators(plan, validator)
         hook_scripts, region_scripts = compile_run_scripts(plan)
         resumption = Resumption(
-            run_id=store.run_id, old_meta=meta, journal=store.read_journal(), events=store.read_events(),
+            run_id=store.run_id, old_meta=meta, journal=store.read_journal(), events=store.read_events(), notes=notes,
         )
         runner = Runner(
             plan, task=task, provider=checked.provider, workdir=checked.workdir, inputs=inputs,

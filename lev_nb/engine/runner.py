@@ -315,6 +315,8 @@ class Runner:
                 state.run_id, None, count=int(resumed.get("count") or 1), from_status=self.resumption.from_status,
                 replayed_model_calls=state.journal.model_calls, replayed_tool_calls=state.journal.tool_results,
             ))
+            for note in self.resumption.notes:
+                state.warn(note)
             # What the journal replays is on record already: nothing is written again until the
             # run goes live (Journal calls _went_live).
             state.rec.muted = state.journal.replaying

@@ -169,3 +169,25 @@ def test_fallback_order_is_not_used_by_a_stage_that_allows_only_its_own_models(s
     run = start(AGENT.replace('available_tools = ["list_dir"]', ""), workdir)
     assert run.status == "paused"
     assert {r.body["model"] for r in stand_in.requests} == {"claude-opus-4-6"}
+
+
+def test_naming_another_model_in_the_blueprint_is_a_remedy_the_resume_follows(
+    stand_in: StandIn, workdir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    manifest = folder / "agent.leviath"
+    manifest.write_text(AGENT, encoding="utf-8")
+    stand_in.responder = by_model({"claude-opus-4-6": NO_CREDITS})
+    run = lev_nb.load(folder).run("look around", workdir=workdir, retry=RETRY).wait(60)
+    assert run.status == "paused" and "name another model in the stage's list" in run.pause_reason
+
+    manifest.write_text(AGENT.replace(
+        'model = { provider = "anthropic", model = "claude-opus-4-6", allow_user_default = false }',
+        'model = { models = [{ provider = "anthropic", model = "claude-opus-4-6" }, '
+        '{ provider = "anthropic", model = "claude-haiku-4-5" }], allow_user_default = false }'), encoding="utf-8")
+    resumed = lev_nb.resume(run.run_id, retry=RETRY).wait(60)
+    assert resumed.status == "complete", resumed.error
+    assert [r.body["model"] for r in stand_in.requests] == ["claude-opus-4-6", "claude-opus-4-6", "claude-haiku-4-5"]
+    [note] = [e for e in of_kind(resumed, "warning") if "changed since the run started" in e.message]
+    assert str(manifest) in note.message
