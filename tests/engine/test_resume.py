@@ -286,7 +286,8 @@ def test_a_batch_cut_short_runs_only_the_calls_that_did_not_finish(
 
     resumed, _ = resume(run, [say("done again")])
     assert resumed.status == "complete", resumed.error
-    assert (workdir / "log.txt").read_text() == "a\nb\nb\n"  # a was replayed, b ran again
+    lines = (workdir / "log.txt").read_text().splitlines()  # the batch's calls run concurrently
+    assert sorted(lines) == ["a", "b", "b"] and lines[-1] == "b"  # a was replayed, b ran again
     assert resumed.meta["resumed"]["from"] == ["running"]
     seen = resumed.events.snapshot()
     after = [e for e in seen[[e.kind for e in seen].index("resumed"):] if e.kind == "tool_finished"]
