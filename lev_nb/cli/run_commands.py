@@ -170,7 +170,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             print(f"lev resume: {exc}", file=sys.stderr)
             return 1
         interrupts.attach(run)
-        return _follow(run, args)
+        return _follow(run, args, resumed=True)
 
 
 def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -322,15 +322,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _follow(run, args)
 
 
-def _follow(run: Any, args: argparse.Namespace) -> int:
-    """Wait for ``run`` with the progress line, report how it ended; returns the exit status."""
+def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
+    """Wait for ``run`` with the progress line, report how it ended; returns the exit status.
+    A ``resumed`` run's progress starts where it resumes (its earlier events are its past)."""
     from lev_nb.cli.progress import ProgressLine
     from lev_nb.cli.run_status import status_text
 
     prog = f"lev {getattr(args, 'command', None) or 'run'}"
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
-        run.subscribe(progress)
+        count = (run.meta.get("resumed") or {}).get("count", 0)
+        run.subscribe(_from_resume(progress, count) if resumed else progress)
     while True:
         # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
         # is only acted on when this thread runs again.
@@ -359,6 +361,21 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
 
 
 WAKE_EVERY_S = 0.2
+
+
+def _from_resume(callback: Callable[[Any], None], count: int) -> Callable[[Any], None]:
+    """``callback`` for the events from the run's ``count``-th ``resumed`` event on (the events
+    before it are the run's past lives, which run.events replays first)."""
+    following = False
+
+    def follow(event: Any) -> None:
+        nonlocal following
+        if event.kind == "resumed" and event.count == count:
+            following = True
+        elif following:
+            callback(event)
+
+    return follow
 
 
 class _Interrupts:

@@ -32,7 +32,7 @@ def status_text(meta: dict[str, Any]) -> str:
         setup = meta.get("needs_setup") or {}
         blocker = setup.get("blocker") if isinstance(setup, dict) else None
         remedy = setup.get("remedy") if isinstance(setup, dict) else None
-        text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}; then lev resume)" if remedy else " (lev resume)")
+        text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
     elif status == "running" and _abandoned(meta):
         text = "running (abandoned)"
     else:

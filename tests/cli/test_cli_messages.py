@@ -290,3 +290,18 @@ def test_progress_details_are_cut_at_a_word() -> None:
     long = "word " * 40
     cut = _short(long, limit=30)
     assert cut == "word word word word word word …" and len(cut) <= 32
+
+
+def test_lev_resume_continues_a_paused_run_with_progress_from_where_it_resumes(lev: Lev, tmp_path: Path) -> None:
+    empty, answer = tmp_path / "empty.json", tmp_path / "answer.json"
+    empty.write_text(json.dumps([{"error": {"kind": "credits", "message": "credit balance too low"}}]), encoding="utf-8")
+    answer.write_text(json.dumps([{"error": {"kind": "credits", "message": "still too low"}}]), encoding="utf-8")
+    run_id = lev("run", TRIAGE, "--task", "hi", "--model", f"scripted:{empty}").stdout.strip()
+    again = lev("resume", run_id, "--model", f"scripted:{answer}")
+    assert again.returncode == 3 and again.stdout.strip() == run_id
+    assert again.stderr.splitlines()[-1].startswith("lev resume: the run paused in stage 'read'")
+    assert "credit balance too low" not in again.stderr  # the first life's progress is not told again
+    assert "still too low" in again.stderr
+    done = lev("resume", run_id[:16], "--model", "mock")
+    assert done.returncode == 0, done.stderr
+    assert lev("resume", run_id).stderr.startswith(f"lev resume: run '{run_id}' ended (complete)")

@@ -118,9 +118,9 @@ INFERENCE_POOL = InferencePool()
 # An unusable model with no fallback left pauses the run: the account or the network needs a
 # person, and `lev resume` continues it from its record afterwards (spec/runtime.md §13.3).
 NEEDS_SETUP: dict[str, tuple[str, str, str]] = {
-    "credits": ("credits", "is out of credits or quota", "top up the account (or name another model in the stage's list)"),
+    "credits": ("credits", "is out of credits or quota", "top up the account or name another model in the stage's list"),
     "unreachable": ("providers", "could not be reached after its retries",
-                    "check the network and the provider's base_url (or name another model in the stage's list)"),
+                    "check the network and the provider's base_url, or name another model in the stage's list"),
 }
 
 
@@ -243,6 +243,7 @@ class Inference:
         self._noted: set[str] = set()  # stages whose model pick was explained already
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
+        self._last_model = ""  # provider/model of the last call (named when the run pauses)
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -318,8 +319,9 @@ class Inference:
             stage = state.stage.name
             blocker, what, remedy = NEEDS_SETUP[reason]
             state.rec.emit(ev.StageError(state.run_id, stage, message=error.message))
+            model = f" {self._last_model}" if self._last_model else ""
             raise RunPaused(
-                f"paused in stage '{stage}': the model {what} ({error.message}) and no other model in the "
+                f"paused in stage '{stage}': the model{model} {what} ({error.message}) and no other model in the "
                 f"stage's list can take over. To continue: {remedy}, then `lev resume {state.run_id}` "
                 f"(or lev_nb.resume(\"{state.run_id}\")).",
                 blocker, remedy,
@@ -410,6 +412,7 @@ class Inference:
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """One model call, journaled before anyone uses its outcome; a resumed run replaying its
         journal gets the recorded outcome instead (the provider is not asked)."""
+        self._last_model = f"{request.provider}/{request.model}"
         journal = self.state.journal
         if journal is not None:
             replayed = journal.replay_model(request)  # raises a journaled failure
