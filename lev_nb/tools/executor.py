@@ -142,7 +142,7 @@ async def execute_calls(
     policies = policies or Policies()
     offered_keys = {registry.canonical(n) for n in offered}
     results: list[ToolResult | None] = [None] * len(calls)
-    pending: list[tuple[int, ToolCall, dict[str, Any]]] = []
+    pending: list[tuple[int, ToolCall, dict[str, Any], ToolJournal | None]] = []
     fan_outs = [i for i, c in enumerate(calls) if registry.canonical(c.name) == "fan_out"]
 
     for i, call in enumerate(calls):
@@ -169,7 +169,9 @@ async def execute_calls(
             else:
                 results[i] = ToolResult(call_id=call.id, name=call.name, content="", inline=True)
             continue
-        recorded = journal.replayed(call) if journal is not None else None
+        # A tool on the run's own state is run again (its effect is on the state being rebuilt).
+        journaled = journal if journal is not None and not tool.run_state else None
+        recorded = journaled.replayed(call) if journaled is not None else None
         if recorded is not None:
             results[i] = recorded
             continue
@@ -177,21 +179,21 @@ async def execute_calls(
         denial = await authorise(call, registry, policies)
         if denial is not None:
             refused = results[i] = _result(call, denial)
-            if journal is not None:
-                journal.done(refused)
+            if journaled is not None:
+                journaled.done(refused)
             continue
-        pending.append((i, call, args))
+        pending.append((i, call, args, journaled))
 
-    async def run(i: int, call: ToolCall, args: dict[str, Any]) -> None:
+    async def run(i: int, call: ToolCall, args: dict[str, Any], journaled: ToolJournal | None) -> None:
         _notify(on_start, call)
         result = await _run_one(call, args, registry, ctx)
-        if journal is not None:
-            journal.done(result)
+        if journaled is not None:
+            journaled.done(result)
         results[i] = result
         _notify(on_finish, result)
 
     if pending:
         # Each call stores its own result; return_exceptions keeps a call that fails while the batch
         # is being cancelled from leaving an unretrieved exception behind.
-        await asyncio.gather(*(run(i, c, a) for i, c, a in pending), return_exceptions=True)
+        await asyncio.gather(*(run(i, c, a, j) for i, c, a, j in pending), return_exceptions=True)
     return [r for r in results if r is not None]

@@ -331,3 +331,62 @@ def test_a_paused_worker_pauses_its_parent_and_the_resume_runs_the_workers_again
     assert len(new_workers) == 2 and not set(new_workers) & set(old_workers)
     # Both tries are paid for: the first try's workers, the new workers, split and merge.
     assert resumed.usage["total"]["calls"] == spent + 4 + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# A run paused at any model call, then resumed, ends as the same run uninterrupted
+# ------------------------------------------------------------------------------------------------
+class PauseAt:
+    """The mock model, out of credits at its ``k``-th call."""
+
+    name = "mock"
+
+    def __init__(self, k: int | None) -> None:
+        from lev_nb.providers.mock import MockModel
+
+        self.mock = MockModel()
+        self.k = k
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        from lev_nb.providers.base import ProviderError
+
+        self.calls += 1
+        if self.calls == self.k:
+            raise ProviderError("credits", "the account is empty")
+        return await self.mock.complete(request)
+
+
+def outcome(run: Any) -> dict[str, Any]:
+    meta = run.meta
+    flags = dict(meta["flags"])
+    return {
+        "status": meta["status"], "stages": meta["stage_history"], "iteration": meta["iteration"],
+        # The run's own calls (a pause inside a fan-out's workers makes the resume start new
+        # workers, whose calls add to what the first try's cost).
+        "tool_calls": meta["tool_calls"], "flags": flags,
+        "calls": meta["usage"]["total"]["calls"] - (meta["usage"].get("workers") or {}).get("calls", 0),
+        "answer": run.result.content if run.result is not None else None,
+        "files": sorted(p.name for p in Path(run.workdir).rglob("*") if p.is_file()),
+    }
+
+
+@pytest.mark.parametrize("agent", ["triage", "code-fixer", "research-brief"])
+def test_a_run_paused_at_any_model_call_and_resumed_ends_as_the_uninterrupted_run(
+    agent: str, tmp_path: Path, home: Path
+) -> None:
+    from support import BLUEPRINTS
+
+    bp = lev_nb.load(BLUEPRINTS / agent)
+    task = {"triage": "R-1: crash on save\nR-2: dark theme", "code-fixer": "Fix the failing test in calc.py",
+            "research-brief": "How do tides work?"}[agent]
+    whole = bp.run(task, model=PauseAt(None), workdir=tmp_path / "whole").wait(RUN_TIMEOUT_S)
+    expected = outcome(whole)
+    assert expected["status"] == "complete", whole.error
+    total = expected["calls"]
+    for k in sorted({1, 2, total // 2, total}):
+        paused = bp.run(task, model=PauseAt(k), workdir=tmp_path / f"at-{k}").wait(RUN_TIMEOUT_S)
+        assert paused.status == "paused", (k, paused.error)
+        resumed, _ = resume(paused, PauseAt(None))
+        assert outcome(resumed) == expected, k
+        assert resumed.meta["resumed"]["count"] == 1
