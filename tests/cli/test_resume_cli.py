@@ -125,3 +125,41 @@ def test_a_killed_run_is_resumed_without_repeating_a_completed_tool_call(tmp_pat
     unknown = lev(env, "resume", "no-such-run")
     assert unknown.returncode == 1 and "no run id starts with 'no-such-run'" in unknown.stderr
     assert "Traceback" not in again.stderr + unknown.stderr + busy.stderr
+
+
+STAND_IN_AGENT = """
+[agent]
+name = "topped-up"
+[stages.draft]
+model = { provider = "anthropic", model = "claude-opus-4-6", allow_user_default = false }
+available_tools = ["list_dir"]
+nudge = { enabled = false }
+[stages.draft.transitions]
+"""
+
+
+def test_lev_run_paused_by_the_stand_in_is_finished_by_lev_resume_in_another_process(tmp_path: Path) -> None:
+    from standin import API_KEY, Reply, error_body, message, serve, text, tool_use
+
+    folder, env, work = setup(tmp_path)
+    (folder / "agent.leviath").write_text(STAND_IN_AGENT, encoding="utf-8")
+    (work / "notes.txt").write_text("x")
+    for stand_in in serve():
+        env.update(ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=stand_in.url)
+        stand_in.queue(Reply(body=message(tool_use("toolu_1", "list_dir", {"path": "."}), stop="tool_use")),
+                       Reply(402, error_body("billing_error", "Your credit balance is too low")))
+        out = lev(env, "run", str(folder), "--task", "look around", "--workdir", str(work), "--quiet")
+        assert out.returncode == 3, out.stderr
+        run_id = out.stdout.strip()
+        assert "Your credit balance is too low" in out.stderr and f"lev resume {run_id}" in out.stderr
+        assert "paused: needs credits" in lev(env, "ps").stdout
+
+        stand_in.responder = lambda recorded: Reply(body=message(text("looked at everything")))
+        done = lev(env, "resume", run_id, "--quiet")
+        assert done.returncode == 0, done.stderr
+        assert len(stand_in.requests) == 3  # the answered turn came from the journal
+        messages = stand_in.requests[2].body["messages"]
+        assert any(isinstance(m["content"], list) and any(b.get("type") == "tool_result" for b in m["content"])
+                   for m in messages)
+        meta = json.loads((Path(env["LEV_HOME"]) / "runs" / run_id / "meta.json").read_text())
+        assert meta["status"] == "complete" and meta["resumed"]["from"] == ["paused"]
