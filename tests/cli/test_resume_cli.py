@@ -79,18 +79,19 @@ def test_a_killed_run_is_resumed_without_repeating_a_completed_tool_call(tmp_pat
          f"scripted:{first}", "--workdir", str(work), "--quiet"],
         env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    wait_for(lambda: (work / "waiting").exists(), proc)
-    [run_dir] = (Path(env["LEV_HOME"]) / "runs").iterdir()
-    run_id = run_dir.name
+    try:
+        wait_for(lambda: (work / "waiting").exists(), proc)
+        [run_dir] = (Path(env["LEV_HOME"]) / "runs").iterdir()
+        run_id = run_dir.name
 
-    # Still running in a live process: refused.
-    busy = lev(env, "resume", run_id)
-    assert busy.returncode == 1
-    assert f"run '{run_id}' is still running in process {proc.pid}" in busy.stderr
-
-    proc.kill()
-    proc.communicate(timeout=WAIT_S)
-    (work / "go").touch()  # the orphaned shell command finishes
+        # Still running in a live process: refused.
+        busy = lev(env, "resume", run_id)
+        assert busy.returncode == 1
+        assert f"run '{run_id}' is still running in process {proc.pid}" in busy.stderr
+    finally:
+        proc.kill()
+        proc.communicate(timeout=WAIT_S)
+        (work / "go").touch()  # the orphaned shell command finishes
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "running"  # what the killed process left
     assert (work / "log.txt").read_text() == "one\n"

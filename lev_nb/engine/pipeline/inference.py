@@ -1,6 +1,9 @@
-"""Model calls of one run: which provider and model a stage uses, the request built from the
-context, the retry loop for transient errors, and the record of every call (the ``model_call``
-event, token usage on meta.json, the transcript entry) (spec/runtime.md §2.2, §3.2, §13.2-13.3).
+"""Model calls of one run: which provider and model a stage uses (its list, the default, then
+``[providers] fallback_order``), the request built from the context, each model's circuit breaker,
+the retry loop for transient errors, the journal entry of every call's outcome (replayed instead
+of asked when a run is resumed), the pause when no model is left for credits or the network, and
+the record of every call (the ``model_call`` event, token usage on meta.json, the transcript
+entry) (spec/runtime.md §2.2, §3.2, §13.2-13.3).
 
 The run loop holds one :class:`Inference` and asks it for a stage turn (:meth:`Inference.stage_turn`)
 or, from the transitions, for a routing answer (:meth:`Inference.routing_turn`). A failed call is
