@@ -1,4 +1,5 @@
-"""``lev run``, ``lev ps`` and ``lev result``: running a blueprint and reading what runs left.
+"""``lev run``, ``lev resume``, ``lev ps`` and ``lev result``: running a blueprint, continuing a
+paused or killed run, and reading what runs left.
 
 The run itself is :func:`lev_nb.engine.api.start_run`; the run record is :mod:`lev_nb.store`.
 This module owns the command lines, their messages and their exit statuses.
@@ -43,7 +44,8 @@ their ids (one a line; a JSON list with --json).
 
 exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
 blueprint cannot be loaded, or its --webhook failed; 2 a bad command line, or a run that cannot
-start as asked (nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
+start as asked (nothing is written); 3 the run paused (out of credits, provider out of reach: set
+that up, then `lev resume RUN_ID`); 130 cancelled with Ctrl-C (its record says cancelled).
 """
 
 # Every option string of `lev run` (filled by add_run): a --name that is not one of them is a
@@ -146,6 +148,55 @@ def _command_index(argv: list[str]) -> int | None:
             return i
         i += 1
     return None
+
+
+RESUME_EPILOG = """\
+examples:
+  lev resume RUN_ID                      continue a paused run after topping up the account
+  lev resume RUN_ID --model scripted:NEXT.json
+
+A run can be resumed when it is paused (lev ps shows why) or when the process that ran it was
+killed. It continues in its own folder under the same id: model turns and tool results already
+recorded are replayed from its journal (a completed tool call is never run again), then it goes
+on. exit status: as lev run; 1 also when the run cannot be resumed (it ended, it is still
+running, or no run has that id).
+"""
+
+
+def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``lev resume``."""
+    resume = subparsers.add_parser(
+        "resume", help="continue a paused or killed run from its record",
+        description="Continue a paused run, or one whose process was killed, to the end in this process.",
+        epilog=RESUME_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("run_id", help="a run id (or a unique prefix of one)")
+    resume.add_argument("-m", "--model", default=None,
+                        help="use this model spec instead of the one the run was started with")
+    resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
+    resume.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    resume.set_defaults(func=cmd_resume)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``lev resume RUN_ID``: continue the run to its end (or its next pause), like ``lev run``."""
+    from lev_nb.engine.launch import LaunchError
+    from lev_nb.engine.resume import ResumeError, resume_run
+    from lev_nb.scripting import ScriptError
+    from lev_nb.settings import ConfigError
+    from lev_nb.store import RecordUnwritable
+
+    with _Interrupts() as interrupts:
+        try:
+            run = resume_run(args.run_id, model=args.model)
+        except LaunchError as exc:
+            print(f"lev resume: {exc.for_cli()}", file=sys.stderr)
+            return 1
+        except (ResumeError, ConfigError, ScriptError, ValueError, RecordUnwritable) as exc:
+            print(f"lev resume: {exc}", file=sys.stderr)
+            return 1
+        interrupts.attach(run)
+        return _follow(run, args, resumed=True)
 
 
 def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -364,15 +415,18 @@ def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
     return status
 
 
-def _follow(run: Any, args: argparse.Namespace) -> int:
-    """Wait for ``run`` with the progress line, report how it ended; returns the exit status."""
+def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
+    """Wait for ``run`` with the progress line, report how it ended; returns the exit status.
+    A ``resumed`` run's progress starts where it resumes (its earlier events are its past)."""
     from lev_nb.cli.interaction_commands import TerminalPrompter
     from lev_nb.cli.progress import ProgressLine
     from lev_nb.cli.run_status import status_text
 
+    prog = f"lev {getattr(args, 'command', None) or 'run'}"
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
-        run.subscribe(progress)
+        count = (run.meta.get("resumed") or {}).get("count", 0)
+        run.subscribe(_from_resume(progress, count) if resumed else progress)
     prompter = TerminalPrompter(run, sys.stdin, sys.stderr, progress) if run.interactive else None
     while True:
         # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
@@ -391,11 +445,14 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
     else:
         print(run.run_id)
     status = 0
-    if run.status != "complete":
-        print(f"lev run: the run ended {status_text(run.meta)}", file=sys.stderr)
+    if run.status == "paused":
+        print(f"{prog}: the run {run.pause_reason}", file=sys.stderr)
+        status = 3
+    elif run.status != "complete":
+        print(f"{prog}: the run ended {status_text(run.meta)}", file=sys.stderr)
         status = 130 if run.status == "cancelled" else 1
     if run.webhook_error is not None:
-        print(f"lev run: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
+        print(f"{prog}: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
         status = status or 1
     return status
 
@@ -409,6 +466,21 @@ def _at_terminal() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _from_resume(callback: Callable[[Any], None], count: int) -> Callable[[Any], None]:
+    """``callback`` for the events from the run's ``count``-th ``resumed`` event on (the events
+    before it are the run's past lives, which run.events replays first)."""
+    following = False
+
+    def follow(event: Any) -> None:
+        nonlocal following
+        if event.kind == "resumed" and event.count == count:
+            following = True
+        elif following:
+            callback(event)
+
+    return follow
 
 
 class _Interrupts:

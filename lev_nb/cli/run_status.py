@@ -8,12 +8,12 @@ through :mod:`lev_nb.store`.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timezone
 from typing import Any
 
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.store import list_runs
+from lev_nb.store.listing import owner_gone
 
 # A run still "running" whose record has not moved for this long was most likely killed.
 ABANDONED_AFTER_S = 300
@@ -34,9 +34,14 @@ def status_text(meta: dict[str, Any]) -> str:
     waiting = meta.get("waiting_on") or {}
     if status == "error":
         text = f"error: {meta.get('error') or 'unknown'}"
+    elif status == "paused":
+        setup = meta.get("needs_setup") or {}
+        blocker = setup.get("blocker") if isinstance(setup, dict) else None
+        remedy = setup.get("remedy") if isinstance(setup, dict) else None
+        text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
     elif status == "running" and _abandoned(meta):
         text = "running (abandoned)"
-    elif status == "waiting_input" and not owner_alive(meta):
+    elif status == "waiting_input" and owner_gone(meta):
         text = "waiting_input (abandoned)"  # a wait for a person may be long; only a gone owner counts
     elif status == "waiting_input":
         reason = (meta.get("waiting_on") or {}).get("reason", "")
@@ -52,15 +57,8 @@ def status_text(meta: dict[str, Any]) -> str:
     return text
 
 
-def owner_alive(meta: dict[str, Any]) -> bool:
-    """Whether the process that owns the run (meta.json's ``pid``) is still there."""
-    pid = meta.get("pid")
-    return not (isinstance(pid, int) and pid > 0 and not _alive(pid))
-
-
 def _abandoned(meta: dict[str, Any]) -> bool:
-    pid = meta.get("pid")
-    if isinstance(pid, int) and pid > 0 and not _alive(pid):
+    if owner_gone(meta):
         return True  # its owner process is gone: abandoned at once
     updated = meta.get("updated_at")
     if not isinstance(updated, str):
@@ -70,21 +68,6 @@ def _abandoned(meta: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]
-    except OSError:
-        return True
 
 
 def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
@@ -184,6 +167,17 @@ def _tree_rows(metas: list[dict[str, Any]], all_runs: bool) -> list[dict[str, An
     return rows
 
 
+_TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def _tokens(meta: dict[str, Any]) -> int:
+    """Every token the run spent, its workers' included (usage.total), else its own meta counts."""
+    usage = meta.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    source = total if isinstance(total, dict) and total else meta
+    return sum(v for k in _TOKEN_KEYS if isinstance(v := source.get(k), int) and not isinstance(v, bool))
+
+
 def _row(meta: dict[str, Any]) -> dict[str, Any]:
     """One run as a ``lev ps --json`` row."""
     flags = meta.get("flags") or {}
@@ -196,8 +190,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "iteration": meta.get("iteration", 0),
         "tool_calls": meta.get("tool_calls", 0),
         "cost_usd": meta.get("cost_usd"),
-        "tokens": sum(int(meta.get(k) or 0) for k in
-                      ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")),
+        "tokens": _tokens(meta),
         "started_at": meta.get("started_at", ""),
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),

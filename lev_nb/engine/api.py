@@ -10,6 +10,7 @@ from lev_nb.engine.handle import Run
 from lev_nb.engine.pipeline.inference import RetryPolicy
 from lev_nb.engine.plan.types import OutputSpec
 from lev_nb.engine.prepare import LAUNCH_VALIDATOR, cached_plan, compile_run_scripts, compile_validators
+from lev_nb.engine.resume import launch_record
 from lev_nb.engine.runner import Runner
 from lev_nb.providers.base import Provider
 
@@ -106,12 +107,24 @@ def start_run(
         allow=allowed,
         interactive=interactive,
         max_depth=max_depth,
+        launch_record=launch_record(
+            blueprint, model=model, task=task, workdir=launch.workdir, inputs=inputs, output_request=request,
+            output_validator=output_validator, webhook=webhook, yolo=yolo, allow=allowed, max_depth=max_depth,
+        ),
     )
     runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run  # before the run starts, so on_complete always receives it
     run.start()
     return run
+
+
+def resume(run_id: str, **kwargs: Any) -> Run:
+    """``lev_nb.resume(run_id)``: continue a paused run, or one whose process was killed, from its
+    record (see :func:`lev_nb.engine.resume.resume_run` for the keyword arguments)."""
+    from lev_nb.engine.resume import resume_run
+
+    return resume_run(run_id, **kwargs)
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

@@ -338,6 +338,40 @@ class Completed(Event):
     final_output: dict[str, Any] | None = None  # the meta.json descriptor, when there is one
 
 
+@dataclass(frozen=True)
+class Paused(Event):
+    """The run stopped until a person sets something up (``blocker``: credits or providers);
+    ``lev resume`` / ``lev_nb.resume`` continues it."""
+
+    kind: ClassVar[str] = "paused"
+    reason: str
+    blocker: str = ""
+    remedy: str = ""
+
+
+@dataclass(frozen=True)
+class Resumed(Event):
+    """The run was continued from its record (``count``: how many times so far; ``from_status``:
+    paused, or running for a run whose process died)."""
+
+    kind: ClassVar[str] = "resumed"
+    count: int
+    from_status: str
+    replayed_model_calls: int = 0
+    replayed_tool_calls: int = 0
+
+
+@dataclass(frozen=True)
+class CircuitOpen(Event):
+    """Calls to ``model`` fail fast for a while: it failed ``failures`` times in a row in this process."""
+
+    kind: ClassVar[str] = "circuit_open"
+    model: str
+    failures: int
+    cooldown_s: float
+    reason: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -347,6 +381,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
         ChildStarted, ChildEnded, ChildrenAwaited,
+        HookModified, Paused, Resumed, CircuitOpen,
     )
 }
 

@@ -35,6 +35,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
 from lev_nb.engine.eventlog import EventLog
+from lev_nb.engine.journal import Journal
 from lev_nb.engine.pipeline.compaction import Compactor
 from lev_nb.engine.pipeline.fanout import FanOut
 from lev_nb.engine.pipeline.gates import modifying_tools
@@ -52,10 +53,11 @@ from lev_nb.engine.pipeline.watchdogs import check_watchdogs
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
 from lev_nb.errors import CALLEE_ERRORS
-from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
+from lev_nb.engine.state import Ending, Outcome, RunFailure, RunPaused, RunState, StageProgress
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
+    from lev_nb.engine.resume import Resumption
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
@@ -64,6 +66,9 @@ if TYPE_CHECKING:
 # the stage cannot change any more (a gate re-asked at the iteration cap spins forever otherwise).
 IDLE_ITERATION_LIMIT = 50
 _INHERIT: Any = object()  # spawn_child: the child takes this run's output request
+
+# Ids of the runs this process is running now: a resume refuses them (their pid is this one's).
+ACTIVE_RUNS: set[str] = set()
 
 
 class Runner:
@@ -95,6 +100,8 @@ class Runner:
         interactive: bool | None = False,
         max_depth: int | None = None,
         max_child_depth: tuple[int, str] | None = None,
+        resume: Resumption | None = None,
+        launch_record: dict[str, Any] | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.settings import current as current_settings
@@ -130,11 +137,20 @@ class Runner:
         self.max_child_depth: int = limit
         self.depth_source: str = source
         self.events = EventLog()
+        self.resumption = resume
+        if resume is not None:
+            # The resumed run's events start with its previous life's (events.jsonl), so run.events
+            # and the run view tell the whole story.
+            for data in resume.events:
+                try:
+                    self.events.append(ev.event_from_dict(data))
+                except (KeyError, TypeError, ValueError):
+                    continue  # an event of another version
         self.handle: Any = None  # set by start_run to the public Run handle
         # The Blueprint this plan came from: set by start_run, shared by workers of the same plan.
         self.blueprint: Any = parent.blueprint if parent is not None and parent.plan is plan else None
 
-        run_id = store.new_run_id(plan.agent_name)
+        run_id = resume.run_id if resume is not None else store.new_run_id(plan.agent_name)
         run_store = store.RunStore(run_id, home=home)
         workdir_path = Path(workdir) if workdir is not None else run_store.dir / "workdir"
         self._workdir_given = workdir is not None
@@ -146,11 +162,16 @@ class Runner:
             workdir=str(workdir_path),
             num_stages=len(plan.stages),
         )
+        if resume is not None:
+            resume.carry_into(meta)
         if parent is None:
             # The record exists before the run starts, and a run that cannot write it does not
-            # start (RecordUnwritable names the folder and the cause).
+            # start (RecordUnwritable names the folder and the cause). A resumed run claims its
+            # record this way: status starting, this process's pid.
             meta.pid = os.getpid()
             run_store.create(store.encode_meta(meta.to_dict()))
+            if launch_record is not None:
+                run_store.write_file(store.LAUNCH, store.encode_meta(launch_record), durable=False)
         else:
             meta.pid = os.getpid()  # a worker runs in its parent's process
         if output_request is not None and not output_request.is_empty():
@@ -188,6 +209,13 @@ class Runner:
             settings=settings,
         )
         state = self.state
+        if parent is None:
+            ACTIVE_RUNS.add(run_id)  # until main() ends (start_run starts every Runner it makes)
+            # Root runs journal what they act on, so `lev resume` can continue them.
+            state.journal = Journal(
+                run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
+                on_live=self._went_live, on_write_error=state.warn,
+            )
         if state.ctx.region_host is not None:
             state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage, settings))
         self.hooks = RunHooks(state, hook_scripts)
@@ -291,6 +319,9 @@ class Runner:
                 self._ending = Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
+            except RunPaused as exc:
+                self._ending = Ending("paused", str(exc))
+                self.state.meta.needs_setup = {"blocker": exc.blocker, "remedy": exc.remedy, "reason": str(exc)}
             except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
@@ -299,14 +330,17 @@ class Runner:
             await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
-            if self.webhook:
+            paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
+            if self.webhook and not paused:
                 await self._post_webhook()
             await self.state.rec.flushed()
             self._check_record()
             self.events.close()
+            ACTIVE_RUNS.discard(self.run_id)
             if self.parent is not None:
                 self.parent.subagents.child_ended(self)
-            self._notify_complete()
+            if not paused:
+                self._notify_complete()
 
     async def _post_webhook(self) -> None:
         from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
@@ -327,6 +361,17 @@ class Runner:
             set(s.tools) & modifying_tools(s) for s in self.plan.stages
         )
         state.rec.save(force=True)
+        if self.resumption is not None and state.journal is not None:
+            resumed = state.meta.resumed or {}
+            state.rec.emit(ev.Resumed(
+                state.run_id, None, count=int(resumed.get("count") or 1), from_status=self.resumption.from_status,
+                replayed_model_calls=state.journal.model_calls, replayed_tool_calls=state.journal.tool_results,
+            ))
+            for note in self.resumption.notes:
+                state.warn(note)
+            # What the journal replays is on record already: nothing is written again until the
+            # run goes live (Journal calls _went_live).
+            state.rec.muted = state.journal.replaying
         state.rec.emit(
             ev.RunStarted(
                 state.run_id, None, agent=self.plan.agent_name, task=state.task, workdir=str(state.workdir)
@@ -356,10 +401,22 @@ class Runner:
             return hook_scripts or {}, region_scripts or {}
         return (hooks if hook_scripts is None else hook_scripts), (regions if region_scripts is None else region_scripts)
 
+    def _went_live(self) -> None:
+        """The resumed run has replayed its journal: its record continues from here."""
+        rec = self.state.rec
+        if rec.muted:
+            rec.muted = False
+            rec.save(force=True)
+
     async def _end(self) -> None:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
+        if self.state.journal is not None:
+            self.state.journal.go_live()  # a run that ends while replaying still records its end
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        if status == "paused":  # not an end: the terminal hook fires when the resumed run ends
+            self._record_pause(error or "paused")
+            return
         self.interaction.close()
         if status != "cancelled":
             try:
@@ -396,6 +453,19 @@ class Runner:
                 produced_output=flags.produced_output,
                 final_output=state.final_output.descriptor() if state.final_output else None,
             )
+        )
+
+    def _record_pause(self, reason: str) -> None:
+        state = self.state
+        state.meta.status = "paused"
+        setup = state.meta.needs_setup or {}
+        try:
+            state.rec.save(final=True)
+        except OSError:
+            pass
+        state.rec.emit(
+            ev.Paused(state.run_id, state.stage.name, reason=reason, blocker=setup.get("blocker", ""),
+                      remedy=setup.get("remedy", ""))
         )
 
     def _check_record(self) -> None:

@@ -36,7 +36,7 @@ RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
     "starting": "#616161", "running": "#1565c0", "complete": "#2e7d32", "error": "#c62828",
-    "cancelled": "#a34f00", "waiting_input": "#6a1b9a",
+    "cancelled": "#a34f00", "waiting_input": "#6a1b9a", "paused": "#8e24aa",
 }
 
 STYLE = """<style>
@@ -190,6 +190,14 @@ class RunState:
                 self.visits[-1].ended = event.ts
             self.visits.append(Visit(event.stage or "?", event.visit, event.from_stage, event.ts))
             return
+        if kind == "paused":
+            self.status, self.ended = "paused", event.ts
+            self.error, self.error_stage = event.reason, event.stage
+            if self.visits:
+                self.visits[-1].ended = event.ts
+            return  # told once, under the stages (error_html)
+        if kind == "resumed":
+            self.status, self.ended, self.error, self.error_stage = "running", None, None, None
         if kind == "completed":
             self.status, self.ended = event.status, event.ts
             if self.visits:
@@ -288,7 +296,8 @@ class RunState:
     # -- derived facts -----------------------------------------------------------------------
     @property
     def finished(self) -> bool:
-        return self.status in TERMINAL_STATUSES
+        # A paused run does not move either until it is resumed (a new view follows that).
+        return self.status in TERMINAL_STATUSES or self.status == "paused"
 
     @property
     def current(self) -> str | None:
@@ -376,7 +385,7 @@ def progress_html(state: RunState) -> str:
         mark = ""
         if name == state.current:
             classes += ["current", state.status]
-            mark = "▶ " if not state.finished else ("✓ " if state.status == "complete" else "✗ ")
+            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "⏸ "}.get(state.status, "✗ ")
         elif name in visited:
             classes.append("visited")
             mark = "✓ "
@@ -493,7 +502,7 @@ def error_html(state: RunState) -> str:
     if not state.error:
         return ""
     where = f" in {_e(state.error_stage)}" if state.error_stage else ""
-    verb = "Cancelled" if state.status == "cancelled" else "Failed"
+    verb = {"cancelled": "Cancelled", "paused": "Paused"}.get(state.status, "Failed")
     return f"<div class='lev-error'><b>{verb}{where}:</b> {_e(state.error)}</div>"
 
 
@@ -592,5 +601,6 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
         lines.extend("  " + line for line in body.splitlines())
     if state.error:
         where = f" in {state.error_stage}" if state.error_stage else ""
-        lines.append(f"{'cancelled' if state.status == 'cancelled' else 'failed'}{where}: {state.error}")
+        verb = {"cancelled": "cancelled", "paused": "paused"}.get(state.status, "failed")
+        lines.append(f"{verb}{where}: {state.error}")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ __all__ = [
     "NudgeDefaults",
     "Policy",
     "ProviderSettings",
+    "Providers",
     "ReadPathGrants",
     "SafeCommands",
     "Security",
@@ -115,6 +116,18 @@ class ProviderSettings:
     script: str | None = setting(doc="Rhai provider script (default $LEV_HOME/providers/<name>.rhai); not for built-ins")
     options: Mapping[str, Any] = setting({}, doc="extra settings handed to the provider script's initialize()")
     prices: Mapping[str, ModelPrice] = setting({}, doc="model id -> its rates, over the built-in price table")
+
+
+@dataclass(frozen=True)
+class Providers:
+    """``[providers]``: choices across providers (spec/runtime.md §13.3)."""
+
+    fallback_order: tuple[str, ...] = setting(
+        (), doc="provider/model entries every stage may fall back to, in order, after its own list and the default")
+    provider_failures_before_open: int = setting(
+        3, minimum=1, doc="unusable failures in a row after which a model's calls fail fast (its circuit opens)")
+    provider_circuit_cooldown_secs: int = setting(
+        300, minimum=0, doc="how long an open circuit fails calls fast before one probe call is let through")
 
 
 @dataclass(frozen=True)
@@ -218,6 +231,7 @@ class Settings:
     default_model: str | None = setting(
         env="LEV_DEFAULT_MODEL", doc="model id on default_provider, tried first where a stage allows it")
     model_providers: Mapping[str, ProviderSettings] = setting({}, doc="provider options and Rhai provider scripts")
+    providers: Providers = field(default_factory=Providers)
     limits: Limits = field(default_factory=Limits)
     tool_permissions: Mapping[str, Policy] = setting({}, doc="tool -> allow|ask|deny: a ceiling blueprints may only tighten")
     agent_tool_permissions: Mapping[str, Mapping[str, Policy]] = setting(

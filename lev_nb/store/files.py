@@ -9,11 +9,14 @@ one object per line; a torn last line (a crash mid-append) is skipped when readi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,9 @@ __all__ = [
     "TRANSCRIPT",
     "FINAL_OUTPUT",
     "INBOX",
+    "JOURNAL",
+    "LAUNCH",
+    "RecordBusy",
 ]
 
 META = "meta.json"
@@ -39,6 +45,9 @@ EVENTS = "events.jsonl"
 TRANSCRIPT = "transcript.jsonl"
 FINAL_OUTPUT = "final_output"
 INBOX = "inbox"
+JOURNAL = "journal.jsonl"  # what a resumed run replays (lev_nb.engine.journal)
+LAUNCH = "launch.json"  # how the run was started (lev_nb.engine.resume)
+_CLAIM_LOCK = ".claim.lock"
 
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -105,6 +114,10 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
 class RecordUnwritable(OSError):
     """The run's record cannot be written (a read-only or full disk, a LEV_HOME that is a file):
     the run does not start. The message names the folder and the cause."""
+
+
+class RecordBusy(OSError):
+    """Another process is taking over the same run at this moment."""
 
 
 class RunStore:
@@ -176,6 +189,32 @@ class RunStore:
     def append_transcript(self, entry: dict[str, Any]) -> None:
         """Append one transcript entry as a line of transcript.jsonl."""
         self.append_lines(TRANSCRIPT, [encode_line(entry)])
+
+    def read_launch(self) -> dict[str, Any] | None:
+        """launch.json (how the run was started), or None when missing or unreadable."""
+        try:
+            value = json.loads((self.dir / LAUNCH).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def read_journal(self) -> list[dict[str, Any]]:
+        """Every journal entry recorded so far, in order (lev_nb.engine.journal)."""
+        return read_jsonl(self.dir / JOURNAL)
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator[None]:
+        """Hold the run's claim lock while deciding who owns it (one resume at a time, across
+        processes); raises RecordBusy when another process holds it."""
+        fd = os.open(self.dir / _CLAIM_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RecordBusy(f"another process is resuming run '{self.run_id}' right now") from None
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def read_events(self) -> list[dict[str, Any]]:
         """Every event recorded so far, in order."""

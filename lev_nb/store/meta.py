@@ -20,8 +20,11 @@ from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
 
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
-#: Every status a run can have, in the order a run passes through them.
-RUN_STATUSES = ("starting", "running", "waiting_input", "complete", "error", "cancelled")
+#: Every status a run can have, in the order a run passes through them. ``waiting_input`` (a person must
+#: answer: run.pending) and ``paused`` are not terminal; paused:
+#: the run stopped because a person must set something up (credits, the network) and
+#: ``lev resume`` / ``lev_nb.resume`` continues it from its record.
+RUN_STATUSES = ("starting", "running", "waiting_input", "paused", "complete", "error", "cancelled")
 #: The statuses a run never leaves.
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
@@ -119,8 +122,8 @@ class RunMeta:
     # price), and tokens and cost per stage and in all (see lev_nb.providers.pricing).
     cost_usd: float | None = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
-    # Set when the run stopped because a person must set something up (an account out of
-    # credits, a provider out of reach): {blocker: credits|providers, remedy}.
+    # Set while the run is paused because a person must set something up (an account out of
+    # credits, a provider out of reach): {blocker: credits|providers, remedy, reason}.
     needs_setup: dict[str, Any] | None = None
     # Permissions given at launch (--yolo, --allow TOOL), inherited by child runs.
     yolo: bool = False
@@ -128,6 +131,8 @@ class RunMeta:
     # While status is waiting_input: the open requests (as run.pending shows them), so
     # `lev respond` can answer from elsewhere.
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # Set once the run has been resumed: {count, at: [timestamps], from: [status it was resumed from]}.
+    resumed: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -146,7 +151,7 @@ class RunMeta:
 
     def to_dict(self) -> dict[str, Any]:
         """meta.json as a new dict: upstream field names in the upstream order, plus child_runs,
-        stage_history, cost_usd, usage and needs_setup."""
+        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending and resumed."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -186,4 +191,5 @@ class RunMeta:
             "yolo": self.yolo,
             "allowed_tools": list(self.allowed_tools),
             "pending": copy.deepcopy(self.pending),
+            "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
         }

@@ -465,6 +465,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "content": _str("What to store."), "key": _str("Optional key to upsert by.")}, ["region", "content"]),
             _delegate("write", ("region", "content", "key")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_append",
@@ -472,6 +473,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "content": _str("What to add."), "key": _str("Optional key for the entry.")}, ["region", "content"]),
             _delegate("append", ("region", "content", "key")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_read",
@@ -480,6 +482,7 @@ def builtin_tools() -> list[ToolDef]:
             _delegate("read", ("region", "key")),
             readonly=True,
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_delete",
@@ -491,6 +494,7 @@ def builtin_tools() -> list[ToolDef]:
             ),
             _delegate("delete", ("region", "key", "index", "oldest")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_list",
@@ -499,6 +503,7 @@ def builtin_tools() -> list[ToolDef]:
             _delegate("list", ("region",)),
             readonly=True,
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_add",
@@ -506,6 +511,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "item": _str("The item's text.")}, ["region", "item"]),
             _delegate("todo_add", ("region", "item")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_done",
@@ -513,6 +519,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "id": _int("The item's number.")}, ["region", "id"]),
             _delegate("todo_done", ("region", "id")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_note",
@@ -520,6 +527,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "id": _int("The item's number."), "note": _str("The note.")}, ["region", "id", "note"]),
             _delegate("todo_note", ("region", "id", "note")),
             default_policy="allow",
+            run_state=True,
         ),
     ]
     return [

@@ -125,8 +125,8 @@ def test_spawn_by_path_then_wait_links_both_records_and_rolls_up_usage(tmp_path,
     child = meta_of(home, child_id)
     assert (child["parent_run_id"], child["depth"], child["status"]) == (run.run_id, 1, "complete")
     assert child["output_request"] == {"format": "json", "instructions": "an object with a count"}
-    # The child's calls are counted in the parent's usage, apart from its own.
-    assert parent["usage"]["total"]["calls"] == 3
+    # The child's calls are rolled into the parent's usage, and shown apart as children.
+    assert parent["usage"]["total"]["calls"] == 3 + child["usage"]["total"]["calls"]
     assert parent["usage"]["children"]["runs"] == 1
     assert parent["usage"]["children"]["calls"] == child["usage"]["total"]["calls"] == 2
     # run.children: live handles.
@@ -585,32 +585,36 @@ def test_a_childs_cost_is_counted_in_its_parents_cost(tmp_path, home, workdir):
     per_call = (10 * 3.0 + 2 * 15.0) / 1_000_000
     child = run.children[0]
     assert child.meta["cost_usd"] == pytest.approx(2 * per_call)
-    assert run.usage["total"]["cost_usd"] == pytest.approx(2 * per_call)  # its own two calls
     assert run.usage["children"]["cost_usd"] == pytest.approx(2 * per_call)
+    assert run.usage["children"]["runs"] == 1
+    assert run.usage["total"]["cost_usd"] == pytest.approx(4 * per_call)  # its own two calls and the child's
+    assert run.usage["by_stage"]["boss"]["calls"] == 4  # counted under the stage that spawned it
     assert run.usage["cost_usd"] == run.meta["cost_usd"] == pytest.approx(4 * per_call)
 
 
 def test_usage_roll_up_counts_grandchildren_once_and_an_unpriced_call_anywhere():
-    from types import SimpleNamespace
-
-    from lev_nb.engine.pipeline.subagents import add_child_usage, tree_cost
+    from lev_nb.engine.record import UsageBook
+    from lev_nb.store import RunMeta
 
     def totals(calls, usd, unpriced=0):
         return {"calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls, "cached_tokens": 0,
-                "cache_write_tokens": 0, "priced_usd": usd, "unpriced_calls": unpriced}
+                "cache_write_tokens": 0, "priced_usd": usd, "unpriced_calls": unpriced,
+                "cost_usd": None if unpriced else usd}
 
-    parent = SimpleNamespace(usage={"total": totals(1, 0.5)}, cost_usd=0.5)
-    grandchild = {"total": totals(2, 0.25)}
-    child = {"total": totals(1, 1.0)}
-    middle = SimpleNamespace(usage=child, cost_usd=1.0)
-    add_child_usage(middle, grandchild)
-    add_child_usage(parent, middle.usage)
-    kids = parent.usage["children"]
-    assert (kids["runs"], kids["calls"], kids["prompt_tokens"]) == (2, 3, 30)
-    assert kids["cost_usd"] == 1.25 and parent.cost_usd == 1.75
-    add_child_usage(parent, {"total": totals(1, 0.0, unpriced=1)})
-    assert parent.usage["children"]["cost_usd"] is None and parent.cost_usd is None
-    assert tree_cost({"total": totals(1, 0.5)}) == 0.5
+    middle, middle_meta = UsageBook(), RunMeta(run_id="middle", agent_name="m", task="t")
+    middle.add_child("work", totals(2, 0.25))  # the grandchild
+    middle.total.absorb(middle.total.from_dict(totals(1, 1.0)))  # the middle run's own call
+    middle.write(middle_meta)
+    parent, parent_meta = UsageBook(), RunMeta(run_id="parent", agent_name="p", task="t")
+    parent.total.absorb(parent.total.from_dict(totals(1, 0.5)))
+    parent.add_child("boss", middle_meta.usage["total"])
+    parent.write(parent_meta)
+    kids = parent_meta.usage["children"]
+    assert (kids["runs"], kids["calls"], kids["prompt_tokens"]) == (1, 3, 30)  # the grandchild once
+    assert kids["cost_usd"] == 1.25 and parent_meta.cost_usd == 1.75
+    parent.add_child("boss", totals(1, 0.0, unpriced=1))
+    parent.write(parent_meta)
+    assert parent_meta.usage["children"]["cost_usd"] is None and parent_meta.cost_usd is None
 
 
 def test_cancelling_a_run_held_for_its_children_cancels_them_and_clears_the_wait(tmp_path, home, workdir):

@@ -45,16 +45,22 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
     inputs = dict(state.inputs)
     inputs.setdefault("task", state.task)
     used: set[str] = set()
-    for seed in state.plan.seeds:
+    journal = state.journal
+    for index, seed in enumerate(state.plan.seeds):
         if seed.kind == "caller":
             used.add(seed.key or seed.region)
-        try:
-            text = await seed_text(
-                seed, inputs, state.workdir, state.task, registry, tool_context,
-                allow_commands=state.settings.security.allow_seed_commands,
-            )
-        except SeedFailure as exc:
-            raise RunFailure(str(exc)) from None
+        # A resumed run reads what its seeds gave the first time (a command seed is not run again).
+        text = journal.replay_seed(index) if journal is not None else None
+        if text is None:
+            try:
+                text = await seed_text(
+                    seed, inputs, state.workdir, state.task, registry, tool_context,
+                    allow_commands=state.settings.security.allow_seed_commands,
+                )
+            except SeedFailure as exc:
+                raise RunFailure(str(exc)) from None
+            if journal is not None:
+                journal.record_seed(index, text or "")
         if text and state.ctx.has_region(seed.region):
             state.ctx.seed(seed.region, text)
         elif seed.required and seed.kind == "caller":

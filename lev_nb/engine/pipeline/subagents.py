@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
+from lev_nb.engine.record import roll_up_usage
 from lev_nb.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class ChildLink:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
     task: asyncio.Task[None] | None = None
+    stage: str = ""  # the parent's stage that started it (its cost is counted there)
 
     @property
     def run_id(self) -> str:
@@ -102,7 +104,7 @@ class SubAgents:
         """Record ``child`` as a child of this run (both records, an event) and give it a Run handle."""
         from lev_nb.engine.handle import Run
 
-        link = ChildLink(child, kind)
+        link = ChildLink(child, kind, stage=self.state.stage.name)
         self.links[child.run_id] = link
         meta = self.state.meta
         meta.children.append(child.run_id)
@@ -139,7 +141,8 @@ class SubAgents:
                 entry["status"] = child_meta.status
                 entry["error"] = child_meta.error
                 break
-        add_child_usage(meta, child_meta.usage)
+        if link.kind == "agent":  # a fan-out counts its workers itself (journaled for a resume)
+            roll_up_usage(state, child_meta.usage.get("total"), link.stage or None)
         state.rec.emit(
             ev.ChildEnded(
                 state.run_id, state.stage.name, child_id=child.run_id, child_kind=link.kind,
@@ -416,31 +419,4 @@ def result_text(link: ChildLink) -> str:
         return text + f"\n\n[it submitted no final output; its last message was:]\n{last}"
     return text + "\n\n[it produced no final output]"
 
-
-_TOTAL_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "unpriced_calls")
-
-
-def add_child_usage(meta: Any, child_usage: dict[str, Any]) -> None:
-    """Fold a finished child's usage (its own calls and its children's) into ``meta.usage.children``,
-    and recount ``meta.cost_usd`` as the run's own cost plus its children's (None while any call,
-    here or below, has no known price)."""
-    usage = meta.usage
-    children = usage.setdefault("children", {"runs": 0, **{k: 0 for k in _TOTAL_FIELDS}, "priced_usd": 0.0})
-    children["runs"] += 1
-    for part in (child_usage.get("total") or {}, child_usage.get("children") or {}):
-        for key in _TOTAL_FIELDS:
-            children[key] += int(part.get(key) or 0)
-        children["priced_usd"] = round(children["priced_usd"] + float(part.get("priced_usd") or 0.0), 6)
-        children["runs"] += int(part.get("runs") or 0)
-    children["cost_usd"] = None if children["unpriced_calls"] else children["priced_usd"]
-    meta.cost_usd = tree_cost(usage)
-
-
-def tree_cost(usage: dict[str, Any]) -> float | None:
-    """The cost of a run and its children from its ``usage`` (None while any call has no price)."""
-    own = usage.get("total") or {}
-    children = usage.get("children") or {}
-    if int(own.get("unpriced_calls") or 0) or int(children.get("unpriced_calls") or 0):
-        return None
-    return round(float(own.get("priced_usd") or 0.0) + float(children.get("priced_usd") or 0.0), 6)
 

@@ -28,6 +28,7 @@ from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
@@ -141,9 +142,12 @@ class StageTools:
         )
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
+        journal = _BatchJournal(state.journal) if state.journal is not None else None
         results = await execute_calls(
-            calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start
+            calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
+            journal=journal,
         )
+        replayed = journal.replayed_ids if journal is not None else set()
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
             if result.inline:
@@ -162,6 +166,8 @@ class StageTools:
                 is_error=result.is_error,
                 routing=routing,
             )
+            if result.call_id in replayed:
+                continue  # its events are in the record from the run's previous life
             if result.call_id not in started:
                 call = by_id[result.call_id]
                 state.rec.emit(
@@ -280,6 +286,25 @@ class StageTools:
             "has_final_output": state.final_output is not None,
         }
         return json.dumps(info, indent=2)
+
+
+class _BatchJournal:
+    """The run journal as the tool executor sees it (lev_nb.tools.executor.ToolJournal)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.replayed_ids: set[str] = set()
+
+    def replayed(self, call: ToolCall) -> ToolResult | None:
+        entry = self.journal.replay_tool(call)
+        if entry is None:
+            return None
+        self.replayed_ids.add(call.id)
+        return ToolResult(call_id=call.id, name=str(entry.get("name") or call.name), content=str(entry.get("content") or ""),
+                          is_error=bool(entry.get("is_error")), modified_path=entry.get("modified_path"))
+
+    def done(self, result: ToolResult) -> None:
+        self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path)
 
 
 def _routing(stage: StagePlan) -> ToolRouting | None:
