@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
@@ -251,6 +252,17 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
     return bytes(kept), total
 
 
+def command_line(sandbox: Sandbox | None, command: str) -> list[str]:
+    """The argv that runs one shell command line for an agent (the shell tool, a seed command, a
+    script's ``shell()``): on the host, or inside ``sandbox`` (:mod:`lev_nb.sandbox`)."""
+    program = _shell_program()
+    if sandbox is None or not sandbox.isolated:
+        return [program, "-c", command]
+    if not program.startswith(("/usr/", "/bin/")):
+        program = "/bin/sh"  # a shell outside the system folders is not visible inside
+    return sandbox.wrap([program, "-c", command])
+
+
 def kill_group(pid: int) -> None:
     """Kill the whole process group the command runs in (its children too)."""
     try:
@@ -311,9 +323,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
-        _shell_program(),
-        "-c",
-        command,
+        *command_line(ctx.sandbox, command),
         cwd=str(ctx.workspace.root),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

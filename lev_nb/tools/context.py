@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Protocol, Union, runtime_checkable
 
+from lev_nb.sandbox import Sandbox
 from lev_nb.workspace import Workspace
 
 __all__ = ["ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
@@ -63,4 +64,7 @@ class ToolContext:
     run_id: str = ""
     context: ContextAccess | None = None
     shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S
+    # Where commands run (the shell tool, a script's shell()): the current stage's sandbox, set by
+    # the engine; None runs them on the host.
+    sandbox: Sandbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -107,8 +107,9 @@ pub fn hardened_engine(limits: &Limits) -> Engine {
     engine
 }
 
-/// Compile `source` under the script-size limit; a compilation stopped by a guard is a limit
-/// error, not a syntax error.
+/// Compile `source` under the script-size limit and the compile budget (`max_compile_ms`, or the
+/// deadline in force if sooner); a compilation stopped by a guard is a limit error, not a syntax
+/// error.
 pub fn compile_with(
     engine: &Engine,
     source: &str,
@@ -121,8 +122,8 @@ pub fn compile_with(
             limits.max_script_size
         )));
     }
-    engine
-        .compile(source)
+    // The compile budget holds even without a deadline (it never extends one in force).
+    guard::with_deadline(Some(limits.max_compile_ms), || engine.compile(source))
         .map_err(|err| match guard::compile_abort() {
             Some(message) => terminated(message),
             None => err.into(),
@@ -912,6 +913,16 @@ mod tests {
         let big = "1;".repeat(600_000);
         let err = outcome(&limits, &big).unwrap_err();
         assert!(err.contains("max_script_size"), "{err}");
+        // Without a deadline, the compile budget still bounds a script of many functions.
+        let unbounded = Limits {
+            timeout_ms: None,
+            max_functions: 100_000,
+            max_compile_ms: 50,
+            ..Limits::default()
+        };
+        let many: String = (0..40_000).map(|i| format!("fn f{i}(x){{x}}\n")).collect();
+        let err = outcome(&unbounded, &many).unwrap_err();
+        assert!(err.contains(guard::COMPILE_TIMEOUT_MESSAGE), "{err}");
         let fns: String = (0..1001).map(|i| format!("fn f{i}() {{ 0 }}\n")).collect();
         let engine = hardened_engine(&Limits::default());
         let err: Box<EvalAltResult> = engine.compile(&fns).unwrap_err().into();

@@ -284,6 +284,21 @@ def test_compilation_runs_under_the_deadline() -> None:
         assert time.monotonic() - start < 3
 
 
+def test_compilation_is_bounded_even_without_a_deadline() -> None:
+    # timeout_ms=None used to leave compiling unbounded: 40,000 functions (max_functions raised)
+    # or 80,000 variables (1 MiB, inside the default size) compiled for 5 to 30 s. The compile
+    # budget (max_compile_ms, 5 s by default) holds whatever the deadline says.
+    assert DEFAULT_LIMITS["max_compile_ms"] == 5000
+    functions = "".join(f"fn f{i}(x){{x}}\n" for i in range(40_000))
+    variables = "".join(f"let v{i}=0;" for i in range(80_000))
+    for source in (functions, variables):
+        engine = Engine(timeout_ms=None, max_functions=100_000, max_script_size=1 << 21, max_compile_ms=100)
+        with pytest.raises(RhaiLimitError, match="max_compile_ms"):
+            engine.compile(source)
+    with pytest.raises(ValueError, match="max_compile_ms"):
+        Engine(max_compile_ms=0)
+
+
 # --- callbacks still run on the calling thread -----------------------------------------------
 
 
@@ -506,3 +521,16 @@ def test_what_callbacks_hand_to_a_script_counts_against_its_memory() -> None:
     )
     with pytest.raises(RhaiLimitError, match="max_memory"):
         engine.eval(source)
+
+
+# --- a lone surrogate (a model's text may hold one) reaches a script as U+FFFD ------------------
+
+
+def test_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # It used to raise UnicodeEncodeError out of every call: a hook, a validator or a region
+    # script given a model's text ended the run as an "internal error".
+    engine = Engine()
+    assert engine.eval("s", s="a\ud800b\udfff") == "a\ufffdb\ufffd"
+    assert engine.eval("m.keys()", m={"k\udc00": 1}) == ["k\ufffd"]
+    ast = engine.compile("fn f(x) { x.len() }")
+    assert engine.call(ast, "f", "\ud83d") == 1

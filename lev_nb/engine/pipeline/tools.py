@@ -23,6 +23,7 @@ from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
 
@@ -69,6 +70,17 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        # Commands never see the run record nor $LEV_HOME, even when they lie in the workdir.
+        self.sandboxes = Sandboxes(state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent))
+
+    def use_sandbox(self, spec: SandboxSpec, who: str) -> None:
+        """Run the next commands in the sandbox of ``spec`` (``who``: whose it is, for the warning a
+        sandbox weaker than asked for gives once per run)."""
+        sandbox, new = self.sandboxes.get(spec)
+        if new and sandbox.choice.degraded:
+            self.state.warn(f"{who} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: "
+                            f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
+        self.tool_context.sandbox = sandbox
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
@@ -116,6 +128,7 @@ class StageTools:
             blueprint_may_loosen=settings.security.allow_blueprint_permissions,
             approver=self.approver,
         )
+        self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
         results = await execute_calls(

@@ -18,6 +18,7 @@ from lev_nb.blueprint.constants import (
     DEFAULT_MAX_WORKERS,
     DEFAULT_WINDOW_TOKENS,
 )
+from lev_nb.sandbox import SandboxSpec
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
 DEFAULT_MAX_NUDGES = 3
@@ -195,6 +196,8 @@ class StagePlan:
     # (name, unattended) of each interaction point, for interactive_points stages
     interaction_points: tuple[tuple[str, str], ...] = ()
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
+    # Where the stage's commands run: the stronger of the agent's and its own [sandbox]
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -227,6 +230,9 @@ class RunPlan:
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
+    # The [security] tables that turn taint tracking on (lev_nb has no taint gate: refused at launch)
+    taint_tracking: tuple[str, ...] = ()
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
