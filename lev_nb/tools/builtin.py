@@ -116,7 +116,7 @@ def read_capped(real: Path, cap: int) -> tuple[bytes, int]:
 
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Return a file's text (the first 256 KiB of a larger file, with a note)."""
-    return await asyncio.to_thread(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
+    return await ctx.blocking(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
 
 
 async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -136,7 +136,7 @@ async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
 
     if not paths:
         return "[error] read_files needs at least one path in 'paths'."
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -155,7 +155,7 @@ async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.parent.mkdir(parents=True, exist_ok=True)
             real.write_bytes(data)
 
-    await asyncio.to_thread(work)
+    await ctx.blocking(work)
     return f"Wrote {len(data)} bytes to '{path}'."
 
 
@@ -191,7 +191,7 @@ async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.write_text(text.replace(old, new, 1), encoding="utf-8")
             return f"Edited '{path}': replaced 1 occurrence."
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -217,7 +217,7 @@ async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
             return f"(empty directory: {path})"
         return "\n".join(lines)
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ variables that look like credentials are refused, and network calls are not offe
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,7 +109,7 @@ def _tool_def(tool: ToolScript) -> ToolDef:
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
         host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox)
         # run_tool validates the arguments itself; the executor already did, so skip it here.
-        return await asyncio.to_thread(run_tool, tool, args, host, validate_arguments=False)
+        return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))
 
     # A script that asks for no capability can only compute, so it runs without asking;
     # one that wants the shell, files or network is asked for like any other such tool.

@@ -6,6 +6,7 @@ the tools the engine answers itself: ``submit_output``, ``runtime_info`` and ``f
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -205,7 +206,7 @@ class StageTools:
     async def _run_inline(self, call: ToolCall, result: ToolResult) -> ToolResult:
         canon = self.registry.canonical(call.name)
         if canon == "submit_output":
-            content = self._submit_output(call)
+            content = await self._submit_output(call)
         elif canon == "runtime_info":
             content = self._runtime_info()
         elif canon == "fan_out":
@@ -216,12 +217,15 @@ class StageTools:
             call_id=call.id, name=call.name, content=content, is_error=is_failure(content)
         )
 
-    def _submit_output(self, call: ToolCall) -> str:
+    async def _submit_output(self, call: ToolCall) -> str:
         state = self.state
         stage = state.stage
         spec = self.output_spec(stage)
         validator = self.validators.get(spec.validator) if spec and spec.validator else None
-        outcome = evaluate_submission(
+        # Off the engine thread: a validator (or a large answer's format and schema checks) may
+        # take seconds, and every other run shares that thread.
+        outcome = await asyncio.to_thread(
+            evaluate_submission,
             call.arguments or {},
             spec=spec,
             stage=stage.name,
