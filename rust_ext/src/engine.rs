@@ -99,6 +99,23 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     });
 }
 
+/// Whether a limit error of the capped first attempt (see `worker`) may come from its caps
+/// (operations, items, the calling thread's stack), so the script must run again past them. The
+/// deadline, the compile budget, the memory budget and the size of the source are the same in
+/// both attempts: running again would only take as long again.
+fn caps_may_explain(report: &crate::errors::ErrorReport) -> bool {
+    let text = &report.message;
+    ![
+        guard::TIMEOUT_PREFIX,
+        guard::COMPILE_TIMEOUT_MESSAGE,
+        guard::MEMORY_MESSAGE,
+        "Script too large",
+        "Number of functions",
+    ]
+    .iter()
+    .any(|known| text.contains(known))
+}
+
 /// A hardened engine with the shared helpers registered: what every script runs on.
 pub fn hardened_engine(limits: &Limits) -> Engine {
     let mut engine = Engine::new();
@@ -489,7 +506,7 @@ impl PyEngine {
                     })
                 });
                 match first {
-                    Err(report) if report.class == ErrorClass::Limit => {
+                    Err(report) if report.class == ErrorClass::Limit && caps_may_explain(&report) => {
                         if let Some(entry) = entry {
                             entry.remember_past_caps();
                         }
