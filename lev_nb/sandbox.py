@@ -336,6 +336,8 @@ class Sandbox:
 
     def _container_args(self, workdir: str) -> list[str]:
         args = ["run", "--rm", "-i", "--workdir", workdir, "-v", f"{workdir}:{workdir}:rw"]
+        if self.choice.backend == "docker":  # files it writes in the workdir stay the user's
+            args += ["--user", f"{os.getuid()}:{os.getgid()}"]
         if not self.spec.network:
             args += ["--network", "none"]
         scratch = self._tmp()

@@ -1,6 +1,7 @@
 """Issue 12 item 7: one run cannot stall another.
 
-Output validators and custom-region rendering run off the shared engine thread, and a run's
+Output validators, custom-region rendering and the on_write/on_overflow of a context tool's write
+run off the shared engine thread, and a run's
 blocking tool calls hold at most ``BLOCKING_PER_RUN`` of the shared worker threads. Each test holds
 run A inside the slow part with an Event, finishes a one-turn run B meanwhile, then lets A go: with
 the old behaviour B could not finish until A was released (the test would time out)."""
@@ -112,6 +113,39 @@ def test_a_slow_region_render_does_not_stall_other_runs(engine, gate: Gate, tmp_
     run_a, model = engine.start(load(folder), [say("done")])
     _quick_run_finishes_while_held(engine, run_a, gate)
     assert "BOARD" in "\n".join(model.requests[0].system)
+
+
+def test_a_slow_on_write_does_not_stall_other_runs(engine, gate: Gate, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from lev_nb.blueprint import load
+
+    folder = tmp_path / "agent"
+    (folder / "context_hooks").mkdir(parents=True)
+    (folder / "context_hooks" / "board.rhai").write_text('fn render(ctx) { "BOARD" }\nfn on_write(ctx) { () }')
+    (folder / "agent.leviath").write_text(textwrap.dedent("""
+        [agent]
+        name = "slow-write"
+        [context.regions.board]
+        kind = "custom"
+        script = "context_hooks/board.rhai"
+        max_tokens = 1000
+        [context.regions.conversation]
+        kind = "sliding_window"
+        max_tokens = 5000
+        [stages.work]
+        available_tools = ["context_append"]
+        nudge = { enabled = false }
+        [stages.work.transitions]
+        """))
+    original = RegionScript.on_write
+
+    def slow_on_write(self: RegionScript, ctx: Any) -> Any:
+        gate.hold()
+        return original(self, ctx)
+
+    monkeypatch.setattr(RegionScript, "on_write", slow_on_write)
+    run_a, _ = engine.start(load(folder), [call("context_append", region="board", content="x"), say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
 
 
 def test_one_runs_blocking_calls_leave_threads_for_another(engine, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:

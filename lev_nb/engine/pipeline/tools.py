@@ -61,7 +61,7 @@ class StageTools:
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
-        self.context_tools = ContextTools(state.ctx)
+        self.context_tools = ContextTools(state.ctx, scripts_off_loop=getattr(state.ctx, "scripted", False))
         self.tool_context = ToolContext(
             workspace=Workspace(
                 state.workdir,
