@@ -134,8 +134,8 @@ def _bwrap(path: str | None) -> tuple[str | None, str]:
     found = shutil.which("bwrap", path=path)
     if found is None:
         return None, "bubblewrap (bwrap) is not on PATH"
-    probe = (found, *_system_binds(), "--unshare-user-try", "--unshare-pid", "--proc", "/proc",
-             "--dev", "/dev", "--", "/bin/sh", "-c", "true")
+    # The isolation every sandboxed command gets (network off: the most namespaces), on `true`.
+    probe = (found, *_isolation(network=False), "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "true")
     if not _probe(probe):
         return None, f"{found} cannot create a sandbox on this machine (user namespaces may be off)"
     return found, ""
@@ -221,6 +221,19 @@ def describe(choice: Choice) -> str:
 
 # --------------------------------------------------------------------------------------------------
 # wrapping a command
+
+
+def _isolation(network: bool) -> list[str]:
+    """bubblewrap's options for the namespaces and the read-only system view of every command."""
+    args = ["--die-with-parent", "--unshare-user-try", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    args += _system_binds()
+    for secret in SYSTEM_SECRETS:
+        if os.path.exists(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    return args + ["--proc", "/proc", "--dev", "/dev"]
 
 
 def _system_binds() -> list[str]:
@@ -314,15 +327,7 @@ class Sandbox:
         return [str(self.choice.program), *self._container_args(workdir), *argv]
 
     def _bwrap_args(self, workdir: str) -> list[str]:
-        args = ["--die-with-parent", "--unshare-user-try", "--unshare-pid", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try"]
-        if not self.spec.network:
-            args.append("--unshare-net")
-        args += _system_binds()
-        for secret in SYSTEM_SECRETS:
-            if os.path.exists(secret):
-                args += ["--ro-bind", "/dev/null", secret]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args = _isolation(self.spec.network)
         scratch = self._tmp()
         args += ["--bind", scratch, "/tmp"] if scratch else ["--tmpfs", "/tmp"]
         args += ["--bind", workdir, workdir]

@@ -261,3 +261,11 @@ def test_taint_tracking_is_refused_not_ignored(lev, engine, tmp_path: Path) -> N
 def test_a_host_choice_wraps_nothing(tmp_path: Path) -> None:
     sandbox = Sandbox(Choice(SandboxSpec(), "host"), tmp_path)
     assert sandbox.wrap(["sh", "-c", "true"]) == ["sh", "-c", "true"] and not sandbox.isolated
+
+
+def test_lev_run_refuses_a_required_sandbox_in_one_line(lev, tmp_path: Path, no_bwrap: None) -> None:
+    folder = _write(tmp_path, _shell_stage())
+    done = lev("run", str(folder), "--task", "t", "--model", "mock", "--quiet")
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "must run its commands in a sandbox" in done.stderr
+    assert "Traceback" not in done.stderr and 'on_unavailable = "warn"' in done.stderr
