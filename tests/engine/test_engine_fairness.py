@@ -146,6 +146,15 @@ def test_a_slow_on_write_does_not_stall_other_runs(engine, gate: Gate, tmp_path:
     monkeypatch.setattr(RegionScript, "on_write", slow_on_write)
     run_a, _ = engine.start(load(folder), [call("context_append", region="board", content="x"), say("done")])
     _quick_run_finishes_while_held(engine, run_a, gate)
+    # A tool result routed into the region goes through on_write too, off the engine thread.
+    gate.entered.clear()
+    gate.released.clear()
+    routed = (folder / "agent.leviath").read_text().replace(
+        'available_tools = ["context_append"]',
+        'available_tools = ["list_dir"]\ntool_routing = { default_region = "board" }')
+    (folder / "agent.leviath").write_text(routed)
+    run_a, _ = engine.start(load(folder), [call("list_dir", path="."), say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
 
 
 def test_one_runs_blocking_calls_leave_threads_for_another(engine, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:

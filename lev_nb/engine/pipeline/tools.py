@@ -140,19 +140,27 @@ class StageTools:
             if result.inline:
                 on_start(by_id[result.call_id])
                 results[i] = await self._run_inline(by_id[result.call_id], result)
-        state.ctx.add_assistant(response.text, calls)
-        nudges = self._repetition_nudges(calls)
         routing = _routing(stage)
+
+        def merge() -> None:
+            state.ctx.add_assistant(response.text, calls)
+            for result in results:
+                state.ctx.route_tool_result(
+                    result.call_id,
+                    self.registry.canonical(result.name),
+                    result.content,
+                    is_error=result.is_error,
+                    routing=routing,
+                )
+
+        if getattr(state.ctx, "scripted", False):
+            await asyncio.to_thread(merge)  # custom-region scripts (on_write, on_overflow) run off the engine thread
+        else:
+            merge()
+        nudges = self._repetition_nudges(calls)
         counted = modifying_tools(stage)
         for result in results:
             self._account(result, counted)
-            state.ctx.route_tool_result(
-                result.call_id,
-                self.registry.canonical(result.name),
-                result.content,
-                is_error=result.is_error,
-                routing=routing,
-            )
             if result.call_id not in started:
                 call = by_id[result.call_id]
                 state.rec.emit(
