@@ -2,7 +2,9 @@
 
 Handlers are ``async def handler(ctx, args) -> str``. They report ordinary failures as result
 strings (``[error] ...``, ``[timed out] ...``, ``[exit code N] ...``); anything they raise is turned
-into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads.
+into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads, at most
+``BLOCKING_PER_RUN`` at a time per run (``ToolContext.blocking``); commands (the shell tool) run in the
+stage's sandbox (:func:`command_line`, :mod:`lev_nb.sandbox`).
 """
 
 from __future__ import annotations
