@@ -919,6 +919,28 @@ mod tests {
     }
 
     #[test]
+    fn only_the_first_attempts_caps_send_a_script_round_again() {
+        let report = |message: &str| crate::errors::ErrorReport {
+            class: crate::errors::ErrorClass::Limit,
+            display: message.to_string(),
+            message: message.to_string(),
+            line: None,
+            position: None,
+            thrown: None,
+        };
+        assert!(caps_may_explain(&report("Too many operations")));
+        assert!(caps_may_explain(&report(guard::STACK_MESSAGE)));
+        // The same in both attempts: running again would only take as long again.
+        for final_limit in [
+            guard::COMPILE_TIMEOUT_MESSAGE.to_string(),
+            guard::timeout_message(Some(50)),
+            guard::MEMORY_MESSAGE.to_string(),
+        ] {
+            assert!(!caps_may_explain(&report(&final_limit)), "{final_limit}");
+        }
+    }
+
+    #[test]
     fn compile_bounds_are_limit_errors() {
         let limits = Limits {
             timeout_ms: Some(100),
