@@ -337,7 +337,10 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
                     describe(&key)
                 ))
             })?;
-            map.insert(rust_text(&key)?.into(), py_to_dynamic_at(&value, depth + 1)?);
+            map.insert(
+                rust_text(&key)?.into(),
+                py_to_dynamic_at(&value, depth + 1)?,
+            );
         }
         return Ok(Dynamic::from_map(map));
     }
@@ -418,7 +421,10 @@ mod tests {
     #[test]
     fn lone_surrogates_become_replacement_characters() {
         // "a", U+D800 as surrogatepass encodes it, "b", then a stray continuation byte.
-        assert_eq!(without_surrogates(b"a\xED\xA0\x80b\x80"), "a\u{FFFD}b\u{FFFD}");
+        assert_eq!(
+            without_surrogates(b"a\xED\xA0\x80b\x80"),
+            "a\u{FFFD}b\u{FFFD}"
+        );
         assert_eq!(without_surrogates("plain é".as_bytes()), "plain é");
     }
 

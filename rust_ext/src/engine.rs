@@ -140,11 +140,12 @@ pub fn compile_with(
         )));
     }
     // The compile budget holds even without a deadline (it never extends one in force).
-    guard::with_deadline(Some(limits.max_compile_ms), || engine.compile(source))
-        .map_err(|err| match guard::compile_abort() {
+    guard::with_deadline(Some(limits.max_compile_ms), || engine.compile(source)).map_err(|err| {
+        match guard::compile_abort() {
             Some(message) => terminated(message),
             None => err.into(),
-        })
+        }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -506,7 +507,9 @@ impl PyEngine {
                     })
                 });
                 match first {
-                    Err(report) if report.class == ErrorClass::Limit && caps_may_explain(&report) => {
+                    Err(report)
+                        if report.class == ErrorClass::Limit && caps_may_explain(&report) =>
+                    {
                         if let Some(entry) = entry {
                             entry.remember_past_caps();
                         }
