@@ -311,6 +311,7 @@ class Runner:
             state.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
+        await self.tools.prepare_sandboxes()
         self.tools.use_sandbox(self.plan.sandbox, "the agent")  # seed commands run in the agent's
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)

@@ -73,12 +73,22 @@ class StageTools:
         self._specs: dict[str, list[ToolSpec]] = {}
         # Commands never see the run record nor $LEV_HOME, even when they lie in the workdir.
         self.sandboxes = Sandboxes(state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent))
+        self._sandbox_warned: set[SandboxSpec] = set()
+
+    async def prepare_sandboxes(self) -> None:
+        """Find the backend of every sandbox the run may use, off the engine thread (looking for
+        one may start a probe process), so switching stages never waits on it."""
+        plan = self.state.plan
+        specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
+        if any(spec.isolated for spec in specs):
+            await asyncio.to_thread(lambda: [self.sandboxes.get(spec) for spec in specs])
 
     def use_sandbox(self, spec: SandboxSpec, who: str) -> None:
         """Run the next commands in the sandbox of ``spec`` (``who``: whose it is, for the warning a
         sandbox weaker than asked for gives once per run)."""
-        sandbox, new = self.sandboxes.get(spec)
-        if new and sandbox.choice.degraded:
+        sandbox, _ = self.sandboxes.get(spec)
+        if spec not in self._sandbox_warned and sandbox.choice.degraded:
+            self._sandbox_warned.add(spec)
             self.state.warn(f"{who} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: "
                             f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
         self.tool_context.sandbox = sandbox
