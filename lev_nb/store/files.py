@@ -136,6 +136,9 @@ class RunStore:
         :class:`RecordUnwritable` when either cannot be written."""
         try:
             self.write_meta(meta, durable=False)
+            for name in (EVENTS, TRANSCRIPT):  # a new record: any line in them is foreign
+                if not (self.dir / name).exists():
+                    self._sizes[name] = 0
         except OSError as exc:
             raise RecordUnwritable(
                 f"cannot write the run record in '{self.dir}': {exc.strerror or exc}; make the folder "
