@@ -250,6 +250,9 @@ class Runner:
         self._cancel_requested = False
         self._cancel_sent = False
         self._cancellable = False
+        # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
+        self._record_error: str | None = None
+        self.state.rec.writer.watch(self.run_id, self._record_failed)
 
     # ------------------------------------------------------------------ what the Run handle reads
     @property
@@ -305,6 +308,19 @@ class Runner:
             self._cancel_sent = True
             self._task.cancel()
 
+    def _record_failed(self, reason: str) -> None:
+        """The record writer could not write this run's lines, or found them forged (called on the
+        writer's thread): the run stops and ends in error."""
+        from lev_nb.engine.loop import engine_loop
+
+        def stop() -> None:
+            self._record_error = f"the run record in '{self.state.store.dir}' is not intact: {reason}"
+            if self._task is not None and self._cancellable and not self._task.done():
+                self._cancel_sent = True
+                self._task.cancel()
+
+        engine_loop().call_soon(stop)
+
     async def main(self) -> None:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
@@ -316,7 +332,7 @@ class Runner:
                 await self._start()
                 self._ending = await self._loop()
             except asyncio.CancelledError:
-                self._ending = Ending("cancelled")
+                self._ending = Ending("error", self._record_error) if self._record_error else Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
             except RunPaused as exc:
@@ -333,8 +349,15 @@ class Runner:
             paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
             if self.webhook and not paused:
                 await self._post_webhook()
+            self.tools.sandboxes.close()
             await self.state.rec.flushed()
-            self._check_record()
+            if self._check_record():  # the record says what happened, as far as the disk allows
+                try:
+                    self.state.rec.save(final=True)
+                except OSError:
+                    pass
+                await self.state.rec.flushed()
+            self.state.rec.writer.forget(self.state.run_id)
             self.events.close()
             ACTIVE_RUNS.discard(self.run_id)
             if self.parent is not None:
@@ -385,6 +408,8 @@ class Runner:
             state.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
+        await self.tools.prepare_sandboxes()
+        self.tools.use_sandbox(self.plan.sandbox, "the agent")  # seed commands run in the agent's
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)
 
@@ -468,16 +493,23 @@ class Runner:
                       remedy=setup.get("remedy", ""))
         )
 
-    def _check_record(self) -> None:
-        """The run's last meta.json did not reach the disk (full, read-only): the run did not
-        complete as far as its record goes, so it ends in error, saying where and why."""
+    def _check_record(self) -> bool:
+        """The run's last meta.json did not reach the disk (full, read-only), or its lines stopped
+        reaching it or were forged after the run could still stop: the run did not complete as far
+        as its record goes, so it ends in error, saying where and why. True when that changed it."""
         state = self.state
-        failure = state.rec.writer.meta_failure(state.run_id)
-        state.rec.writer.forget(state.run_id)
-        if failure is None:
-            return
+        writer = state.rec.writer
+        failure = writer.meta_failure(state.run_id)
+        lines = writer.line_failure(state.run_id)
+        if failure is not None:
+            message = f"the run record in '{state.store.dir}' could not be written: {failure}"
+        elif lines is not None and state.meta.status != "error":
+            message = self._record_error or f"the run record in '{state.store.dir}' is not intact: {lines}"
+        else:
+            return False
         state.meta.status = "error"
-        state.meta.error = f"the run record in '{state.store.dir}' could not be written: {failure}"
+        state.meta.error = message
+        return True
 
     def _notify_complete(self) -> None:
         if self.on_complete is None:

@@ -134,6 +134,8 @@ class RunStore:
         self.run_dir = runs_dir(home) / run_id
         self._lock = threading.Lock()
         self._made = False
+        self._sizes: dict[str, int] = {}  # .jsonl file -> its size after this store's last append
+        self._foreign: list[str] = []  # what was found written into them by anyone else
 
     @property
     def dir(self) -> Path:
@@ -152,6 +154,9 @@ class RunStore:
         :class:`RecordUnwritable` when either cannot be written."""
         try:
             self.write_meta(meta, durable=False)
+            for name in (EVENTS, TRANSCRIPT):  # a new record: any line in them is foreign
+                if not (self.dir / name).exists():
+                    self._sizes[name] = 0
         except OSError as exc:
             raise RecordUnwritable(
                 f"cannot write the run record in '{self.dir}': {exc.strerror or exc}; make the folder "
@@ -173,14 +178,44 @@ class RunStore:
         return json.loads((self.dir / META).read_text(encoding="utf-8"))
 
     def append_lines(self, name: str, lines: list[bytes]) -> None:
-        """Append encoded lines to the .jsonl file ``name`` in one write, so writers never interleave."""
+        """Append encoded lines to the .jsonl file ``name`` in one write, so writers never interleave.
+
+        Only this store writes these files. Bytes found appended by anyone else since its last append
+        (a command the agent ran, forging lines of its own record) are cut off before writing and
+        reported by :meth:`take_foreign`. A write the disk refuses part-way (full, over a size limit)
+        is undone, so the file keeps only whole lines, and the OSError is raised.
+        """
         self.ensure()
+        data = b"".join(lines)
         with self._lock:
             fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, b"".join(lines))
+                size = os.fstat(fd).st_size
+                expected = self._sizes.get(name)
+                if expected is not None and size != expected:
+                    if size > expected:
+                        os.ftruncate(fd, expected)
+                        self._foreign.append(f"{name} had {size - expected} bytes lev_nb did not write (removed)")
+                        size = expected
+                    else:
+                        self._foreign.append(f"{name} was cut by {expected - size} bytes lev_nb did not remove")
+                written = 0
+                try:
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError:
+                    os.ftruncate(fd, size)
+                    self._sizes[name] = size
+                    raise
+                self._sizes[name] = size + written
             finally:
                 os.close(fd)
+
+    def take_foreign(self) -> list[str]:
+        """What :meth:`append_lines` found written into the record by someone else since the last call."""
+        with self._lock:
+            found, self._foreign = self._foreign, []
+        return found
 
     def append_event(self, event: dict[str, Any]) -> None:
         """Append one event as a line of events.jsonl."""

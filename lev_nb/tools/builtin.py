@@ -2,7 +2,9 @@
 
 Handlers are ``async def handler(ctx, args) -> str``. They report ordinary failures as result
 strings (``[error] ...``, ``[timed out] ...``, ``[exit code N] ...``); anything they raise is turned
-into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads.
+into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads, at most
+``BLOCKING_PER_RUN`` at a time per run (``ToolContext.blocking``); commands (the shell tool) run in the
+stage's sandbox (:func:`command_line`, :mod:`lev_nb.sandbox`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
@@ -115,7 +118,7 @@ def read_capped(real: Path, cap: int) -> tuple[bytes, int]:
 
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Return a file's text (the first 256 KiB of a larger file, with a note)."""
-    return await asyncio.to_thread(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
+    return await ctx.blocking(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
 
 
 async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -135,7 +138,7 @@ async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
 
     if not paths:
         return "[error] read_files needs at least one path in 'paths'."
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -154,7 +157,7 @@ async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.parent.mkdir(parents=True, exist_ok=True)
             real.write_bytes(data)
 
-    await asyncio.to_thread(work)
+    await ctx.blocking(work)
     return f"Wrote {len(data)} bytes to '{path}'."
 
 
@@ -190,7 +193,7 @@ async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.write_text(text.replace(old, new, 1), encoding="utf-8")
             return f"Edited '{path}': replaced 1 occurrence."
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -216,7 +219,7 @@ async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
             return f"(empty directory: {path})"
         return "\n".join(lines)
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -249,6 +252,17 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
         if len(kept) < cap:
             kept.extend(chunk[: cap - len(kept)])
     return bytes(kept), total
+
+
+def command_line(sandbox: Sandbox | None, command: str) -> list[str]:
+    """The argv that runs one shell command line for an agent (the shell tool, a seed command, a
+    script's ``shell()``): on the host, or inside ``sandbox`` (:mod:`lev_nb.sandbox`)."""
+    program = _shell_program()
+    if sandbox is None or not sandbox.isolated:
+        return [program, "-c", command]
+    if not program.startswith(("/usr/", "/bin/")):
+        program = "/bin/sh"  # a shell outside the system folders is not visible inside
+    return sandbox.wrap([program, "-c", command])
 
 
 def kill_group(pid: int) -> None:
@@ -311,9 +325,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
-        _shell_program(),
-        "-c",
-        command,
+        *command_line(ctx.sandbox, command),
         cwd=str(ctx.workspace.root),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

@@ -284,7 +284,7 @@ class Inference:
         (a ``model_fallback`` event says why) and send again. Raises _CallFailed."""
         while True:
             try:
-                request, provider = self._request(purpose, **overrides)
+                request, provider = self._request(purpose, await self._assemble(), **overrides)
             except ProviderError as exc:
                 raise _CallFailed(exc) from None
             try:
@@ -364,10 +364,18 @@ class Inference:
             self.state.warn(pick.note)
         return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
 
-    def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
+    async def _assemble(self) -> tuple[list[Any], list[Any]]:
+        """The request's system blocks and messages. A run with custom-region scripts renders them
+        off the engine thread (a slow render must not stall every other run); others assemble here."""
+        ctx = self.state.ctx
+        if getattr(ctx, "scripted", False):
+            return await asyncio.to_thread(ctx.assemble_blocks)
+        return ctx.assemble_blocks()
+
+    def _request(self, purpose: str, assembled: tuple[list[Any], list[Any]], **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage
         provider, provider_name, model_name = self._provider_for(stage)
-        blocks, messages = self.state.ctx.assemble_blocks()
+        blocks, messages = assembled
         system = [block.text for block in blocks]
         system_key = hash(tuple(system))
         flag_cache_breakpoint(messages, system_key != self._last_request_system)

@@ -27,6 +27,7 @@ from lev_nb.engine.plan.types import (
 )
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.regions import RegionConfig
+from lev_nb.sandbox import resolve as resolve_sandbox
 
 
 
@@ -62,7 +63,20 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
         compaction=_compaction(bp),
         window_tokens=window,
+        sandbox=resolve_sandbox(bp.sandbox),
+        taint_tracking=_taint_tracking(bp),
     )
+
+
+def _taint_tracking(bp: Any) -> tuple[str, ...]:
+    """The [security] tables that turn taint tracking on (present, and taint_tracking not false)."""
+    out = []
+    if bp.security is not None and bp.security.taint_tracking:
+        out.append("[security]")
+    for name, stage in bp.stages.items():
+        if stage.security is not None and stage.security.taint_tracking:
+            out.append(f"stage '{name}': security")
+    return tuple(out)
 
 
 def _window(bp: Any, stage_name: str) -> int:
@@ -162,6 +176,7 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         else (),
         required_tools=tuple(stage.required_tools),
         window_tokens=window,
+        sandbox=resolve_sandbox(bp.sandbox, stage.sandbox),
     )
 
 

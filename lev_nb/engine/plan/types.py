@@ -17,6 +17,7 @@ from lev_nb.blueprint.constants import (
     DEFAULT_MAX_WORKERS,
     DEFAULT_WINDOW_TOKENS,
 )
+from lev_nb.sandbox import SandboxSpec
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
 DEFAULT_MAX_NUDGES = 3
@@ -213,6 +214,8 @@ class StagePlan:
     interaction_points: tuple[PointPlan, ...] = ()
     required_tools: tuple[str, ...] = ()  # blocking tools the stage keeps under --yolo
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
+    # Where the stage's commands run: the stronger of the agent's and its own [sandbox]
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -247,6 +250,9 @@ class RunPlan:
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
+    # The [security] tables that turn taint tracking on (lev_nb has no taint gate: refused at launch)
+    taint_tracking: tuple[str, ...] = ()
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
