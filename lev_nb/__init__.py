@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
     from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
+    from lev_nb.batch import RunSummary, run_many
     from lev_nb.engine.api import run
     from lev_nb.engine.handle import Run
     from lev_nb.engine.launch import LaunchError
@@ -25,6 +26,7 @@ from lev_nb.version import __version__
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
+    "run_many", "RunSummary",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -38,6 +40,9 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # A run that cannot start as asked (bp.run / lev_nb.run): raised before anything is written.
     "LaunchError": ("lev_nb.engine.launch", "LaunchError"),
     "run": ("lev_nb.engine.api", "run"),
+    # One blueprint over many tasks, across processes or a Dask cluster (lev_nb/batch).
+    "run_many": ("lev_nb.batch", "run_many"),
+    "RunSummary": ("lev_nb.batch", "RunSummary"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").
@@ -73,6 +78,7 @@ def _wire_notebook_views() -> None:
     views.provide(views.RUN_BUNDLE, _notebook_view("lev_nb.notebook.display", "run_summary_bundle"))
     views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
     views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
+    views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
 
 
 _wire_notebook_views()

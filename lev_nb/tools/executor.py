@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -117,11 +118,13 @@ async def execute_calls(
     *,
     on_start: Callable[[ToolCall], None] | None = None,
     on_finish: Callable[[ToolResult], None] | None = None,
+    slot: AbstractAsyncContextManager[Any] | None = None,
 ) -> list[ToolResult]:
     """Check and run one batch of calls; results are in call order (see the module docstring).
 
     ``offered`` is the stage's tool names as advertised; ``on_start``/``on_finish`` are told about
-    each call that actually runs (for live events).
+    each call that actually runs (for live events). ``slot``, when given, is held around each
+    handler call (the process's tool pool, ``[limits] max_concurrent_tools``).
     """
     policies = policies or Policies()
     offered_keys = {registry.canonical(n) for n in offered}
@@ -161,8 +164,13 @@ async def execute_calls(
         pending.append((i, call, args))
 
     async def run(i: int, call: ToolCall, args: dict[str, Any]) -> None:
-        _notify(on_start, call)
-        result = await _run_one(call, args, registry, ctx)
+        if slot is None:
+            _notify(on_start, call)
+            result = await _run_one(call, args, registry, ctx)
+        else:
+            async with slot:
+                _notify(on_start, call)
+                result = await _run_one(call, args, registry, ctx)
         results[i] = result
         _notify(on_finish, result)
 

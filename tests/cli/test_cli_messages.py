@@ -61,7 +61,7 @@ def no_record(home: Path) -> None:
         (["--modle", "mock"], "lev run: unknown option --modle (did you mean --model?)"),
         (["--quite"], "lev run: unknown option --quite (did you mean --quiet?)"),
         (["--output_format=json"], "lev run: unknown option --output_format (did you mean --output-format?)"),
-        (["--colour", "red"], "lev run: unknown option --colour: it is not an option of lev run, and blueprint "
+        (["--flavour", "red"], "lev run: unknown option --flavour: it is not an option of lev run, and blueprint "
                               "'triage' has no such input (it declares no inputs besides --task; see lev run --help)"),
     ],
 )
@@ -79,9 +79,9 @@ def test_an_unknown_option_before_the_path_does_not_eat_it(lev: Lev, home: Path)
 def test_a_misspelt_input_gets_a_guess_among_the_inputs(lev: Lev, home: Path, reviewer: Path) -> None:
     out = lev("run", str(reviewer), "--dif", "x", "--model", "mock")
     assert one_line(out, 2) == "lev run: unknown option --dif (did you mean --diff?)"
-    out = lev("run", str(reviewer), "--colour", "x", "--model", "mock")
+    out = lev("run", str(reviewer), "--flavour", "x", "--model", "mock")
     assert one_line(out, 2) == (
-        "lev run: unknown option --colour: it is not an option of lev run, and blueprint 'reviewer' has no such "
+        "lev run: unknown option --flavour: it is not an option of lev run, and blueprint 'reviewer' has no such "
         "input (its inputs are --diff, --criteria; see lev run --help)")
     no_record(home)
 

@@ -95,7 +95,8 @@ class RetryPolicy:
 
 class InferencePool:
     """How many model calls are in flight at once across every run of this process
-    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider.
+    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider. The same
+    kind of pool bounds the tool calls running at once (``TOOL_POOL``, ``[limits] max_concurrent_tools``).
 
     Used on the engine loop only. A changed width takes effect for the calls that start after it;
     calls already holding a permit of the old width finish normally.
@@ -114,6 +115,9 @@ class InferencePool:
 
 
 INFERENCE_POOL = InferencePool()
+# Tool handler calls in flight at once across every run of this process (blocking tools run on
+# worker threads, so this also bounds how many of those threads a batch of runs keeps busy).
+TOOL_POOL = InferencePool()
 
 # An unusable model with no fallback left ends the run instead of taking the error edge: the
 # account or the network needs a person (spec/runtime.md §13.3 pauses the run; lev_nb has no

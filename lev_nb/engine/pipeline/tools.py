@@ -14,6 +14,7 @@ from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.inference import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
@@ -119,7 +120,8 @@ class StageTools:
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
         results = await execute_calls(
-            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start
+            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start,
+            slot=TOOL_POOL.permit(settings.limits.max_concurrent_tools),
         )
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
