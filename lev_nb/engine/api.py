@@ -64,6 +64,10 @@ def start_run(
             schema=output_schema,
             validator=LAUNCH_VALIDATOR if output_validator is not None else None,
         )
+    if output_schema or plan.script_tools or _declares_schema(plan):
+        from lev_nb.schemas import warm_up
+
+        warm_up()  # jsonschema, imported in the background before the first check needs it
     validators = compile_validators(plan, output_validator)
     hook_scripts, region_scripts = compile_run_scripts(plan)
     runner = Runner(
@@ -88,6 +92,12 @@ def start_run(
     runner.handle = run  # before the run starts, so on_complete always receives it
     run.start()
     return run
+
+
+def _declares_schema(plan: Any) -> bool:
+    """Whether the blueprint asks for a JSON Schema check of an answer (agent or stage output)."""
+    specs = [plan.agent_output] + [stage.output for stage in plan.stages]
+    return any(spec is not None and spec.schema for spec in specs)
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

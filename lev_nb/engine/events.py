@@ -13,6 +13,31 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_TEXT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The field names of an event class, in declaration order (read once per class: every
+    event is serialised, and ``dataclasses.fields`` is not free)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def text_field_names(cls: type) -> tuple[str, ...]:
+    """The fields of an event class that may hold text (what secret redaction looks at)."""
+    names = _TEXT_FIELDS.get(cls)
+    if names is None:
+        import typing
+
+        hints = typing.get_type_hints(cls)
+        names = _TEXT_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if hints.get(f.name) not in (float, int, bool))
+    return names
+
+
 @dataclass(frozen=True)
 class Event:
     """Base class: what happened, to which run, when, and in which stage."""
@@ -41,8 +66,8 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict with its ``type`` first."""
         data: dict[str, Any] = {"type": self.kind}
-        for f in dataclasses.fields(self):
-            data[f.name] = getattr(self, f.name)
+        for name in field_names(type(self)):
+            data[name] = getattr(self, name)
         return data
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 
 from lev_nb.engine.eventlog import EventLog
-from lev_nb.engine.events import Event
+from lev_nb.engine.events import Event, text_field_names
 from lev_nb.secrets import REDACTED, configured_secrets, redact
 from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
@@ -46,9 +46,9 @@ class Recorder:
 
     def _scrub_event(self, event: Event) -> Event:
         changed: dict[str, Any] = {
-            f.name: redact(value, self.secrets)
-            for f in dataclasses.fields(event)
-            if isinstance(value := getattr(event, f.name), str) and any(s in value for s in self.secrets)
+            name: redact(value, self.secrets)
+            for name in text_field_names(type(event))
+            if isinstance(value := getattr(event, name), str) and any(s in value for s in self.secrets)
         }
         return dataclasses.replace(event, **changed) if changed else event
 
@@ -74,7 +74,7 @@ class Recorder:
         self.meta.touch()
         if self.secrets and self.meta.error:
             self.meta.error = redact(self.meta.error, self.secrets)  # what run.error shows, too
-        data = self._scrub(encode_meta(self.meta.to_dict()))
+        data = self._scrub(encode_meta(self.meta.to_dict(shared=True)))
         self.writer.write_meta(self.store, data, durable=final)
         self._last_save = clock
         self._dirty = False

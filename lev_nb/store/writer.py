@@ -5,6 +5,11 @@ themselves are :class:`~lev_nb.store.files.RunStore` methods, the one implementa
 for the same run are batched (one open per file per batch) and only the newest meta.json of a
 run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
+
+The thread is woken only when it sleeps with nothing to do, and it then gathers writes for
+``GATHER_S`` before writing them (a flush cuts that short): waking it for every event made the
+engine thread and the writer hand the interpreter lock back and forth on every line, which cost
+more CPU than the writes themselves (issue 15, "cheaper turns").
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from lev_nb.store.files import RunStore
 
 __all__ = ["RecordWriter", "record_writer"]
 
+# How long the writer gathers writes after it wakes, unless someone waits for them (a flush).
+GATHER_S = 0.05
+
 
 class RecordWriter:
     """A queue of pending writes per run, drained by a daemon thread."""
@@ -29,6 +37,7 @@ class RecordWriter:
         self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
         self._waiters: list[concurrent.futures.Future[None]] = []
         self._meta_failures: dict[str, str] = {}  # run id -> why its newest meta.json is not on disk
+        self._idle = False  # the thread sleeps with nothing queued: the next write wakes it
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -38,13 +47,13 @@ class RecordWriter:
             previous = self._meta.get(store.run_id)
             durable = durable or (previous is not None and previous[2])
             self._meta[store.run_id] = (store, data, durable)
-            self._cond.notify()
+            self._wake()
 
     def write_file(self, store: RunStore, name: str, data: bytes) -> None:
         """Queue a whole-file replacement (e.g. the final_output sidecar), written before meta."""
         with self._cond:
             self._files[(store.run_id, name)] = (store, data)
-            self._cond.notify()
+            self._wake()
 
     def append(self, store: RunStore, name: str, line: bytes) -> None:
         """Queue one line for ``name`` (events.jsonl or transcript.jsonl)."""
@@ -54,6 +63,12 @@ class RecordWriter:
                 self._lines[(store.run_id, name)] = (store, [line])
             else:
                 entry[1].append(line)
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the thread if it sleeps with nothing to do (call holding the condition)."""
+        if self._idle:
+            self._idle = False
             self._cond.notify()
 
     def flush(self) -> concurrent.futures.Future[None]:
@@ -70,7 +85,11 @@ class RecordWriter:
         while True:
             with self._cond:
                 while not (self._meta or self._lines or self._files or self._waiters):
+                    self._idle = True
                     self._cond.wait()
+                self._idle = False
+                if not self._waiters:  # gather more writes for a moment (flush() wakes it early)
+                    self._cond.wait(GATHER_S)
                 files, self._files = self._files, {}
                 metas, self._meta = self._meta, {}
                 lines, self._lines = self._lines, {}

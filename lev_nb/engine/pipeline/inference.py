@@ -241,6 +241,7 @@ class Inference:
         self._last_system_key: int | None = None
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
+        self._picks: dict[str, ModelPick] = {}  # stage -> its starting model (pick_model)
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self.usage_total = CostTotals()
         self.usage_by_stage: dict[str, CostTotals] = {}
@@ -343,7 +344,9 @@ class Inference:
 
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
-        pick = pick_model(stage, self.state.settings)
+        pick = self._picks.get(stage.name)
+        if pick is None:  # the stage and the run's settings never change: pick once per stage
+            pick = self._picks[stage.name] = pick_model(stage, self.state.settings)
         if self.provider is not None:
             return self.provider, getattr(self.provider, "name", "custom"), pick.model
         if pick.refusal is not None:
@@ -419,7 +422,9 @@ class Inference:
             try:
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
-                        return await asyncio.wait_for(contained(provider.complete(request)), request.timeout_s)
+                        # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
+                        async with asyncio.timeout(request.timeout_s):
+                            return await contained(provider.complete(request))
                     return await contained(provider.complete(request))
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"

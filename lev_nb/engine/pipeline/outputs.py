@@ -6,7 +6,6 @@ checks is :mod:`~lev_nb.engine.pipeline.submission`'s."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import tomllib
@@ -209,6 +208,8 @@ def _check_yaml(content: str) -> str | None:
 
 def _check_csv(content: str) -> str | None:
     # The csv module refuses fields over a global limit (128 Ki chars); an answer may hold one.
+    import csv  # only a csv answer needs it
+
     previous = csv.field_size_limit()
     csv.field_size_limit(max(previous, len(content) + 1))
     try:
