@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from typing import Any
 
@@ -37,6 +38,8 @@ class Recorder:
         self._dirty = False
         self.secrets = configured_secrets()
         self._secret_bytes = tuple((s.encode("utf-8"), REDACTED.encode("utf-8")) for s in self.secrets)
+        # Whether every secret is written by JSON as itself (no quote, backslash or control character).
+        self._json_plain = all(json.dumps(s, ensure_ascii=False)[1:-1] == s for s in self.secrets)
 
     def _scrub(self, data: bytes) -> bytes:
         for secret, mark in self._secret_bytes:
@@ -54,11 +57,13 @@ class Recorder:
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
-        if self.secrets:
+        line = encode_line(event.to_dict())
+        # A secret JSON writes as itself shows in the line iff it shows in a field: then only an
+        # event whose line holds one is rebuilt (redaction was a per-field scan of every event).
+        if self.secrets and (not self._json_plain or any(secret in line for secret, _ in self._secret_bytes)):
             event = self._scrub_event(event)
-            self.writer.append(self.store, EVENTS, self._scrub(encode_line(event.to_dict())))
-        else:
-            self.writer.append(self.store, EVENTS, encode_line(event.to_dict()))
+            line = self._scrub(encode_line(event.to_dict()))
+        self.writer.append(self.store, EVENTS, line)
         self.events.append(event)
 
     def save(self, force: bool = False, final: bool = False) -> None:

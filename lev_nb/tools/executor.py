@@ -174,7 +174,15 @@ async def execute_calls(
         results[i] = result
         _notify(on_finish, result)
 
-    if pending:
+    if len(pending) == 1:
+        # One call (the common turn): awaited in place, without a task and gather's round trips.
+        try:
+            await run(*pending[0])
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # as gather(return_exceptions=True) below: the call leaves no result
+            log.debug("tool call failed outside its handler", exc_info=True)
+    elif pending:
         # Each call stores its own result; return_exceptions keeps a call that fails while the batch
         # is being cancelled from leaving an unretrieved exception behind.
         await asyncio.gather(*(run(i, c, a) for i, c, a in pending), return_exceptions=True)
