@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from lev_nb.batch.worker import ShareSpec, failed
@@ -119,15 +120,19 @@ class _LocalBackend(_Backend):
 
         self.workers = processes
         self._context = multiprocessing.get_context("spawn")  # never fork the engine's threads
-        self._channel = self._context.Queue()
+        self._channels: list[Any] = []
         self._init = worker.init_local
         self._share = worker.local_share
         self._pool = self._new_pool()
         self._generation: dict[Any, concurrent.futures.ProcessPoolExecutor] = {}
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        # Each pool gets a queue of its own: a worker killed while writing to a queue can leave
+        # that queue's lock held for good, so a replacement pool never shares it.
+        channel = self._context.Queue()
+        self._channels.append(channel)
         return concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=self._context, initializer=self._init, initargs=(self._channel,))
+            max_workers=self.workers, mp_context=self._context, initializer=self._init, initargs=(channel,))
 
     def submit(self, spec: ShareSpec, items: list[tuple[int, str]]) -> Any:
         future = self._pool.submit(self._share, spec, items)
@@ -140,22 +145,25 @@ class _LocalBackend(_Backend):
 
     def messages(self) -> list[Any]:
         out = []
-        while True:
-            try:
-                out.append(self._channel.get_nowait())
-            except queue.Empty:
-                return out
+        for channel in self._channels:
+            while True:
+                try:
+                    out.append(channel.get_nowait())
+                except (queue.Empty, OSError, ValueError):
+                    break
+        return out
 
     def recover(self, future: Any) -> None:
         # A worker that died breaks its whole pool; the first failure of that pool replaces it.
-        if self._generation.pop(future, None) is self._pool and isinstance(
-                future.exception(), concurrent.futures.process.BrokenProcessPool):
+        if self._generation.pop(future, None) is self._pool and isinstance(future.exception(), BrokenProcessPool):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self._channel.close()
+        for channel in self._channels:
+            channel.close()
+            channel.cancel_join_thread()  # never wait at exit on a queue a dead worker left locked
 
 
 class _DaskBackend(_Backend):
