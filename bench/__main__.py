@@ -329,7 +329,9 @@ def machine() -> dict[str, Any]:
         pass
     return {"host": socket.gethostname(), "cpus": os.cpu_count(), "cpu_model": model, "memory_bytes": memory,
             "python": platform.python_version(), "implementation": platform.python_implementation(),
-            "platform": platform.platform()}
+            "platform": platform.platform(),
+            # Other work on the machine while the benchmarks ran (1, 5, 15 minutes), read at the end.
+            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
 
 
 def fmt(value: float | None, unit: str = "") -> str:
