@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +53,10 @@ def resolve_output_spec(
     for level in (agent, stage, request):
         if level is None:
             continue
+        # Field by field, shallow: asdict would deep-copy every schema on every model turn.
         merged = replace(
             merged,
-            **{k: v for k, v in asdict(level).items() if v is not None},
+            **{f.name: v for f in fields(level) if (v := getattr(level, f.name)) is not None},
         )
     declared_format = (stage.format if stage and stage.format else None) or (
         agent.format if agent else None

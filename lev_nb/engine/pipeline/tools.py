@@ -70,11 +70,16 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._outputs: dict[str, OutputSpec | None] = {}
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
-        """The final-output spec in force for ``stage`` (agent < stage < launch request)."""
-        return resolve_output_spec(self.state.plan.agent_output, stage.output, self.output_request)
+        """The final-output spec in force for ``stage`` (agent < stage < launch request; the three
+        are fixed for the run, so it is worked out once per stage)."""
+        if stage.name not in self._outputs:
+            self._outputs[stage.name] = resolve_output_spec(self.state.plan.agent_output, stage.output,
+                                                            self.output_request)
+        return self._outputs[stage.name]
 
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
