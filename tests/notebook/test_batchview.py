@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lev_nb.batch import BatchProgress
@@ -30,3 +32,26 @@ def test_run_many_shows_the_view_through_the_facade_slot(monkeypatch: pytest.Mon
 
     made = views.view(views.BATCH_VIEW, BatchProgress(total=1))
     assert isinstance(made, batchview.BatchView)
+
+
+def test_run_many_in_a_real_kernel_shows_one_progress_view(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch started from a notebook cell: worker processes start from the kernel, and the cell
+    shows one progress widget (and the summaries)."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+    from support import BLUEPRINTS, ROOT
+
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    cell = (
+        "import lev_nb\n"
+        f"out = lev_nb.run_many({str(BLUEPRINTS / 'triage')!r}, ['R-1: crash', 'R-2: slow'], model='mock',"
+        " processes=2)\n"
+        "print([s.status for s in out])"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[0].outputs
+    widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widgets) == 1  # one combined view for the whole batch
+    assert any("['complete', 'complete']" in o.get("text", "") for o in outputs), outputs
