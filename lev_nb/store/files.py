@@ -86,6 +86,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 # Built once: json.dumps with options builds a new encoder on every call, and runs write many lines.
 _LINE = json.JSONEncoder(ensure_ascii=False, default=str)
+_META = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",\n  ", ": "))
 
 
 def encode_line(record: dict[str, Any]) -> bytes:
@@ -97,13 +98,16 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
 
 def encode_meta(meta: dict[str, Any]) -> bytes:
-    """``meta`` as the bytes of meta.json: one top-level key a line, for people who open it.
+    """``meta`` as the bytes of meta.json: a key a line, for people who open it.
 
-    Each value is written by the C encoder on its line; a fully indented document goes through
-    json's pure-Python encoder, which cost a run more CPU than any other part of its record.
+    One call of the C encoder, with a line break in its item separator: a fully indented document
+    goes through json's pure-Python encoder, which cost a run more CPU than any other part of its
+    record (nested values get a line per item too, without deeper indentation).
     """
-    body = ",\n".join(f"  {_LINE.encode(key)}: {_LINE.encode(value)}" for key, value in meta.items())
-    return ("{\n" + body + "\n}" if body else "{}").encode("utf-8", "backslashreplace")
+    text = _META.encode(meta)
+    if len(text) <= 2:  # {}
+        return text.encode("utf-8")
+    return ("{\n  " + text[1:-1] + "\n}").encode("utf-8", "backslashreplace")
 
 
 class RecordUnwritable(OSError):
