@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "engine.json"
@@ -74,8 +75,9 @@ def live_memory_kib() -> int:
 
 
 # ---------------------------------------------------------------- overhead per turn / tool call
-def overhead(turns: int, calls_per_turn: int, repeats: int) -> dict[str, float]:
-    """Median seconds per turn for the engine and for the bare baseline."""
+def overhead(turns: int, calls_per_turn: int, repeats: int, samples: bool = False) -> dict[str, Any]:
+    """Median CPU seconds per turn (the whole process: engine thread and record writer included)
+    for the engine and for the bare baseline; with ``samples``, every repeat's figures too."""
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
     from lev_nb.engine.pipeline.inference import RetryPolicy
@@ -90,20 +92,68 @@ def overhead(turns: int, calls_per_turn: int, repeats: int) -> dict[str, float]:
     engine_times, bare_times = [], []
     with tempfile.TemporaryDirectory() as home:
         for _ in range(repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             run = start_run(
                 bp, task="bench", model=ScriptedModel(script()), workdir=home, home=home,
                 retry=RetryPolicy(max_attempts=1),
             )
             run.wait()
             assert run.status == "complete", run.error
-            engine_times.append((time.perf_counter() - start) / (turns + 1))
+            flush_records()
+            engine_times.append((time.process_time() - start) / (turns + 1))
             bare_times.append(asyncio.run(_bare(script(), home)) / (turns + 1))
-    return {"engine_s": statistics.median(engine_times), "bare_s": statistics.median(bare_times)}
+    out: dict[str, Any] = {"engine_s": statistics.median(engine_times), "bare_s": statistics.median(bare_times)}
+    if samples:
+        out["engine_samples"], out["bare_samples"] = engine_times, bare_times
+    return out
 
 
-async def _bare(steps: list[dict], workdir: str) -> float:
-    """The same model answers and tool calls with no engine around them."""
+def flush_records() -> None:
+    """Wait until the record writer has written everything (its CPU counts as the engine's)."""
+    from lev_nb.store.writer import record_writer
+
+    record_writer().flush().result()
+
+
+def chain_blueprint(stages: int) -> str:
+    """``stages`` stages in a line, each with one hint edge to the next (no routing call needed)."""
+    parts = ['[agent]\nname = "bench-chain"\n']
+    for i in range(stages):
+        parts.append(f'[stages.s{i}]\nmode = "autonomous"\nmodel = {{ provider = "mock", model = "m" }}\n'
+                     'nudge = { enabled = false }\n')
+        parts.append(f'[stages.s{i}.transitions.s{i + 1}]\nhint = "next"\n' if i + 1 < stages
+                     else f"[stages.s{i}.transitions]\n")
+    return "\n".join(parts)
+
+
+def per_stage(stages: int, repeats: int) -> dict[str, Any]:
+    """Median CPU seconds per stage of a chain (one text answer, then a transition), engine and bare."""
+    from lev_nb.blueprint import load
+    from lev_nb.engine.api import start_run
+    from lev_nb.engine.pipeline.inference import RetryPolicy
+    from lev_nb.providers import ScriptedModel
+
+    bp = load(chain_blueprint(stages))
+    engine_times, bare_times = [], []
+    with tempfile.TemporaryDirectory() as home:
+        for _ in range(repeats):
+            steps = [{"text": f"stage {i} done"} for i in range(stages)]
+            start = time.process_time()
+            run = start_run(bp, task="bench", model=ScriptedModel(steps), workdir=home, home=home,
+                            retry=RetryPolicy(max_attempts=1))
+            run.wait()
+            assert run.status == "complete" and len(run.stage_history) == stages, (run.status, run.error)
+            flush_records()
+            engine_times.append((time.process_time() - start) / stages)
+            bare_times.append(asyncio.run(_bare([{"text": "done"}] * stages + [{"text": ""}], home, all_text=True))
+                              / stages)
+    return {"engine_s": statistics.median(engine_times), "bare_s": statistics.median(bare_times),
+            "engine_samples": engine_times, "bare_samples": bare_times}
+
+
+async def _bare(steps: list[dict], workdir: str, all_text: bool = False) -> float:
+    """The same model answers and tool calls with no engine around them (CPU seconds); with
+    ``all_text``, every step but the last empty one is a text answer."""
     from lev_nb.messages import ModelRequest
     from lev_nb.providers import ScriptedModel
     from lev_nb.tools.builtin import default_registry
@@ -114,13 +164,17 @@ async def _bare(steps: list[dict], workdir: str) -> float:
     registry = default_registry()
     ctx = ToolContext(workspace=Workspace(workdir))
     handler = registry.get("current_time").handler
-    start = time.perf_counter()
+    start = time.process_time()
     while True:
         response = await model.complete(ModelRequest(provider="scripted", model="m", stage="work"))
+        if all_text:
+            if not response.text:
+                break
+            continue
         if not response.tool_calls:
             break
         await asyncio.gather(*(handler(ctx, c.arguments) for c in response.tool_calls))
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 # ---------------------------------------------------------------- memory and drain (subprocess)
@@ -129,52 +183,78 @@ async def _bare(steps: list[dict], workdir: str) -> float:
 POOL_WIDTH = 512
 
 
-def child(n: int, latency: float) -> None:
-    """Runs in a subprocess: start n runs at once, report memory and drain time as JSON."""
+# The realistic mix: the bundled agents (research-brief fans out to workers) next to the plain
+# two-stage bench agent, in the proportions of the upstream runtime's own benchmark (30/30/20/20).
+MIX = (("research-brief", 3), ("code-fixer", 3), ("triage", 2), (None, 2))
+
+
+class CountingMock:
+    """The mock model after a fixed latency, counting the calls it answers (children's included)."""
+
+    name = "mock"
+
+    def __init__(self, latency: float) -> None:
+        from lev_nb.providers import MockModel
+
+        self.inner = MockModel(latency_s=latency)
+        self.calls = 0
+
+    async def complete(self, request: Any) -> Any:
+        self.calls += 1
+        return await self.inner.complete(request)
+
+
+def child(n: int, latency: float, pool: int = 0, mix: bool = False) -> None:
+    """Runs in a subprocess: start n runs at once, report memory, drain time and CPU as JSON."""
     import gc
 
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
     from lev_nb.engine.loop import engine_loop
-    from lev_nb.providers import MockModel
 
     import lev_nb
 
-    lev_nb.configure(max_concurrent_inferences=POOL_WIDTH)
-    bp = load(CONCURRENT_BLUEPRINT)
+    pool = pool or POOL_WIDTH
+    lev_nb.configure(max_concurrent_inferences=pool)
+    plain = load(CONCURRENT_BLUEPRINT)
+    kinds = [(load(ROOT / "blueprints" / name) if name else plain, name or "bench-many")
+             for name, weight in (MIX if mix else ((None, 1),)) for _ in range(weight)]
     engine_loop()
     gc.collect()
     base = live_memory_kib()
-    model = MockModel(latency_s=latency)
+    model = CountingMock(latency)
     with tempfile.TemporaryDirectory() as home:
+        cpu0 = time.process_time()
         start = time.perf_counter()
-        runs = [start_run(bp, task=f"item {i}", model=model, home=home) for i in range(n)]
+        runs = [start_run(kinds[i % len(kinds)][0], task=f"item {i}: summarise the report", model=model, home=home)
+                for i in range(n)]
         started = time.perf_counter() - start
         peak = 0
         while not all(r.done() for r in runs):
             peak = max(peak, live_memory_kib())
             time.sleep(0.02)
         drain = time.perf_counter() - start
-        statuses = {}
-        calls = 0
+        cpu = time.process_time() - cpu0
+        statuses: dict[str, int] = {}
+        longest = 0
         for r in runs:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-            calls += sum(1 for e in r.events.snapshot() if e.kind == "model_call")
+            longest = max(longest, sum(1 for e in r.events.snapshot() if e.kind == "model_call"))
+    calls = model.calls
     print(json.dumps({
-        "runs": n, "start_s": started, "drain_s": drain, "peak_live_kib": peak, "base_kib": base,
-        "per_run_kib": (peak - base) / n, "statuses": statuses, "model_calls": calls,
+        "runs": n, "latency_s": latency, "mix": mix, "start_s": started, "drain_s": drain, "peak_live_kib": peak,
+        "base_kib": base, "per_run_kib": (peak - base) / n, "statuses": statuses, "model_calls": calls,
+        "cpu_s": cpu, "cpu_per_call_s": cpu / max(1, calls),
         # The longest path of one run, or the pool's throughput once the pool is the bottleneck.
-        "ideal_s": max((calls / n) * latency, calls * latency / POOL_WIDTH),
-        "pool": POOL_WIDTH,
+        "ideal_s": max(longest * latency, calls * latency / pool),
+        "pool": pool,
     }))
 
 
-def concurrent(n: int, latency: float) -> dict:
+def concurrent(n: int, latency: float, pool: int = 0, mix: bool = False) -> dict:
     """One measurement in a fresh interpreter, so runs do not share leftovers."""
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", str(n), "--latency", str(latency)],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    )
+    cmd = [sys.executable, __file__, "--child", str(n), "--latency", str(latency), "--pool", str(pool or POOL_WIDTH)]
+    out = subprocess.run(cmd + (["--mix"] if mix else []), capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -184,9 +264,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 10,000-run measurement")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.05, help=argparse.SUPPRESS)
+    parser.add_argument("--pool", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--mix", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.latency)
+        child(args.child, args.latency, args.pool, args.mix)
         return
 
     turn = overhead(turns=200, calls_per_turn=1, repeats=5)

@@ -25,15 +25,16 @@ RESULTS = Path(__file__).parent / "results" / "first_run.json"
 
 CHILD = """
 import json, tempfile, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import lev_nb
 bp = lev_nb.load({agent!r})
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 run = bp.run("R-1: the app crashes when I save", model="mock", home=tempfile.mkdtemp())
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 run.wait(60)
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 print(json.dumps({{"import_load_s": t1 - t0, "first_run_returns_s": t2 - t1, "run_done_s": t3 - t2,
+                   "import_load_cpu_s": c1 - c0, "first_run_returns_cpu_s": c2 - c1, "run_done_cpu_s": c3 - c2,
                    "status": run.status}}))
 """
 

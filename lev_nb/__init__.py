@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
     from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
+    from lev_nb.batch import RunSummary, run_many
     from lev_nb.engine.api import resume, run
     from lev_nb.engine.handle import Run
     from lev_nb.engine.interaction import InteractionError
@@ -29,6 +30,7 @@ __all__ = [
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
     "InteractionError",
     "resume", "ResumeError",
+    "run_many", "RunSummary",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -47,6 +49,9 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # Continue a paused run, or one whose process was killed, from its record.
     "resume": ("lev_nb.engine.api", "resume"),
     "ResumeError": ("lev_nb.engine.resume", "ResumeError"),
+    # One blueprint over many tasks, across processes or a Dask cluster (lev_nb/batch).
+    "run_many": ("lev_nb.batch", "run_many"),
+    "RunSummary": ("lev_nb.batch", "RunSummary"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").
@@ -82,6 +87,7 @@ def _wire_notebook_views() -> None:
     views.provide(views.RUN_BUNDLE, _notebook_view("lev_nb.notebook.display", "run_summary_bundle"))
     views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
     views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
+    views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
 
 
 _wire_notebook_views()

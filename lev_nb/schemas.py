@@ -2,7 +2,8 @@
 
 ``jsonschema`` is imported on first use, not with lev_nb: with the optional format checkers installed
 (JupyterLab brings them) its import takes about a second, which would otherwise land on the first
-``bp.run`` of a notebook. :func:`warm_up` starts that import in the background.
+``bp.run`` of a notebook. :func:`warm_up` starts that import in the background, for runs that
+will need it; :func:`certainly_valid` passes plain tool arguments without it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,65 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["compile_schema", "warm_up"]
+__all__ = ["certainly_valid", "compile_schema", "warm_up"]
+
+# Keywords that only annotate a schema: they never make a value invalid.
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
+_SIMPLE_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def certainly_valid(schema: Any, value: Any) -> bool:
+    """True when ``value`` is valid against ``schema`` by a quick check of the plain schemas tools
+    use (types, properties, required, items, enum, additionalProperties); False when it is not or
+    when the schema uses anything else, so that only jsonschema's verdict and messages count.
+
+    Checking a tool call's arguments this way skips jsonschema for the common case, whose import
+    alone takes up to a couple of seconds (issue 15, "instant start").
+    """
+    if not isinstance(schema, dict):
+        return schema is True
+    kind = schema.get("type")
+    for key in schema:
+        if key not in _ANNOTATIONS and key not in ("type", "properties", "required", "items", "enum",
+                                                   "additionalProperties"):
+            return False
+    if "enum" in schema:
+        choices = schema["enum"]
+        if not isinstance(choices, list) or not any(type(c) is type(value) and c == value for c in choices):
+            return False
+    if kind is None:
+        return not set(schema) - _ANNOTATIONS - {"enum"}
+    if not isinstance(kind, str):
+        return False
+    if kind in _SIMPLE_TYPES:
+        return set(schema) - _ANNOTATIONS <= {"type", "enum"} and _SIMPLE_TYPES[kind](value)
+    if kind == "array":
+        if not isinstance(value, list) or set(schema) - _ANNOTATIONS - {"type", "items"}:
+            return False
+        items = schema.get("items", True)
+        return all(certainly_valid(items, item) for item in value)
+    if kind != "object" or not isinstance(value, dict) or "items" in schema or "enum" in schema:
+        return False
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(properties, dict) or not isinstance(required, list) or not isinstance(extra, bool):
+        return False
+    if any(name not in value for name in required):
+        return False
+    for name, item in value.items():
+        if name in properties:
+            if not certainly_valid(properties[name], item):
+                return False
+        elif not extra:
+            return False
+    return True
 
 
 def compile_schema(schema: dict[str, Any]) -> tuple[Any | None, str | None]:
@@ -37,8 +96,20 @@ def _compiled(schema_json: str) -> tuple[Any | None, str | None]:
     return cls(schema), None
 
 
+_warming = threading.Lock()
+_warmed = False
+
+
 def warm_up() -> None:
-    """Import jsonschema on a background thread, so the first check does not wait for it."""
+    """Import jsonschema on a background thread (once per process), so the first check that needs
+    it does not wait for it. Called when a run is started that will check a schema (a JSON Schema
+    for its answer, script tools): the import holds the interpreter lock much of its time, so it
+    is not started for runs that never need it."""
+    global _warmed
+    with _warming:
+        if _warmed:
+            return
+        _warmed = True
     threading.Thread(target=_import, name="lev-warm-up", daemon=True).start()
 
 

@@ -10,6 +10,7 @@ command it runs cannot see. This module imports nothing of lev_nb (a bottom laye
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping
 
@@ -40,6 +41,7 @@ MIN_SECRET_LENGTH = 8
 REDACTED = "[redacted]"
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the name; every run start asks for each variable
 def looks_like_credential(name: str) -> bool:
     """Whether an environment variable name is shaped like a secret."""
     upper = name.upper()
@@ -59,6 +61,7 @@ def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str
     return {name: value for name, value in source.items() if not looks_like_credential(name)}
 
 
+@functools.lru_cache(maxsize=4096)
 def holds_secret_value(name: str) -> bool:
     """Whether the value of variable ``name`` is itself a secret (an API key, a password, a URL
     with credentials), so that text echoing it must be redacted."""

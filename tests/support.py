@@ -145,3 +145,28 @@ def next_request(run: Any, seen: set[str] | None = None, timeout: float = RUN_TI
             raise AssertionError(f"the run ended ({run.status}: {run.error}) without asking anything more")
         time.sleep(0.01)
     raise AssertionError("no request came")
+
+
+class CrashingModel:
+    """A picklable provider for batch tests: the first call that claims ``marker`` (or, with
+    ``always``, every call) ends its whole process at once, as a crashed worker would; other calls
+    answer as the ``mock`` model does."""
+
+    name = "crashing"
+
+    def __init__(self, marker: str, always: bool = False) -> None:
+        self.marker = marker
+        self.always = always
+
+    async def complete(self, request: Any) -> Any:
+        import os
+
+        from lev_nb.providers import MockModel
+
+        if self.always:
+            os._exit(3)
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return await MockModel().complete(request)
+        os._exit(3)

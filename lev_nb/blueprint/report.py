@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -153,13 +152,20 @@ class Report:
     def _repr_html_(self) -> str:
         colour = {"error": "#c62828", "warning": "#ef6c00", "note": "#1565c0"}
         if self.error is not None:
-            return f"<div style='color:#c62828'><b>✗</b> {html.escape(self.error)}</div>"
+            return f"<div style='color:#c62828'><b>✗</b> {_escape(self.error)}</div>"
         rows = "".join(
             f"<tr><td style='color:{colour[f.severity]}'>{f.severity}</td>"
-            f"<td><code>{html.escape(f.code)}</code></td><td>{html.escape(f.stage or '')}</td>"
-            f"<td>{html.escape(f.message)}<br><small>{html.escape(f.fix or '')}</small></td></tr>"
+            f"<td><code>{_escape(f.code)}</code></td><td>{_escape(f.stage or '')}</td>"
+            f"<td>{_escape(f.message)}<br><small>{_escape(f.fix or '')}</small></td></tr>"
             for f in self.findings
         )
         verdict = "✓ valid" if self.valid else "✗ not valid"
         return (f"<div><b>{verdict}</b> — {self.errors} error(s), {self.warnings} warning(s), "
                 f"{self.notes} note(s)<table>{rows}</table></div>")
+
+
+def _escape(text: str) -> str:
+    """HTML-escape ``text`` (html is imported when a report is drawn, not with every run)."""
+    import html
+
+    return html.escape(text)

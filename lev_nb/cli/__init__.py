@@ -46,7 +46,7 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEV_DEFAULT_PROVIDER", "provider of a stage that names no model (default: anthropic)"),
     ("LEV_DEFAULT_MODEL", "model of a stage that names none, on the default provider"),
     ("LEV_MAX_CONCURRENT_INFERENCES", "model calls in flight at once"),
-    ("LEV_MAX_CONCURRENT_TOOLS", "runs whose tool batches execute at once"),
+    ("LEV_MAX_CONCURRENT_TOOLS", "tool calls running at once (the tool pool)"),
     ("LEV_DEFAULT_MAX_ITERATIONS", "max_iterations of a stage that sets none (0: unlimited)"),
     ("LEV_INTERACTION_TIMEOUT_SECS", "how long a question to a person may go unanswered"),
     ("LEV_REQUEST_TIMEOUT_SECS", "per-request model timeout"),

@@ -94,6 +94,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument("--json", action="store_true",
                      help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    run.add_argument("--workers", type=int, default=None, metavar="K",
+                     help="run the --count copies across K worker processes (lev_nb.run_many); prints one id a line")
     for action in run._actions:
         for option in action.option_strings:
             RUN_OPTIONS[option] = action.nargs != 0
@@ -329,6 +331,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (UsageError, BlueprintError, ConfigError, ScriptError, ValueError) as exc:
         print(f"lev run: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
+    if args.workers is not None:
+        from lev_nb.cli.batch_run import run_batch
+
+        return run_batch(bp, task, schema, caller_inputs, args)
     # From here on a Ctrl-C never cuts the run in half: the first one cancels it (once it exists),
     # the record says so, and further ones only wait for that.
     with _Interrupts() as interrupts:

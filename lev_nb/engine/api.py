@@ -85,6 +85,10 @@ def start_run(
             schema=output_schema,
             validator=LAUNCH_VALIDATOR if output_validator is not None else None,
         )
+    if output_schema or plan.script_tools or _declares_schema(plan):
+        from lev_nb.schemas import warm_up
+
+        warm_up()  # jsonschema, imported in the background before the first check needs it
     validators = compile_validators(plan, output_validator)
     hook_scripts, region_scripts = compile_run_scripts(plan)
     runner = Runner(
@@ -125,6 +129,12 @@ def resume(run_id: str, **kwargs: Any) -> Run:
     from lev_nb.engine.resume import resume_run
 
     return resume_run(run_id, **kwargs)
+
+
+def _declares_schema(plan: Any) -> bool:
+    """Whether the blueprint asks for a JSON Schema check of an answer (agent or stage output)."""
+    specs = [plan.agent_output] + [stage.output for stage in plan.stages]
+    return any(spec is not None and spec.schema for spec in specs)
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

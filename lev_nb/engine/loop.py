@@ -31,10 +31,6 @@ class EngineLoop:
         )
         self.thread.start()
         ready.wait()
-        # The first argument or output check would otherwise wait about a second for jsonschema.
-        from lev_nb.schemas import warm_up
-
-        warm_up()
 
     def _main(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)

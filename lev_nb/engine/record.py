@@ -6,13 +6,14 @@ book (tokens and cost per stage and in all, workers' rolled in: :class:`UsageBoo
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 
 from lev_nb.engine.eventlog import EventLog
-from lev_nb.engine.events import Event
+from lev_nb.engine.events import Event, text_field_names
 from lev_nb.secrets import REDACTED, configured_secrets, redact
 from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
@@ -47,6 +48,8 @@ class Recorder:
         self._dirty = False
         self.secrets = configured_secrets()
         self._secret_bytes = tuple((s.encode("utf-8"), REDACTED.encode("utf-8")) for s in self.secrets)
+        # Whether every secret is written by JSON as itself (no quote, backslash or control character).
+        self._json_plain = all(json.dumps(s, ensure_ascii=False)[1:-1] == s for s in self.secrets)
 
     def scrub(self, data: bytes) -> bytes:
         """``data`` (encoded JSON) with every configured secret's value redacted."""
@@ -60,9 +63,9 @@ class Recorder:
 
     def _scrub_event(self, event: Event) -> Event:
         changed: dict[str, Any] = {
-            f.name: redact(value, self.secrets)
-            for f in dataclasses.fields(event)
-            if isinstance(value := getattr(event, f.name), str) and any(s in value for s in self.secrets)
+            name: redact(value, self.secrets)
+            for name in text_field_names(type(event))
+            if isinstance(value := getattr(event, name), str) and any(s in value for s in self.secrets)
         }
         return dataclasses.replace(event, **changed) if changed else event
 
@@ -70,11 +73,13 @@ class Recorder:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
         if self.muted:
             return
-        if self.secrets:
+        line = encode_line(event.to_dict())
+        # A secret JSON writes as itself shows in the line iff it shows in a field: then only an
+        # event whose line holds one is rebuilt (redaction was a per-field scan of every event).
+        if self.secrets and (not self._json_plain or any(secret in line for secret, _ in self._secret_bytes)):
             event = self._scrub_event(event)
-            self.writer.append(self.store, EVENTS, self._scrub(encode_line(event.to_dict())))
-        else:
-            self.writer.append(self.store, EVENTS, encode_line(event.to_dict()))
+            line = self._scrub(encode_line(event.to_dict()))
+        self.writer.append(self.store, EVENTS, line)
         self.events.append(event)
 
     def save(self, force: bool = False, final: bool = False) -> None:
@@ -92,7 +97,7 @@ class Recorder:
         self.meta.touch()
         if self.secrets and self.meta.error:
             self.meta.error = redact(self.meta.error, self.secrets)  # what run.error shows, too
-        data = self._scrub(encode_meta(self.meta.to_dict()))
+        data = self._scrub(encode_meta(self.meta.to_dict(shared=True)))
         self.writer.write_meta(self.store, data, durable=final)
         self._last_save = clock
         self._dirty = False

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET"]
+__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
 RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
+BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
 
 _slots: dict[str, Callable[..., Any]] = {}
 

@@ -11,7 +11,6 @@ so a long run re-reads its stable prefix from the cache instead of paying for it
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import threading
@@ -516,6 +515,8 @@ def parse_retry_after(headers: Any) -> float | None:
     except ValueError:
         pass
     try:
+        import email.utils  # a Retry-After date is rare; the module is not free to import
+
         moment = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None

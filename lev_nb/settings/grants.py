@@ -21,8 +21,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lev_nb.blueprint.lints import LintEnv
 from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.read_paths import (
     ReadPathError,
@@ -34,6 +34,9 @@ from lev_nb.blueprint.read_paths import (
 
 from .errors import ConfigError
 from .model import Settings
+
+if TYPE_CHECKING:  # the lints load with `lev validate`, not with every run (issue 15, instant start)
+    from lev_nb.blueprint.lints import LintEnv
 
 __all__ = ["STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "read_grant", "read_path_report"]
 
@@ -119,6 +122,8 @@ def _entry_status(raw: str, grants: ReadPathSet, allow_blueprint: bool, workdir:
 
 def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLike[str] | None = None) -> LintEnv:
     """The lint environment of ``bp`` under ``settings``; ``None`` gives the "configuration unknown" one."""
+    from lev_nb.blueprint.lints import LintEnv
+
     env = LintEnv.for_blueprint(bp)
     if settings is None:
         return env

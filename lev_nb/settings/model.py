@@ -137,7 +137,7 @@ class Limits:
     max_concurrent_inferences: int = setting(
         8, env="LEV_MAX_CONCURRENT_INFERENCES", minimum=1, doc="model calls in flight at once (the inference pool)")
     max_concurrent_tools: int = setting(
-        8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="runs whose tool batches execute at once")
+        8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="tool calls running at once (the tool pool)")
     default_max_iterations: int = setting(
         50, env="LEV_DEFAULT_MAX_ITERATIONS", minimum=0,
         doc="max_iterations of a stage that sets none (0 = unlimited)")

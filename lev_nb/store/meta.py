@@ -149,9 +149,11 @@ class RunMeta:
         self.updated_at = now
         self.last_progress_at = now
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, shared: bool = False) -> dict[str, Any]:
         """meta.json as a new dict: upstream field names in the upstream order, plus child_runs,
-        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending and resumed."""
+        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending and resumed.
+        ``shared`` leaves ``usage`` shared with the record, for a caller that only encodes the dict
+        at once (the recorder, on every save)."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -186,7 +188,7 @@ class RunMeta:
             "output_request": dict(self.output_request) if self.output_request is not None else None,
             "stage_history": list(self.stage_history),
             "cost_usd": self.cost_usd,
-            "usage": copy.deepcopy(self.usage),
+            "usage": self.usage if shared else copy.deepcopy(self.usage),
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
             "yolo": self.yolo,
             "allowed_tools": list(self.allowed_tools),

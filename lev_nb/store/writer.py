@@ -7,6 +7,11 @@ run is written. meta.json is still replaced atomically, so whatever is on disk p
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
 Lines that cannot be written (a full disk) or a record someone else wrote into are reported to the
 run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines.
+
+The thread is woken only when it sleeps with nothing to do, and it then gathers writes for
+``GATHER_S`` before writing them (a flush cuts that short): waking it for every event made the
+engine thread and the writer hand the interpreter lock back and forth on every line, which cost
+more CPU than the writes themselves (issue 15, "cheaper turns").
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from typing import Any
 from lev_nb.store.files import RunStore
 
 __all__ = ["RecordWriter", "record_writer"]
+
+# How long the writer gathers writes after it wakes, unless someone waits for them (a flush).
+GATHER_S = 0.05
 
 
 class RecordWriter:
@@ -36,6 +44,7 @@ class RecordWriter:
         self._line_failures: dict[str, str] = {}
         self._watchers: dict[str, Callable[[str], None]] = {}
         self._stopped: set[str] = set()  # runs whose lines are no longer written (a write failed)
+        self._idle = False  # the thread sleeps with nothing queued: the next write wakes it
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -45,13 +54,13 @@ class RecordWriter:
             previous = self._meta.get(store.run_id)
             durable = durable or (previous is not None and previous[2])
             self._meta[store.run_id] = (store, data, durable)
-            self._cond.notify()
+            self._wake()
 
     def write_file(self, store: RunStore, name: str, data: bytes) -> None:
         """Queue a whole-file replacement (e.g. the final_output sidecar), written before meta."""
         with self._cond:
             self._files[(store.run_id, name)] = (store, data)
-            self._cond.notify()
+            self._wake()
 
     def append(self, store: RunStore, name: str, line: bytes) -> None:
         """Queue one line for ``name`` (events.jsonl or transcript.jsonl)."""
@@ -61,6 +70,12 @@ class RecordWriter:
                 self._lines[(store.run_id, name)] = (store, [line])
             else:
                 entry[1].append(line)
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the thread if it sleeps with nothing to do (call holding the condition)."""
+        if self._idle:
+            self._idle = False
             self._cond.notify()
 
     def flush(self) -> concurrent.futures.Future[None]:
@@ -77,7 +92,11 @@ class RecordWriter:
         while True:
             with self._cond:
                 while not (self._meta or self._lines or self._files or self._waiters):
+                    self._idle = True
                     self._cond.wait()
+                self._idle = False
+                if not self._waiters:  # gather more writes for a moment (flush() wakes it early)
+                    self._cond.wait(GATHER_S)
                 files, self._files = self._files, {}
                 metas, self._meta = self._meta, {}
                 lines, self._lines = self._lines, {}

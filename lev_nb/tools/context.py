@@ -74,6 +74,14 @@ class ToolContext:
     sandbox: Sandbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     _blocking: asyncio.Semaphore | None = field(default=None, repr=False, compare=False)
+    _share: asyncio.Semaphore | None = field(default=None, repr=False, compare=False)
+
+    def pool_share(self) -> asyncio.Semaphore:
+        """This run's share of the process's tool pool (``[limits] max_concurrent_tools``): held
+        before a pool slot, so one run's many calls never hold every slot while others wait."""
+        if self._share is None:
+            self._share = asyncio.Semaphore(BLOCKING_PER_RUN)
+        return self._share
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on a worker thread of the shared pool, at most

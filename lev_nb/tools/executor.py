@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -133,13 +134,15 @@ async def execute_calls(
     on_start: Callable[[ToolCall], None] | None = None,
     on_finish: Callable[[ToolResult], None] | None = None,
     journal: ToolJournal | None = None,
+    slot: AbstractAsyncContextManager[Any] | None = None,
 ) -> list[ToolResult]:
     """Check and run one batch of calls; results are in call order (see the module docstring).
 
     ``offered`` is the stage's tool names as advertised; ``on_start``/``on_finish`` are told about
     each call that actually runs (for live events). ``journal`` records each permitted call's
     result (or its denial) as soon as it is known, and gives back the results a previous life of
-    the run recorded, so a completed call is never run twice.
+    the run recorded, so a completed call is never run twice. ``slot``, when given, is held around each
+    handler call (the process's tool pool, ``[limits] max_concurrent_tools``).
     """
     policies = policies or Policies()
     offered_keys = {registry.canonical(n) for n in offered}
@@ -189,14 +192,27 @@ async def execute_calls(
         pending.append((i, call, args, journaled))
 
     async def run(i: int, call: ToolCall, args: dict[str, Any], journaled: ToolJournal | None) -> None:
-        _notify(on_start, call)
-        result = await _run_one(call, args, registry, ctx)
+        if slot is None:
+            _notify(on_start, call)
+            result = await _run_one(call, args, registry, ctx)
+        else:
+            async with ctx.pool_share(), slot:  # the run's share first: fairness between runs
+                _notify(on_start, call)
+                result = await _run_one(call, args, registry, ctx)
         if journaled is not None:
             journaled.done(result)
         results[i] = result
         _notify(on_finish, result)
 
-    if pending:
+    if len(pending) == 1:
+        # One call (the common turn): awaited in place, without a task and gather's round trips.
+        try:
+            await run(*pending[0])
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # as gather(return_exceptions=True) below: the call leaves no result
+            log.debug("tool call failed outside its handler", exc_info=True)
+    elif pending:
         # Each call stores its own result; return_exceptions keeps a call that fails while the batch
         # is being cancelled from leaving an unretrieved exception behind.
         await asyncio.gather(*(run(i, c, a, j) for i, c, a, j in pending), return_exceptions=True)

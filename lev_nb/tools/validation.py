@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lev_nb.schemas import compile_schema
+from lev_nb.schemas import certainly_valid, compile_schema
 from lev_nb.text import cut_text
 
 __all__ = ["validate_arguments", "MAX_VIOLATIONS", "MAX_VIOLATION_BYTES"]
@@ -31,6 +31,8 @@ def validate_arguments(tool: str, schema: dict[str, Any] | None, arguments: Any)
     if not schema:
         return None
     args = {} if arguments is None else arguments
+    if certainly_valid(schema, args):  # the common case, without jsonschema
+        return None
     validator, problem = compile_schema(schema)
     if validator is None:
         log.warning("tool schema does not compile, skipping argument validation: %s", problem)

@@ -210,3 +210,51 @@ def test_the_inference_pool_bounds_calls_in_flight_across_runs(engine, config, w
         run.wait(60)
     assert all(run.status == "complete" for run in runs)
     assert model.most == width  # never more, and the pool is actually used up to its width
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_the_tool_pool_bounds_tool_calls_in_flight_across_runs(engine, config, monkeypatch, width: int) -> None:
+    import asyncio
+    import dataclasses
+    import threading
+
+    from lev_nb.engine.pipeline import tools as stage_tools
+    from lev_nb.tools.builtin import default_registry
+    from support import calls
+
+    config(f"[limits]\nmax_concurrent_tools = {width}\n")
+    lock = threading.Lock()
+    counts = {"now": 0, "most": 0}
+    # Calls pass the barrier in groups of exactly `width`: a pool narrower than its width would
+    # leave the barrier waiting (BrokenBarrierError -> an [error] result), a wider one shows in "most".
+    barrier = threading.Barrier(width, timeout=30)
+
+    def blocking() -> str:
+        with lock:
+            counts["now"] += 1
+            counts["most"] = max(counts["most"], counts["now"])
+        try:
+            barrier.wait()
+        finally:
+            with lock:
+                counts["now"] -= 1
+        return "12:00"
+
+    async def handler(ctx, args):
+        return await asyncio.to_thread(blocking)
+
+    def registry():
+        reg = default_registry()
+        reg.register(dataclasses.replace(reg.get("current_time"), handler=handler))
+        return reg
+
+    monkeypatch.setattr(stage_tools, "default_registry", registry)
+    toml = '[stages.work]\navailable_tools = ["current_time"]\n[stages.work.transitions]\n'
+    batch = calls(*[("current_time", {})] * 4)
+    runs = [engine.start(toml, [batch, say("done")])[0] for _ in range(3 * width)]
+    for run in runs:
+        run.wait(60)
+    assert all(run.status == "complete" for run in runs), [r.error for r in runs]
+    results = [e for r in runs for e in events_of(r, "tool_finished")]
+    assert len(results) == 12 * width and all(e.ok for e in results), [e.summary for e in results if not e.ok]
+    assert counts["most"] == width

@@ -119,7 +119,10 @@ class Echoing(ScriptedModel):
         raise ProviderError("auth", f"HTTP 401: invalid x-api-key {os.environ['ANTHROPIC_API_KEY']}")
 
 
-def test_an_echoed_key_is_redacted_from_every_record(engine, monkeypatch: pytest.MonkeyPatch) -> None:
+# A key JSON writes as itself, and one it escapes (the record is then scanned field by field).
+@pytest.mark.parametrize("key", [KEY, 'sk-ant-"quoted\\key-0123456789'])
+def test_an_echoed_key_is_redacted_from_every_record(engine, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    KEY = key  # noqa: N806
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     run, _ = engine.run('[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n', Echoing([]))
     assert run.status == "error"

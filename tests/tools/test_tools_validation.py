@@ -45,3 +45,48 @@ def test_uncompilable_schema_skips_validation():
 
 def test_non_object_arguments_are_reported():
     assert validate_arguments("write_file", SCHEMA, ["a"]).startswith("[error] invalid arguments for 'write_file': ['a'] is not of type 'object'")
+
+
+# -- the quick check that spares a tool call jsonschema (lev_nb.schemas.certainly_valid) --------
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False, width=16)
+    | st.sampled_from(["", "a", "path.txt", "notes"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["path", "paths", "content", "region", "id", "key", "x"]), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+def _builtin_schemas() -> list[dict]:
+    from lev_nb.tools.builtin import default_registry
+
+    registry = default_registry()
+    return [registry.get(n).parameters for n in registry.names() if registry.get(n).parameters] + [
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}},
+        {"type": "object", "properties": {"e": {"enum": [1, "a", True]}}, "additionalProperties": False},
+        {"type": "array", "items": {"type": "number"}},
+        {},
+    ]
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(schema=st.sampled_from(_builtin_schemas()), value=_JSON)
+def test_the_quick_check_never_passes_what_jsonschema_refuses(schema, value) -> None:
+    import jsonschema
+
+    from lev_nb.schemas import certainly_valid
+
+    if certainly_valid(schema, value):
+        assert not list(jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+
+
+def test_the_quick_check_passes_plain_tool_arguments() -> None:
+    from lev_nb.schemas import certainly_valid
+    from lev_nb.tools.builtin import default_registry
+
+    registry = default_registry()
+    assert certainly_valid(registry.get("write_file").parameters, {"path": "a.txt", "content": "hi"})
+    assert certainly_valid(registry.get("read_files").parameters, {"paths": ["a", "b"]})
+    assert not certainly_valid(registry.get("write_file").parameters, {"path": "a.txt"})  # jsonschema says why

@@ -16,6 +16,9 @@ from typing import Any
 
 from lev_nb.text import cut_text, estimate_tokens
 
+# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
 REGION_KINDS: tuple[str, ...] = (
     "temporary",
     "pinned",
@@ -175,7 +178,7 @@ class Entry:
         tokens = estimate_tokens(content)
         calls = fields.get("tool_calls") or []
         if calls:
-            tokens += estimate_tokens(json.dumps(calls, sort_keys=True, default=str))
+            tokens += estimate_tokens(_SORTED_JSON.encode(calls))
         return cls(content=content, tokens=tokens, kind=kind, **fields)
 
     def to_dict(self) -> dict[str, Any]:

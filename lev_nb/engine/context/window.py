@@ -28,6 +28,9 @@ from lev_nb.engine.context.regions import (
 )
 from lev_nb.text import cut_text, estimate_tokens
 
+# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
 __all__ = [
     "ContextWindow",
     "RoutedResult",
@@ -369,7 +372,7 @@ class ContextWindow:
             [e.kind, e.key, e.content, e.metadata, e.tool_calls, e.tool_call_id, e.is_error]
             for e in self._regions[region].entries
         ]
-        raw = json.dumps(payload, sort_keys=True, default=str).encode("utf-8")
+        raw = _SORTED_JSON.encode(payload).encode("utf-8")
         return hashlib.sha256(raw).hexdigest()
 
     def is_empty(self, region: str) -> bool:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from lev_nb.blueprint.bundled import bundled_agents_dir
 from lev_nb.blueprint.constants import MANIFEST_NAME
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import FanOutPlan, RunPlan
@@ -270,6 +269,8 @@ class FanOut:
 
 
 def _agent_dirs(plan: RunPlan) -> list[Path]:
+    from lev_nb.blueprint.bundled import bundled_agents_dir  # importlib.resources: only for a fan-out
+
     base = Path(plan.base_dir) if plan.base_dir else None
     dirs = []
     if base is not None:

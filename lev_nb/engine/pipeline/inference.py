@@ -98,7 +98,8 @@ class RetryPolicy:
 
 class InferencePool:
     """How many model calls are in flight at once across every run of this process
-    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider.
+    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider. The same
+    kind of pool bounds the tool calls running at once (``TOOL_POOL``, ``[limits] max_concurrent_tools``).
 
     Used on the engine loop only. A changed width takes effect for the calls that start after it;
     calls already holding a permit of the old width finish normally.
@@ -117,6 +118,9 @@ class InferencePool:
 
 
 INFERENCE_POOL = InferencePool()
+# Tool handler calls in flight at once across every run of this process (blocking tools run on
+# worker threads, so this also bounds how many of those threads a batch of runs keeps busy).
+TOOL_POOL = InferencePool()
 
 # An unusable model with no fallback left pauses the run: the account or the network needs a
 # person, and `lev resume` continues it from its record afterwards (spec/runtime.md §13.3).
@@ -244,6 +248,7 @@ class Inference:
         self._last_system_key: int | None = None
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
+        self._picks: dict[str, ModelPick] = {}  # stage -> its starting model (pick_model)
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
@@ -348,7 +353,9 @@ class Inference:
 
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
-        pick = pick_model(stage, self.state.settings)
+        pick = self._picks.get(stage.name)
+        if pick is None:  # the stage and the run's settings never change: pick once per stage
+            pick = self._picks[stage.name] = pick_model(stage, self.state.settings)
         if self.provider is not None:
             return self.provider, getattr(self.provider, "name", "custom"), pick.model
         if pick.refusal is not None:
@@ -481,7 +488,9 @@ class Inference:
             try:
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
-                        return await asyncio.wait_for(contained(provider.complete(request)), request.timeout_s)
+                        # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
+                        async with asyncio.timeout(request.timeout_s):
+                            return await contained(provider.complete(request))
                     return await contained(provider.complete(request))
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"

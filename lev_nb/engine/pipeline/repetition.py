@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 from lev_nb.engine.plan.types import RepetitionPolicy
 
+# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
 PRODUCTIVE_TOOLS = frozenset(
     {"write_file", "edit_file", "bash", "shell", "run_command", "execute",
      "context_write", "context_append", "context_delete"}
@@ -36,7 +39,7 @@ class RepetitionWatch:
             self.readonly_streak = 0
             return []
         nudges = []
-        key = tool + "\0" + json.dumps(arguments, sort_keys=True, default=str)
+        key = tool + "\0" + _SORTED_JSON.encode(arguments)
         self.repeats[key] += 1
         count = self.repeats[key]
         if self.policy.max_repeat_calls and count >= self.policy.max_repeat_calls:

@@ -15,6 +15,7 @@ from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
 from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.pipeline.inference import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
@@ -97,11 +98,16 @@ class StageTools:
             self.state.warn(f"{who} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: "
                             f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
         self.tool_context.sandbox = sandbox
+        self._outputs: dict[str, OutputSpec | None] = {}
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
-        """The final-output spec in force for ``stage`` (agent < stage < launch request)."""
-        return resolve_output_spec(self.state.plan.agent_output, stage.output, self.output_request)
+        """The final-output spec in force for ``stage`` (agent < stage < launch request; the three
+        are fixed for the run, so it is worked out once per stage)."""
+        if stage.name not in self._outputs:
+            self._outputs[stage.name] = resolve_output_spec(self.state.plan.agent_output, stage.output,
+                                                            self.output_request)
+        return self._outputs[stage.name]
 
     def offered(self, stage: StagePlan) -> list[str]:
         """The stage's tools as advertised: the blocking tools that wait for a person are left out
@@ -169,7 +175,7 @@ class StageTools:
         journal = _BatchJournal(state.journal) if state.journal is not None else None
         results = await execute_calls(
             calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
-            journal=journal,
+            journal=journal, slot=TOOL_POOL.permit(settings.limits.max_concurrent_tools),
         )
         replayed = journal.replayed_ids if journal is not None else set()
         by_id = {c.id: c for c in calls}

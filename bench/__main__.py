@@ -1,0 +1,419 @@
+"""Every benchmark of lev_nb in one command, one table and one JSON file (issue 15).
+
+    python -m bench            # full: 100 / 1,000 / 10,000 concurrent runs, more repeats
+    python -m bench --quick    # a CI-sized pass (under two minutes on a 2-core machine)
+    bench/run [--quick]        # the same, from any folder
+
+Each figure is printed next to its baseline measured in the same run (median, and the spread as
+min-max over the repeats), with the issue's target and whether it is met. The figures come from
+the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
+bench_validate, bench_rhai, bench_requests), called as functions. The results, with a description of
+the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for entry in (str(ROOT), str(HERE)):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+import bench_cli_startup  # noqa: E402
+import bench_engine  # noqa: E402
+import bench_first_run  # noqa: E402
+import bench_rhai  # noqa: E402
+import bench_validate  # noqa: E402
+
+
+@dataclass
+class Row:
+    """One line of the table: a figure, its spread, its baseline, its target and the verdict."""
+
+    group: str
+    figure: str
+    unit: str
+    value: float
+    spread: tuple[float, float] | None = None
+    baseline: float | None = None
+    baseline_label: str = ""
+    target: float | None = None
+    target_label: str = ""
+    met: bool | None = None
+    wall_ms: float | None = None  # cold starts: the wall time next to the CPU time judged
+
+    def judge(self, ok: Callable[[float, float], bool] = lambda v, t: v < t) -> Row:
+        """Set ``met`` against the target (by default: under it)."""
+        if self.target is not None:
+            self.met = ok(self.value, self.target)
+        return self
+
+
+def stats(values: list[float]) -> tuple[float, tuple[float, float]]:
+    """The median and the (min, max) spread."""
+    return statistics.median(values), (min(values), max(values))
+
+
+# ------------------------------------------------------------------------------------------------ engine
+def engine_rows(repeats: int) -> list[Row]:
+    """CPU per model call, per tool call and per transition, against a bare asyncio loop."""
+    bench_engine.overhead(turns=20, calls_per_turn=1, repeats=1)  # warm-up: imports, first-use caches
+    turn = bench_engine.overhead(turns=200, calls_per_turn=1, repeats=repeats, samples=True)
+    batch = bench_engine.overhead(turns=50, calls_per_turn=10, repeats=repeats, samples=True)
+    chain = bench_engine.per_stage(stages=40, repeats=repeats)
+    per_tool = [(b - t) / 9 for b, t in zip(batch["engine_samples"], turn["engine_samples"])]
+    per_tool_bare = [(b - t) / 9 for b, t in zip(batch["bare_samples"], turn["bare_samples"])]
+    per_call = [t - p for t, p in zip(turn["engine_samples"], per_tool)]
+    per_call_bare = [t - p for t, p in zip(turn["bare_samples"], per_tool_bare)]
+    per_transition = [c - m for c, m in zip(chain["engine_samples"], per_call)]
+    per_transition_bare = [c - m for c, m in zip(chain["bare_samples"], per_call_bare)]
+    ms = 1e3
+    rows = []
+    for label, values, bare, target in (
+        ("engine CPU per model call", per_call, per_call_bare, 0.25),
+        ("engine CPU per tool call", per_tool, per_tool_bare, None),
+        ("engine CPU per transition", per_transition, per_transition_bare, None),
+    ):
+        median, spread = stats([v * ms for v in values])
+        rows.append(Row("engine", label, "ms", median, spread, statistics.median(bare) * ms, "bare asyncio loop",
+                        target, f"< {target} ms" if target else "").judge())
+    return rows
+
+
+def concurrent_rows(sizes: list[int], latency: float, pool: int) -> tuple[list[Row], list[dict[str, Any]]]:
+    """N runs of the bundled-agent mix at once on a mock answering after ``latency``."""
+    rows, raw = [], []
+    for n in sizes:
+        r = bench_engine.concurrent(n, latency, pool=pool, mix=True)
+        raw.append(r)
+        group = f"{n:,} runs at {latency * 1e3:g} ms"
+        live_mib = (r["peak_live_kib"] - r["base_kib"]) / 1024
+        rows.append(Row(group, "live memory per run", "KiB", r["per_run_kib"], baseline=r["base_kib"] / 1024,
+                        baseline_label="MiB of the idle process"))
+        if n >= 10_000:
+            rows.append(Row(group, "live memory, all runs", "MiB", live_mib, target=1024.0,
+                            target_label="< 1 GiB").judge())
+        drain = Row(group, "drain", "s", r["drain_s"], baseline=r["ideal_s"], baseline_label="ideal")
+        if latency >= 1.5:
+            drain.target, drain.target_label = 2 * r["ideal_s"], "<= 2x ideal"
+            drain.judge(lambda v, t: v <= t)
+        rows.append(drain)
+        rows.append(Row(group, "CPU per model call", "ms", r["cpu_per_call_s"] * 1e3,
+                        baseline=None, baseline_label=f"{r['model_calls']:,} calls, {r['statuses']}"))
+    return rows, raw
+
+
+# ------------------------------------------------------------------------------------------------ cold starts
+FIRST_CALL_CHILD = """
+import sys, time
+t0 = float(sys.argv[1])
+from lev_nb.providers import mock
+answer = mock.MockModel.complete
+async def first(self, request):
+    if not getattr(first, "seen", False):
+        first.seen = True
+        print(f"FIRST {time.time() - t0} {time.process_time()}", file=sys.stderr, flush=True)
+    return await answer(self, request)
+mock.MockModel.complete = first
+from lev_nb.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def first_model_call(runs: int, home: str) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds from spawning ``lev run ... --model mock`` to its first model call."""
+    env = bench_cli_startup._child_env(home)
+    triage = str(ROOT / "blueprints" / "triage")
+    cmd = ["run", triage, "--task", "R-1: the app crashes", "--model", "mock", "--quiet"]
+    walls, cpus = [], []
+    for i in range(runs + 1):  # the first is a warm-up
+        start = time.time()
+        proc = subprocess.run([sys.executable, "-c", FIRST_CALL_CHILD, repr(start), *cmd],
+                              capture_output=True, text=True, env=env)
+        line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("FIRST ")), None)
+        if line is None:
+            raise SystemExit(f"lev run made no model call: {proc.stderr}")
+        if i:
+            walls.append(float(line.split()[1]))
+            cpus.append(float(line.split()[2]))
+    return walls, cpus
+
+
+def timed_process(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:
+    """Wall and CPU (user + system) seconds of ``cmd`` as a whole process, after one warm-up."""
+    walls, cpus = [], []
+    for i in range(runs + 1):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(cmd)} failed: {err}")
+        if i:
+            walls.append(wall)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+    return walls, cpus
+
+
+def cold_rows(runs: int) -> list[Row]:
+    """import lev_nb, lev --help, lev validate, lev run to its first model call, first bp.run.
+
+    The value judged is the process's CPU time (user + system): on a shared machine the wall time
+    of a start-up mostly measures the other processes; on an idle one the two agree (the wall
+    time is in the JSON as ``wall_ms``)."""
+    lev = str(Path(sys.executable).parent / "lev")
+    triage = str(ROOT / "blueprints" / "triage")
+    rows = []
+    with tempfile.TemporaryDirectory() as home:
+        env = bench_cli_startup._child_env(home)
+        _, python = timed_process([sys.executable, "-c", "pass"], runs, env)
+        base, _ = stats([t * 1e3 for t in python])
+        for label, cmd, target in (
+            ("import lev_nb", [sys.executable, "-c", "import lev_nb"], None),
+            ("lev --help", [lev, "--help"], 150.0),
+            ("lev validate blueprints/triage", [lev, "validate", triage], 300.0),
+        ):
+            walls, cpus = timed_process(cmd, runs, env)
+            median, spread = stats([t * 1e3 for t in cpus])
+            rows.append(Row("cold start (process CPU)", label, "ms", median, spread, base, "python -c pass", target,
+                            f"< {target:g} ms" if target else "", wall_ms=statistics.median(walls) * 1e3).judge())
+        walls, cpus = first_model_call(runs, home)
+        median, spread = stats([t * 1e3 for t in cpus])
+        rows.append(Row("cold start (process CPU)", "lev run: first model call", "ms", median, spread, base,
+                        "python -c pass", 400.0, "< 400 ms", wall_ms=statistics.median(walls) * 1e3).judge())
+    agent = str(ROOT / "blueprints" / "triage")
+    firsts = [bench_first_run.one(bench_first_run.CHILD.format(agent=agent)) for _ in range(runs)]
+    for key, label, target in (("import_load", "fresh process: import lev_nb + load", None),
+                               ("first_run_returns", "fresh process: first bp.run returns", 100.0),
+                               ("run_done", "fresh process: first mock run finishes", None)):
+        median, spread = stats([f[f"{key}_cpu_s"] * 1e3 for f in firsts])
+        rows.append(Row("cold start (process CPU)", label, "ms", median, spread, None, "", target,
+                        f"< {target:g} ms" if target else "",
+                        wall_ms=statistics.median(f[f"{key}_s"] for f in firsts) * 1e3).judge())
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ scripts, outputs
+def rhai_rows(quick: bool) -> list[Row]:
+    """A Rhai function call with 1 KB, and a validator that parse_json's a 1 KB document."""
+    budget, rounds = (0.2, 3) if quick else (1.0, 7)
+    rhai, python = bench_rhai.rhai_cases(), bench_rhai.python_cases()
+    rows = []
+    for case, label in (("call_1kb", "Rhai call with 1 KB"), ("validator", "Rhai parse_json validator (1 KB)")):
+        value = bench_rhai.time_per_call(rhai[case], budget, rounds)
+        bare = bench_rhai.time_per_call(python[case], budget, rounds)
+        rows.append(Row("scripts", label, "us", value, None, bare, "the same in Python"))
+    return rows
+
+
+def output_rows(repeats: int) -> list[Row]:
+    """Final-output checks on a 100 KB answer: well-formedness per format, and a JSON Schema."""
+    from lev_nb.engine.pipeline.outputs import check_schema, check_well_formed
+
+    items = [{"id": i, "name": f"item-{i}", "score": i * 0.5, "tags": ["a", "b"]} for i in range(1400)]
+    answers = {
+        "json": json.dumps({"items": items}),
+        "csv": "id,name,score\n" + "".join(f"{i},item-{i},{i * 0.5}\n" for i in range(4700)),
+        "yaml": "items:\n" + "".join(f"  - id: {i}\n    name: item-{i}\n" for i in range(3300)),
+        "xml": "<items>" + "".join(f'<item id="{i}">item-{i}</item>' for i in range(3900)) + "</items>",
+    }
+    schema = {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {
+        "type": "object", "required": ["id", "name"], "properties": {"id": {"type": "integer"}}}}}}
+    rows = []
+    baseline = _timed(lambda: json.loads(answers["json"]), repeats)[0]
+    for fmt, text in answers.items():
+        assert check_well_formed(fmt, text) is None, fmt
+        median, spread = _timed(lambda f=fmt, t=text: check_well_formed(f, t), repeats)
+        rows.append(Row("final output, 100 KB", f"{fmt} well-formed ({len(text) // 1024} KiB)", "ms", median, spread,
+                        baseline, "json.loads of the JSON"))
+    check_schema(schema, answers["json"])
+    median, spread = _timed(lambda: check_schema(schema, answers["json"]), repeats)
+    rows.append(Row("final output, 100 KB", "json + JSON Schema", "ms", median, spread, baseline, "json.loads of the JSON"))
+    return rows
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, tuple[float, float]]:
+    times = []
+    for _ in range(max(3, repeats)):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return stats(times)
+
+
+def validate_rows(runs: int) -> list[Row]:
+    """``lev validate`` on a generated 40-stage blueprint, whole process and in process."""
+    lev = str(Path(sys.executable).parent / "lev")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "bench-agent"
+        folder.mkdir()
+        (folder / "agent.leviath").write_text(bench_validate.generate_blueprint())
+        base = bench_validate._time_command([sys.executable, "-c", "import lev_nb"], runs)
+        whole = bench_validate._time_command([lev, "validate", str(folder)], runs)
+        inproc, _ = bench_validate._time_in_process(folder, max(5, runs))
+    b, _ = stats([t * 1e3 for t in base])
+    m, s = stats([t * 1e3 for t in whole])
+    i, si = stats([t * 1e3 for t in inproc])
+    return [Row("validate, 40 stages", "lev validate (process)", "ms", m, s, b, "import lev_nb"),
+            Row("validate, 40 stages", "load + validate (in process)", "ms", i, si)]
+
+
+# ------------------------------------------------------------------------------------------------ processes
+def scaling_rows(tasks: int) -> list[Row]:
+    """A CPU-bound batch (zero-latency mock) on 1 and on 2 worker processes (lev_nb.run_many),
+    timed from the first run's start to the batch's end (the workers' own start-up, an import
+    of lev_nb each, is reported beside it)."""
+    import lev_nb
+
+    bp = lev_nb.load(ROOT / "blueprints" / "code-fixer")
+    walls, startups = {}, {}
+    with tempfile.TemporaryDirectory() as home:
+        for processes in (1, 2):
+            first: list[float] = []
+
+            def seen(progress: Any, first: list[float] = first) -> None:
+                if progress.started and not first:
+                    first.append(time.perf_counter())
+
+            start = time.perf_counter()
+            out = lev_nb.run_many(bp, [f"fix {i}" for i in range(tasks)], model="mock", processes=processes,
+                                  home=home, show=False, on_progress=seen)
+            end = time.perf_counter()
+            assert all(s.ok for s in out), [s.error for s in out if not s.ok][:3]
+            began = first[0] if first else start
+            walls[processes], startups[processes] = end - began, began - start
+    speedup = walls[1] / walls[2]
+    group = f"batch of {tasks} (code-fixer, mock)"
+    return [Row(group, "2 processes: speed-up", "x", speedup, None, walls[1], "s on 1 process", 1.8, ">= 1.8x")
+            .judge(lambda v, t: v >= t),
+            Row(group, "worker start-up (2 processes)", "s", startups[2], None, startups[1], "s for 1 process")]
+
+
+# ------------------------------------------------------------------------------------------------ the runner
+def machine() -> dict[str, Any]:
+    """A description of this machine: CPUs, memory, Python, platform."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor()
+    memory = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {"host": socket.gethostname(), "cpus": os.cpu_count(), "cpu_model": model, "memory_bytes": memory,
+            "python": platform.python_version(), "implementation": platform.python_implementation(),
+            "platform": platform.platform(),
+            # Other work on the machine while the benchmarks ran (1, 5, 15 minutes), read at the end.
+            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    text = f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    return f"{text} {unit}".strip()
+
+
+def print_table(rows: list[Row]) -> None:
+    """One table: figure, value (median) and spread, baseline, target, met."""
+    head = f"{'figure':<46}{'value':>14}{'spread':>22}{'baseline':>14}  {'(baseline is)':<28}{'target':>12}  met"
+    print(head)
+    print("-" * len(head))
+    group = None
+    for r in rows:
+        if r.group != group:
+            group = r.group
+            print(f"[{group}]")
+        spread = f"{fmt(r.spread[0])}-{fmt(r.spread[1])}" if r.spread else "-"
+        verdict = "" if r.met is None else ("met" if r.met else "NOT MET")
+        print(f"  {r.figure:<44}{fmt(r.value, r.unit):>14}{spread:>22}{fmt(r.baseline):>14}  "
+              f"{r.baseline_label[:28]:<28}{r.target_label:>12}  {verdict}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks, print the table, write the JSON; the exit status is 0 either way."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
+    parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
+    parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
+                                                     "outputs,validate,scaling")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    repeats = 3 if quick else 7
+    wanted = set(args.only.split(",")) if args.only else None
+    started = time.perf_counter()
+    rows: list[Row] = []
+    raw: dict[str, Any] = {}
+
+    def section(name: str, fn: Callable[[], list[Row]]) -> None:
+        if wanted is not None and name not in wanted:
+            return
+        t = time.perf_counter()
+        print(f"... {name}", file=sys.stderr, flush=True)
+        rows.extend(fn())
+        raw.setdefault("seconds", {})[name] = round(time.perf_counter() - t, 2)
+
+    section("engine", lambda: engine_rows(repeats))
+
+    def concurrent() -> list[Row]:
+        sizes = [100, 1000] if quick else [100, 1000, 10_000]
+        found, raw["concurrent"] = concurrent_rows(sizes, 0.05, bench_engine.POOL_WIDTH)
+        if quick:
+            slow, more = concurrent_rows([1000], 1.5, bench_engine.POOL_WIDTH)
+        else:
+            slow, more = concurrent_rows([1000, 10_000], 1.5, bench_engine.POOL_WIDTH)
+        raw["concurrent"] += more
+        return found + slow
+
+    section("concurrent", concurrent)
+    section("cold", lambda: cold_rows(3 if quick else 10))
+    section("rhai", lambda: rhai_rows(quick))
+    section("outputs", lambda: output_rows(repeats))
+    section("validate", lambda: validate_rows(3 if quick else 7))
+    section("scaling", lambda: scaling_rows(120 if quick else 600))
+
+    print_table(rows)
+    elapsed = time.perf_counter() - started
+    now = datetime.datetime.now(datetime.timezone.utc)
+    host = socket.gethostname()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{now:%Y-%m-%d}-{host}.json"
+    path.write_text(json.dumps({
+        "benchmark": "lev_nb", "mode": "quick" if quick else "full", "when": now.isoformat(timespec="seconds"),
+        "seconds": round(elapsed, 1), "machine": machine(), "rows": [asdict(r) for r in rows], "raw": raw,
+    }, indent=2) + "\n")
+    targets = [r for r in rows if r.met is not None]
+    print(f"\n{sum(r.met for r in targets if r.met)}/{len(targets)} targets met in {elapsed:.0f} s; wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The worker side of a batch: one *share* of a batch's tasks run on this process's engine loop
+(issue 15 "every core, then a cluster"; spec/runtime.md §2: every run of a process is a task on its
+one engine loop).
+
+:func:`run_share` is what a worker process executes, under a local process pool or as a Dask task.
+It points the process at the caller's run store (``LEV_HOME``) and the caller's session settings,
+starts the share's runs (at most ``concurrency`` at once), reports each start and end on the
+batch's progress channel, and returns one summary per task. A run that cannot start (a launch
+check, a script that does not compile) is a summary with status ``failed`` and the reason; only a
+broken process makes the share itself fail, which the caller retries.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["Channel", "ShareSpec", "dask_share", "init_local", "local_share", "run_share", "summary_of"]
+
+# How often the share's thread wakes to pass on progress while runs are in flight.
+FORWARD_EVERY_S = 0.2
+
+
+class Channel(Protocol):
+    """Where a worker reports progress: a multiprocessing queue or a Dask distributed Queue."""
+
+    def put(self, value: Any, /) -> Any:
+        """Send one message."""
+        ...
+
+
+@dataclass(frozen=True)
+class ShareSpec:
+    """What every share of one batch needs: the blueprint (a Blueprint object or a path), the model
+    spec, the caller's run store, its settings overrides, the per-process concurrency and the
+    keyword options handed to ``start_run`` for each task."""
+
+    blueprint: Any
+    model: Any
+    home: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = 64
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def where() -> str:
+    """This process, as a summary names it: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def summary_of(index: int, task: str, run: Any) -> dict[str, Any]:
+    """The summary of a finished run: its id, status, final output (text) and error."""
+    result = run.result
+    return {
+        "index": index, "task": task, "run_id": run.run_id, "status": run.status,
+        "output": None if result is None else result.content, "error": run.error, "worker": where(),
+    }
+
+
+def failed(index: int, task: str, reason: str, run_id: str | None = None) -> dict[str, Any]:
+    """The summary of a task that never ran to an end: status ``failed`` and why."""
+    return {"index": index, "task": task, "run_id": run_id, "status": "failed", "output": None,
+            "error": reason, "worker": where()}
+
+
+def _prepare(spec: ShareSpec) -> None:
+    """Point this process at the caller's run store and configuration (once per process)."""
+    os.environ["LEV_HOME"] = spec.home
+    if spec.settings:
+        from lev_nb.settings.loader import configure
+
+        configure(**spec.settings)
+
+
+def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | None = None) -> list[dict[str, Any]]:
+    """Run ``items`` (``(index, task)`` pairs) on this process's engine loop and return their summaries.
+
+    Progress messages are ``("started", index, run_id)`` and ``("finished", summary)``; they are
+    sent from this thread only (a Dask Queue must be used from the task's own thread).
+    """
+    from lev_nb.engine.api import start_run
+    from lev_nb.store.writer import record_writer
+
+    _prepare(spec)
+    blueprint = spec.blueprint
+    if not hasattr(blueprint, "stages"):
+        from lev_nb.blueprint import load
+
+        blueprint = load(blueprint)
+    slots = threading.Semaphore(max(1, spec.concurrency))
+    messages: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+    summaries: dict[int, dict[str, Any]] = {}
+
+    def forward(block: bool) -> None:
+        while True:
+            try:
+                message = messages.get(timeout=FORWARD_EVERY_S) if block else messages.get_nowait()
+            except queue.Empty:
+                return
+            block = False
+            if message[0] == "finished":
+                summaries[message[1]["index"]] = message[1]
+            if channel is not None:
+                channel.put(message)
+
+    for index, task in items:
+        while not slots.acquire(timeout=FORWARD_EVERY_S):
+            forward(block=False)
+
+        def done(run: Any, index: int = index, task: str = task) -> None:
+            messages.put(("finished", summary_of(index, task, run)))
+            slots.release()
+
+        try:
+            run = start_run(blueprint, task=task, model=spec.model, home=spec.home, on_complete=done, **spec.options)
+        except Exception as exc:  # this task cannot start (a launch check, a script): report, go on
+            messages.put(("finished", failed(index, task, str(exc) or type(exc).__name__)))
+            slots.release()
+            continue
+        messages.put(("started", index, run.run_id))
+        forward(block=False)
+    while len(summaries) < len(items):
+        forward(block=True)
+    record_writer().flush().result()  # the records are on disk before the caller reads them
+    return [summaries[index] for index, _ in items]
+
+
+# The progress queue of a local pool's worker process (set once by the pool's initializer).
+_LOCAL_CHANNEL: Channel | None = None
+
+
+def init_local(channel: Channel) -> None:
+    """Initializer of a local pool's worker process: remember the batch's progress queue."""
+    global _LOCAL_CHANNEL
+    _LOCAL_CHANNEL = channel
+
+
+def local_share(spec: ShareSpec, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """:func:`run_share` in a local pool's worker process."""
+    return run_share(spec, items, _LOCAL_CHANNEL)
+
+
+def dask_share(spec: ShareSpec, items: list[tuple[int, str]], queue_name: str) -> list[dict[str, Any]]:
+    """:func:`run_share` as a Dask task, reporting on the batch's distributed Queue."""
+    from distributed import Queue
+
+    return run_share(spec, items, Queue(queue_name))

@@ -1,0 +1,84 @@
+"""lev_nb.run_many: a batch across local worker processes and across a Dask LocalCluster, its
+records in the caller's run store, its summaries, and a failed worker's runs retried or reported
+(issue 15 "every core, then a cluster")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support import BLUEPRINTS, ROOT, CrashingModel
+
+import lev_nb
+from lev_nb.store import RunStore
+from lev_nb.store.listing import list_runs
+
+TASKS = ["R-1: the app crashes when I save", "R-2: the export is slow", "R-3: a typo on the login page",
+         "R-4: dark mode resets"]
+
+
+@pytest.fixture
+def importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker processes can import lev_nb and the tests' helpers (support.CrashingModel)."""
+    paths = [str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+
+
+def recorded(home: Path) -> dict[str, str]:
+    return {r["run_id"]: r["status"] for r in list_runs(home)}
+
+
+def test_a_batch_runs_on_a_local_pool_and_records_in_the_callers_store(home: Path, importable: None) -> None:
+    seen = []
+    out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model="mock", processes=2, on_progress=seen.append)
+    assert [s.index for s in out] == [0, 1, 2, 3] and [s.task for s in out] == TASKS
+    assert all(s.status == "complete" and s.ok for s in out), [s.error for s in out]
+    assert all(s.output and RunStore(s.run_id, home).read_final_output() == s.output.encode() for s in out)
+    assert {s.run_id: "complete" for s in out} == recorded(home)  # every record, in this home
+    assert all(str(os.getpid()) not in (s.worker or "") for s in out)  # run in worker processes
+    last = seen[-1]
+    assert last.done and (last.total, last.complete, last.failed, last.started) == (4, 4, 0, 4)
+
+
+def test_a_crashed_worker_process_has_its_runs_retried(home: Path, tmp_path: Path, importable: None) -> None:
+    model = CrashingModel(str(tmp_path / "crashed-once"))
+    out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model=model, processes=2)
+    assert (tmp_path / "crashed-once").exists()  # a worker did die
+    assert all(s.status == "complete" for s in out), [s.error for s in out]
+    assert max(s.attempts for s in out) == 2
+
+
+def test_a_worker_that_keeps_crashing_is_reported_with_the_reason(home: Path, tmp_path: Path, importable: None) -> None:
+    out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS[:2], model=CrashingModel("", always=True), processes=2)
+    assert [s.status for s in out] == ["failed", "failed"]
+    assert all("worker failed" in (s.error or "") and s.attempts == 2 for s in out)
+
+
+def test_a_task_that_cannot_start_in_its_worker_is_reported_and_the_rest_run(home: Path, importable: None) -> None:
+    out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS[:2], model="mock", processes=1, output_format="cvs")
+    assert [s.status for s in out] == ["failed", "failed"]
+    assert all("misspelling of 'csv'" in (s.error or "") and s.run_id is None for s in out)
+    assert recorded(home) == {}  # refused before anything was written
+
+
+def test_a_batch_runs_on_a_dask_local_cluster(home: Path, tmp_path: Path, importable: None) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model="mock", client=client)
+            assert all(s.status == "complete" for s in out), [s.error for s in out]
+            assert {s.run_id: "complete" for s in out} == recorded(home)
+            # A worker process that dies mid-share: Dask reschedules the share, the batch completes.
+            crashed = lev_nb.run_many(BLUEPRINTS / "triage", TASKS[:2], model=CrashingModel(str(tmp_path / "once")),
+                                      client=cluster.scheduler_address)
+            assert (tmp_path / "once").exists()
+            assert all(s.status == "complete" for s in crashed), [s.error for s in crashed]
+
+
+def test_lev_run_count_workers_sends_the_copies_across_processes(lev, home: Path, importable: None) -> None:
+    result = lev("run", str(BLUEPRINTS / "triage"), "--task", TASKS[0], "--model", "mock", "--count", "4",
+                 "--workers", "2", "--quiet")
+    assert result.returncode == 0, result.stderr
+    ids = result.stdout.split()
+    assert len(ids) == 4 and recorded(home) == dict.fromkeys(ids, "complete")

@@ -1,0 +1,57 @@
+"""The combined progress view of a batch (lev_nb.notebook.batchview, issue 15)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lev_nb.batch import BatchProgress
+from lev_nb.notebook import batchview
+
+
+def test_the_view_shows_the_bar_the_counts_and_the_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = []
+    monkeypatch.setattr(batchview.BatchView, "_show", staticmethod(shown.append))
+    progress = BatchProgress(total=10, workers=2, dashboard="http://127.0.0.1:8787/status")
+    view = batchview.BatchView(progress)
+    assert shown == [view.box]
+    progress.started, progress.complete, progress.failed, progress.retried = 6, 3, 1, 2
+    view.update(progress)
+    assert (view.bar.value, view.bar.max) == (4, 10)
+    assert "4/10 finished: 2 running, 3 complete, 1 failed, 2 retried, 2 workers" in view.label.value
+    assert 'href="http://127.0.0.1:8787/status"' in view.label.value
+    progress.done = True
+    view.update(progress)
+    assert view.bar.bar_style == "warning"  # a failed task shows
+
+
+def test_run_many_shows_the_view_through_the_facade_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lev_nb  # noqa: F401  (fills the view slots)
+    from lev_nb.engine import views
+
+    made = views.view(views.BATCH_VIEW, BatchProgress(total=1))
+    assert isinstance(made, batchview.BatchView)
+
+
+def test_run_many_in_a_real_kernel_shows_one_progress_view(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch started from a notebook cell: worker processes start from the kernel, and the cell
+    shows one progress widget (and the summaries)."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+    from support import BLUEPRINTS, ROOT
+
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    cell = (
+        "import lev_nb\n"
+        f"out = lev_nb.run_many({str(BLUEPRINTS / 'triage')!r}, ['R-1: crash', 'R-2: slow'], model='mock',"
+        " processes=2)\n"
+        "print([s.status for s in out])"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[0].outputs
+    widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widgets) == 1  # one combined view for the whole batch
+    assert any("['complete', 'complete']" in o.get("text", "") for o in outputs), outputs
