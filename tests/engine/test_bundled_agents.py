@@ -155,7 +155,7 @@ def test_features_the_agents_are_meant_to_show() -> None:
     bps = {name: lev_nb.load(BLUEPRINTS / name) for name in AGENTS}
     edges = [e for bp in bps.values() for st in bp.stages.values() for e in st.edges]
     conditions = {e.condition for e in edges}
-    assert {"stuck", "error", "dead_end", "max_iterations"} <= conditions
+    assert {"stuck", "error", "dead_end", "max_iterations", "always"} <= conditions
     gates = [e.gate for e in edges if e.gate is not None]
     assert any(g.require_modifications for g in gates)
     assert any(g.require_regions for g in gates)
@@ -163,7 +163,8 @@ def test_features_the_agents_are_meant_to_show() -> None:
     assert any(g.require_no_open_items for g in gates)
     assert any(g.require_modifications and g.require_no_open_items for g in gates)
     assert any(g.tools for g in gates)
-    assert any(e.transform == "custom" for e in edges)
+    assert any(e.transform == "custom" and e.transform_config and e.transform_config.compact for e in edges)
+    assert any(st.transition_prompt for bp in bps.values() for st in bp.stages.values())
     assert any(st.mode == "fan_out" and st.merge_stage for bp in bps.values() for st in bp.stages.values())
     assert all(bp.output_stages for bp in bps.values())
     assert all(list((BLUEPRINTS / n / "tools").glob("*.rhai"))
