@@ -175,6 +175,11 @@ def test_features_the_agents_are_meant_to_show() -> None:
         assert (BLUEPRINTS / name / "scripted.json").is_file()
 
 
+def test_the_readme_lists_every_bundled_agent() -> None:
+    readme = (BLUEPRINTS.parent / "README.md").read_text(encoding="utf-8")
+    assert [name for name in AGENTS if f"| `{name}` |" not in readme] == []
+
+
 def test_the_bundled_agents_are_package_data_found_by_name() -> None:
     from lev_nb.blueprint.bundled import bundled_agent, bundled_agent_names, bundled_agents_dir
 
