@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
     from lev_nb.engine.api import run
     from lev_nb.engine.handle import Run
+    from lev_nb.engine.interaction import InteractionError
     from lev_nb.engine.launch import LaunchError
     from lev_nb.providers import MockModel, ScriptedModel
     from lev_nb.scripting.checks import validate
@@ -25,6 +26,7 @@ from lev_nb.version import __version__
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
+    "InteractionError",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -37,6 +39,8 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "Run": ("lev_nb.engine.handle", "Run"),
     # A run that cannot start as asked (bp.run / lev_nb.run): raised before anything is written.
     "LaunchError": ("lev_nb.engine.launch", "LaunchError"),
+    # An answer (run.respond) or a message (run.send) the run cannot take.
+    "InteractionError": ("lev_nb.engine.interaction", "InteractionError"),
     "run": ("lev_nb.engine.api", "run"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),

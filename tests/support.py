@@ -100,3 +100,21 @@ class RunHarness:
         run.wait(RUN_TIMEOUT_S)
         assert run.done()
         return run, model
+
+
+def next_request(run: Any, seen: set[str] | None = None, timeout: float = RUN_TIMEOUT_S) -> Any:
+    """The run's next pending request (one whose id is not in ``seen``, which it is added to),
+    waiting for it; fails the test if the run ends first or none comes within ``timeout``."""
+    import time
+
+    seen = seen if seen is not None else set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for request in run.pending:
+            if request.id not in seen:
+                seen.add(request.id)
+                return request
+        if run.done():
+            raise AssertionError(f"the run ended ({run.status}: {run.error}) without asking anything more")
+        time.sleep(0.01)
+    raise AssertionError("no request came")

@@ -834,8 +834,8 @@ class Blueprint(_Lenient):
 
         ``model`` is None (each stage's own model), ``"mock"``, ``"scripted:FILE"``,
         ``"provider/model"`` or a Provider object; keyword arguments are those of
-        :func:`lev_nb.engine.api.start_run` (output_format, output_schema, on_complete, ...) and
-        the blueprint's caller inputs.
+        :func:`lev_nb.engine.api.start_run` (output_format, output_schema, on_complete, yolo,
+        allow, interactive, ...) and the blueprint's caller inputs.
         """
         from lev_nb.engine.api import start_run
 

@@ -1,7 +1,8 @@
 """The ``lev`` command line tool: the parser assembly and the entry point ``main``.
 
 Every command and all terminal text live in this package: ``blueprint_commands`` (validate, schema,
-graph), ``run_commands`` (run, ps, result), ``config_commands`` (config, and the global
+graph), ``run_commands`` (run, ps, result), ``interaction_commands`` (msg, respond, and the
+prompt of ``lev run`` at a terminal), ``config_commands`` (config, and the global
 ``-c KEY=VALUE`` launch option), ``progress`` (the live line ``lev run`` prints on stderr) and
 ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run display use it
 too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
@@ -17,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -26,6 +27,8 @@ COMMANDS = (
     run_commands.add_run,
     run_commands.add_ps,
     run_commands.add_result,
+    interaction_commands.add_msg,
+    interaction_commands.add_respond,
     blueprint_commands.add_graph,
     config_commands.add_config,
 )
@@ -60,6 +63,7 @@ examples:
                                                  each stage on its own model (ANTHROPIC_API_KEY)
   lev ps                                         recorded runs and their status
   lev result RUN_ID                              a run's final answer
+  lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from
   lev COMMAND --help                             the options of one command
 

@@ -7,6 +7,7 @@ writes to the stream it was given. The run loop's own per-stage counters are
 
 from __future__ import annotations
 
+import threading
 from typing import Any, TextIO
 
 # How much of a forming answer the line keeps, and shows (its end, on one line).
@@ -24,6 +25,8 @@ class ProgressLine:
         self.iteration = 0
         self._width = 0
         self._answer = ""  # the answer forming in the current call (streamed text)
+        self._paused = False  # a question to the person is on the terminal: draw nothing
+        self._lock = threading.Lock()  # events arrive on the engine thread, pause() on the main one
 
     def __call__(self, event: Any) -> None:
         kind = event.kind
@@ -51,7 +54,26 @@ class ProgressLine:
             # Any other ending is said once, in full, by `lev run` itself after the run.
             self._show("complete", permanent=True)
 
+    def pause(self) -> None:
+        """Clear the line and draw nothing until :meth:`resume` (a prompt is being shown)."""
+        with self._lock:
+            self._paused = True
+            if self.tty and self._width:
+                self.stream.write("\r" + " " * self._width + "\r")
+                self.stream.flush()
+            self._width = 0
+
+    def resume(self) -> None:
+        """Draw again, from the next event on."""
+        with self._lock:
+            self._paused = False
+
     def _show(self, text: str, permanent: bool = False) -> None:
+        with self._lock:
+            if not self._paused:
+                self._draw(text, permanent)
+
+    def _draw(self, text: str, permanent: bool) -> None:
         if self.tty:
             pad = max(0, self._width - len(text))
             self.stream.write("\r" + text + " " * pad + ("\n" if permanent else ""))

@@ -20,11 +20,19 @@ examples:
   lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock
   lev run blueprints/code-fixer --task "Fix the failing test" --workdir ./my-project
   lev run blueprints/triage --task @reports.txt --output-format json --json
+  lev run blueprints/code-fixer --task "Fix the failing test" --allow write_file --allow edit_file
 
 Without --model each stage runs on its own model block (ANTHROPIC_API_KEY must be set for
-anthropic models); --model mock is a key-free dry run. A caller input of the blueprint is given
-as --<input> TEXT or @FILE; `lev validate PATH` lists them. A workdir that does not exist yet is
-created.
+anthropic models); --model mock is a key-free dry run.
+
+A tool whose permission is `ask` (write_file, edit_file and shell by default), a question from
+the agent (ask_user_*, present_for_review, edit_document) and a checkpoint are asked here when
+stdin is a terminal; `lev respond RUN_ID` answers from another terminal and `lev msg RUN_ID TEXT`
+sends the agent a message. Elsewhere (or with --unattended) an `ask` tool is denied: --allow TOOL
+or --yolo let it run.
+
+A caller input of the blueprint is given as --<input> TEXT or @FILE; `lev validate PATH` lists
+them. A workdir that does not exist yet is created.
 
 exit status: 0 the run completed; 1 it ended in error or was cut short, the blueprint cannot be
 loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked
@@ -64,6 +72,12 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument("--output-schema", default=None, metavar="JSON|@FILE",
                      help="JSON Schema the answer must satisfy: JSON text or @FILE")
     run.add_argument("--webhook", default=None, metavar="URL", help="POST the result as JSON to this URL when the run ends")
+    run.add_argument("--allow", action="append", default=[], metavar="TOOL",
+                     help="let TOOL run without asking (repeatable; beats the blueprint and config.toml)")
+    run.add_argument("--yolo", action="store_true",
+                     help="run every tool that would ask without asking (a deny stays a deny)")
+    run.add_argument("--unattended", action="store_true",
+                     help="never ask at the terminal: a tool that would ask is denied, a question gets no answer")
     run.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     for action in run._actions:
@@ -183,7 +197,9 @@ def parse_inputs(
         name = option[2:]
         key = name if name in declared else name.replace("-", "_")
         if key not in declared:
-            candidates = [o for o in RUN_OPTIONS if o.startswith("--") and o != "--help"]
+            # Given a value, the option meant is one that takes one (--colour red is not --yolo).
+            candidates = [o for o in RUN_OPTIONS if o.startswith("--") and o != "--help"
+                          and (value is None or RUN_OPTIONS[o])]
             candidates += [f"--{k}" for k in declared]
             hint = did_you_mean(option, candidates)
             if hint:
@@ -259,6 +275,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 output_instructions=args.output_instructions,
                 output_schema=schema,
                 webhook=args.webhook,
+                allow=args.allow,
+                yolo=args.yolo,
+                interactive=_at_terminal() and not args.unattended,
                 **caller_inputs,
             )
         except LaunchError as exc:
@@ -276,9 +295,12 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
     from lev_nb.cli.progress import ProgressLine
     from lev_nb.cli.run_status import status_text
 
+    from lev_nb.cli.interaction_commands import TerminalPrompter
+
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
         run.subscribe(progress)
+    prompter = TerminalPrompter(run, sys.stdin, sys.stderr, progress) if run.interactive else None
     while True:
         # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
         # is only acted on when this thread runs again.
@@ -286,6 +308,8 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
             run.wait(WAKE_EVERY_S)
             break
         except TimeoutError:
+            if prompter is not None:
+                prompter.step()
             continue
     if progress is not None:
         progress.close()
@@ -304,6 +328,14 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
 
 
 WAKE_EVERY_S = 0.2
+
+
+def _at_terminal() -> bool:
+    """Whether a person can answer at this terminal (stdin is a tty)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class _Interrupts:

@@ -22,6 +22,10 @@ RECENT_FINISHED = 20
 STATUS_WIDTH = 60
 
 
+# How meta.json's waiting_on.reason reads in the STATUS cell (spec/runtime.md §15).
+WAIT_LABELS = {"tool_approval": "tool approval", "user_prompt": "user prompt", "interaction_point": "checkpoint"}
+
+
 def status_text(meta: dict[str, Any]) -> str:
     """The STATUS cell of ``lev ps``: the status, its error, and what the run left behind."""
     status = meta.get("status", "?")
@@ -30,6 +34,11 @@ def status_text(meta: dict[str, Any]) -> str:
         text = f"error: {meta.get('error') or 'unknown'}"
     elif status == "running" and _abandoned(meta):
         text = "running (abandoned)"
+    elif status == "waiting_input" and not owner_alive(meta):
+        text = "waiting_input (abandoned)"  # a wait for a person may be long; only a gone owner counts
+    elif status == "waiting_input":
+        reason = (meta.get("waiting_on") or {}).get("reason", "")
+        text = f"waiting: {WAIT_LABELS.get(reason, reason.replace('_', ' ') or 'a person')}"
     else:
         text = status
     if status in TERMINAL_STATUSES and flags.get("empty_output"):
@@ -37,6 +46,12 @@ def status_text(meta: dict[str, Any]) -> str:
     if flags.get("splits_degraded"):
         text += " (fan-out empty)"
     return text
+
+
+def owner_alive(meta: dict[str, Any]) -> bool:
+    """Whether the process that owns the run (meta.json's ``pid``) is still there."""
+    pid = meta.get("pid")
+    return not (isinstance(pid, int) and pid > 0 and not _alive(pid))
 
 
 def _abandoned(meta: dict[str, Any]) -> bool:
@@ -143,4 +158,5 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "empty_output": bool(flags.get("empty_output")),
         "has_final_output": bool(meta.get("final_output")),
         "parent_run_id": meta.get("parent_run_id"),
+        "waiting_on": meta.get("waiting_on"),
     }

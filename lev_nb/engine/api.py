@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from lev_nb.engine.handle import Run
 from lev_nb.engine.pipeline.inference import RetryPolicy
@@ -29,6 +29,9 @@ def start_run(
     approver: Callable[..., Any] | None = None,
     output_validator: Any = None,
     webhook: str | None = None,
+    yolo: bool = False,
+    allow: Iterable[str] | None = None,
+    interactive: bool | None = None,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -46,8 +49,16 @@ def start_run(
     ``output_schema`` (a JSON Schema dict) and ``output_validator`` (Rhai source defining
     ``fn validate(content)``, or a compiled ``lev_nb.scripting.Validator``). ``on_complete`` is
     called with the Run when it ends; ``webhook`` is a URL that receives the result as a JSON POST.
+
+    Permissions (spec/runtime.md §4.1): ``allow`` names tools that run without asking (``--allow``),
+    above the blueprint's and the configuration's word; ``yolo=True`` turns every remaining ``ask``
+    into ``allow`` (a ``deny`` stays) and leaves out the tools that wait for a person unless a stage
+    requires them. Both are recorded in meta.json and inherited by child runs. ``interactive`` says
+    whether somebody can answer the run's requests (``run.pending`` / ``run.respond``): True asks,
+    False never asks (an ``ask`` tool is denied with a message that says how to allow it), and the
+    default None asks from the moment a notebook run view of the run is open (its forms answer).
     """
-    from lev_nb.engine.launch import check_launch
+    from lev_nb.engine.launch import check_allowed_tools, check_launch
     from lev_nb.settings import current as current_settings
 
     settings = current_settings()  # read once: the checks and the run see the same configuration
@@ -56,6 +67,7 @@ def start_run(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
         workdir=workdir, webhook=webhook, settings=settings,
     )
+    allowed = check_allowed_tools(plan, allow)
     request = None
     if output_format or output_instructions or output_schema or output_validator is not None:
         request = OutputSpec(
@@ -82,6 +94,9 @@ def start_run(
         hook_scripts=hook_scripts,
         region_scripts=region_scripts,
         settings=settings,
+        yolo=yolo,
+        allow=allowed,
+        interactive=interactive,
     )
     runner.blueprint = blueprint
     run = Run(runner)

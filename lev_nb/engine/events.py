@@ -262,6 +262,40 @@ class HookModified(Event):
 
 
 @dataclass(frozen=True)
+class InteractionRequested(Event):
+    """The run waits for a person: an approval, a question, a document to review or edit, a
+    checkpoint (spec/runtime.md §12.1). ``request`` is the request as ``run.pending`` shows it."""
+
+    kind: ClassVar[str] = "interaction_requested"
+    request_id: str
+    request_kind: str
+    prompt: str = ""
+    request: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InteractionResolved(Event):
+    """A request was settled: ``outcome`` answered | declined | timed_out | cancelled."""
+
+    kind: ClassVar[str] = "interaction_resolved"
+    request_id: str
+    outcome: str
+    answer: str = ""  # a short form of the answer, for the record
+    source: str = ""  # who answered: python, notebook, terminal, inbox, timeout
+
+
+@dataclass(frozen=True)
+class MessageSent(Event):
+    """A message for the model: ``delivered`` into the conversation, or ``queued`` until a stage
+    that accepts messages."""
+
+    kind: ClassVar[str] = "message"
+    text: str
+    status: str  # delivered | queued
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Completed(Event):
     """The run reached a terminal status: complete, error or cancelled."""
 
@@ -279,7 +313,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolCallStarted,
         ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
-        HookModified,
+        HookModified, InteractionRequested, InteractionResolved, MessageSent,
     )
 }
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
 ARTIFACT_WINDOW = 1024 * 1024
+PENDING_POLL_S = 0.02  # how often next_request looks for a request
 
 
 class Run:
@@ -46,7 +47,8 @@ class Run:
 
     @property
     def status(self) -> str:
-        """One of starting, running, complete, error, cancelled."""
+        """One of starting, running, waiting_input (a person must answer: ``run.pending``),
+        complete, error, cancelled."""
         return self._runner.meta.status
 
     @property
@@ -139,6 +141,61 @@ class Run:
         """A live ipywidgets view of this run (``display`` it); the view comes from the slot
         :mod:`lev_nb.engine.views` holds, which the package facade fills."""
         return views.view(views.RUN_WIDGET, self, stages)
+
+    # -- a person in the loop (spec/runtime.md §12) ----------------------------------------
+    @property
+    def pending(self) -> list[Any]:
+        """The requests waiting for a person (``Request``: id, kind, stage, prompt, options, tool,
+        arguments, document, created), oldest first; each is also an ``interaction_requested`` event."""
+        return self._runner.interaction.pending()
+
+    @property
+    def interactive(self) -> bool:
+        """Whether this run asks a person (else an ``ask`` tool is denied, a question gets no answer)."""
+        return self._runner.interaction.interactive
+
+    def next_request(self, timeout: float | None = None) -> Any:
+        """Block until the run waits for a person and return the oldest pending request, or None
+        once the run has ended (or ``timeout`` seconds passed)."""
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is None or time.monotonic() < deadline:
+            pending = self.pending
+            if pending:
+                return pending[0]
+            if self.done():
+                return None
+            time.sleep(PENDING_POLL_S)
+        return None
+
+    def attend(self) -> None:
+        """Say that a person watches this run and can answer it (the notebook run view calls it):
+        a run started with ``interactive=None`` (the default) asks them from now on."""
+        self._runner.interaction.attend()
+
+    def respond(self, request_id: str, answer: Any = None, *, choice: int | None = None,
+                scope: str | None = None, decline: bool = False, source: str = "python") -> Any:
+        """Answer a pending request; safe from any thread. By kind:
+
+        - approval: ``"allow"`` / ``True`` or ``"deny"`` / ``False``, ``scope="once"|"stage"|"run"``;
+        - text: the text; choice: ``choice=INDEX`` (from 0) or the option; confirm: True/False;
+        - review: None to acknowledge, or feedback text; edit: the edited document;
+        - checkpoint: ``choice=INDEX`` or the option, or free text;
+        - ``decline=True`` turns any request down.
+
+        ``source`` names who answered in the ``interaction_resolved`` event (python, notebook,
+        terminal). Raises ``InteractionError`` (one clear message) for an unknown request or an answer that
+        does not fit; returns the ``Answer`` taken.
+        """
+        return self._runner.interaction.respond(
+            request_id, answer, choice=choice, scope=scope, decline=decline, source=source
+        )
+
+    def send(self, text: str) -> None:
+        """Send the model a message: it arrives as a user turn at the run's next step in a stage
+        that ``accepts_messages`` (until then it waits, and a ``message`` event says so)."""
+        self._runner.interaction.send(text)
 
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
         """Call ``callback(event)`` for each event (on the engine thread; keep it quick)."""

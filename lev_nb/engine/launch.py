@@ -300,3 +300,34 @@ def _check_workdir(workdir: str | os.PathLike[str] | None) -> Path | None:
             python_hint="create it, or pass another workdir=",
         )
     return path
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch permissions (--allow TOOL)
+# ------------------------------------------------------------------------------------------------
+def check_allowed_tools(plan: RunPlan, allow: Any) -> tuple[str, ...]:
+    """The tool names of ``--allow TOOL`` / ``allow=[...]``, checked: each must name a built-in tool
+    (or its alias) or one of the blueprint's script tools; raise LaunchError otherwise."""
+    from lev_nb.blueprint.errors import did_you_mean
+    from lev_nb.tools.builtin import default_registry
+
+    if allow is None:
+        return ()
+    if isinstance(allow, str):
+        allow = [allow]
+    names = list(allow)
+    registry = default_registry()
+    known = set(registry.names()) | set(plan.script_tools) | {"bash"}
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise LaunchError("allow takes tool names, such as write_file or shell",
+                              cli_hint="give --allow TOOL once per tool",
+                              python_hint='pass allow=["write_file", "shell"]')
+        if name not in known and registry.canonical(name) not in known:
+            hint = did_you_mean(name, sorted(known))
+            raise LaunchError(
+                f"--allow names a tool that does not exist: '{name}'" + (f" ({hint})" if hint else ""),
+                cli_hint="name a built-in tool (write_file, edit_file, shell, ...) or one of the blueprint's script tools",
+                python_hint="name a built-in tool (write_file, edit_file, shell, ...) or one of the blueprint's script tools",
+            )
+    return tuple(dict.fromkeys(names))

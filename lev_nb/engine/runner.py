@@ -12,6 +12,8 @@ what else it needs explicitly:
 - :class:`~lev_nb.engine.pipeline.inference.Inference`: model calls;
 - :class:`~lev_nb.engine.pipeline.tools.StageTools`: the stage's tools and a batch of calls;
 - :class:`~lev_nb.engine.pipeline.holds.ExitHolds`: nudges and what a stage owes before it leaves;
+- :class:`~lev_nb.engine.pipeline.points.InteractionPoints`: a stage's checkpoints, and
+  :class:`~lev_nb.engine.interaction.InteractionHub`: requests to a person, and messages;
 - :class:`~lev_nb.engine.pipeline.transitions.Transitions`: where a stage goes, and entering it;
 - :class:`~lev_nb.engine.pipeline.compaction.Compactor`: summaries of regions (transforms, thresholds,
   the model's window);
@@ -34,7 +36,9 @@ from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.pipeline.compaction import Compactor
 from lev_nb.engine.pipeline.fanout import FanOut
 from lev_nb.engine.pipeline.gates import modifying_tools
+from lev_nb.engine.interaction import InteractionHub
 from lev_nb.engine.pipeline.holds import ExitHolds
+from lev_nb.engine.pipeline.points import InteractionPoints
 from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
 from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
@@ -82,6 +86,9 @@ class Runner:
         hook_scripts: dict[str, Any] | None = None,
         region_scripts: dict[str, Any] | None = None,
         settings: Settings | None = None,
+        yolo: bool = False,
+        allow: tuple[str, ...] | list[str] = (),
+        interactive: bool | None = False,
     ) -> None:
         from lev_nb import store
         from lev_nb.settings import current as current_settings
@@ -132,6 +139,9 @@ class Runner:
         if parent is not None:
             meta.parent_run_id = parent.run_id
             meta.depth = self.depth
+        # Launch permissions: a child run inherits its parent's (spec/runtime.md §10).
+        meta.yolo = parent.meta.yolo if parent is not None else bool(yolo)
+        meta.allowed_tools = list(parent.meta.allowed_tools) if parent is not None else list(dict.fromkeys(allow))
         entry = entry or plan.entry
         meta.model = model_label(provider, plan.stage(entry), settings)
 
@@ -173,6 +183,13 @@ class Runner:
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
+        # A child's requests are held by its root run, so whoever watches the root answers them.
+        state.interaction = InteractionHub(
+            state,
+            interactive=interactive,
+            parent=parent.interaction if parent is not None else None,
+        )
+        self.points = InteractionPoints(state)
         self.compactor = Compactor(state, self.inference)
         self.transitions = Transitions(state, self.inference, self.tools.output_spec, self.compactor)
         self._ending: Ending | None = None
@@ -182,6 +199,12 @@ class Runner:
         self._cancellable = False
 
     # ------------------------------------------------------------------ what the Run handle reads
+    @property
+    def interaction(self) -> InteractionHub:
+        """The run's requests to a person and its queued messages."""
+        hub: InteractionHub = self.state.interaction
+        return hub
+
     @property
     def run_id(self) -> str:
         """The run's id (also its folder's name)."""
@@ -308,6 +331,7 @@ class Runner:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        self.interaction.close()
         if status != "cancelled":
             try:
                 status, error = await self.hooks.terminal(status, error)
@@ -386,6 +410,7 @@ class Runner:
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
+            self.interaction.deliver_messages()
             outcome = check_watchdogs(state)
             if outcome is None:
                 await self.compactor.maintain()
@@ -414,6 +439,8 @@ class Runner:
                 elif self.holds.nudge_text_only(response):
                     continue
             if self.holds.hold(outcome):
+                continue
+            if await self.points.hold(outcome):
                 continue
             await self.hooks.stage_exit()
             ending = await self.transitions.resolve(outcome)

@@ -48,6 +48,9 @@ class StageProgress:
     last_text: str = ""
     repetition: Any = None  # a RepetitionWatch, created at the stage's first tool batch
     points_done: bool = False
+    point_cursor: int = 0  # the next interaction point to present (spec/runtime.md §12.3)
+    point_rounds: int = 0  # revision rounds of the current point
+    point_body: str | None = None  # the person's own edit of the stage's answer, if they made one
 
 
 @dataclass
@@ -80,7 +83,8 @@ class RunState:
     run started; worker runs share their parent's). Moving: ``stage`` (the current stage),
     ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
     ``final_output`` (the accepted answer, if any), ``model_calls`` (model calls so far) and ``enter_hook_pending`` (a stage was entered
-    and its ``on_stage_enter`` hook has not fired yet).
+    and its ``on_stage_enter`` hook has not fired yet). ``interaction`` is the run's
+    :class:`~lev_nb.engine.interaction.InteractionHub` (set by the runner).
     """
 
     plan: RunPlan
@@ -100,6 +104,7 @@ class RunState:
     final_output: FinalOutput | None = None
     enter_hook_pending: bool = False
     model_calls: int = 0  # every model call made (answered or failed): the idle-loop watchdog reads it
+    interaction: Any = None  # the run's InteractionHub (lev_nb.engine.interaction): requests to a person
 
     def warn(self, message: str) -> None:
         """Emit a ``warning`` event in the current stage."""

@@ -9,7 +9,8 @@ does not compile) surfaces as one ``UsageError`` line, never a traceback.
 - ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
 - ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
-  shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once.
+  shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once. The
+  widget's forms answer what the run asks (tool approvals, questions, checkpoints).
 - ``%%rhai [--validate] [--call FN] [--arg NAME ...] [VAR]``: evaluate the cell as Rhai in the
   hardened engine; ``--validate`` compiles it as an output validator and stores it in VAR
   (default ``validator``); ``--call FN`` calls a function the cell defines.
@@ -207,7 +208,8 @@ class LevMagics(Magics):
         model = args.model if args.model is not None else (self.default_model or self._default_model())
         task = interpolate(cell.strip(), self._user_ns)
         try:
-            run = bp.run(task, model=model, workdir=args.workdir)
+            # The view's forms answer the run's requests, so a run shown live asks from its start.
+            run = bp.run(task, model=model, workdir=args.workdir, interactive=True if not args.no_widget else None)
         except (ValueError, TypeError, ScriptError) as exc:
             raise UsageError(f"%%lev: {_one_line(exc)}") from None
         self._user_ns[var] = run

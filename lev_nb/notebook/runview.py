@@ -35,7 +35,7 @@ RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
     "starting": "#616161", "running": "#1565c0", "complete": "#2e7d32", "error": "#c62828",
-    "cancelled": "#a34f00",
+    "cancelled": "#a34f00", "waiting_input": "#6a1b9a",
 }
 
 STYLE = """<style>
@@ -179,6 +179,10 @@ class RunState:
                 self.error, self.error_stage = event.error, event.stage
             self.output_expected = bool(event.produced_output)
             return
+        if kind == "interaction_requested" and self.status == "running":
+            self.status = "waiting_input"
+        elif kind == "interaction_resolved" and self.status == "waiting_input":
+            self.status = "running"
         if kind == "model_text":
             # A retried call streams again from the start: begin the text anew.
             self.forming = event.text if event.attempt > 1 and not self.forming else self.forming + event.text

@@ -25,7 +25,7 @@ NUDGE_REASONS = {
 }
 CALLOUT_LABELS = {
     "gate": "gate", "nudge": "nudge", "stuck": "stuck", "forced": "forced", "rejected": "rejected",
-    "warning": "warning", "error": "error", "limit": "limit",
+    "warning": "warning", "error": "error", "limit": "limit", "ask": "ask",
 }
 
 
@@ -171,6 +171,17 @@ def sentence(event: Any) -> Line:
     if kind == "hook_modified":
         summary = f": {clip(event.summary, 120)}" if event.summary else ""
         return Line(f"Hook {event.hook} changed {event.target}{summary}.")
+    if kind == "interaction_requested":
+        return Line(f"Waited for a person: {clip(event.prompt, 160)}", callout="ask")
+    if kind == "interaction_resolved":
+        said = {"answered": f"Answered: {clip(event.answer, 120)}" if event.answer else "Answered.",
+                "declined": "The person declined.", "timed_out": "Nobody answered in time.",
+                "cancelled": "The question was withdrawn (the run stopped)."}
+        return Line(said.get(event.outcome, event.outcome), transcript=event.outcome == "answered")
+    if kind == "message":
+        if event.status == "queued":
+            return Line(f"A message waits for a stage that accepts messages: {clip(event.text, 120)}")
+        return Line(f"Message for the model: {clip(event.text, 160)}")
     if kind == "completed":
         if event.status == "complete":
             return Line("Run complete." if event.produced_output else "Run complete, without a final output.")

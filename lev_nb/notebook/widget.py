@@ -2,7 +2,8 @@
 
 ``RunWidget(run)`` is an ipywidgets ``VBox`` of HTML parts drawn by :mod:`lev_nb.notebook.runview`:
 the header (agent, run id, status chip, task, elapsed time, model and tool calls, tokens), the
-progress bar with the stage strip, one part per stage visit (sentences, call-outs, a collapsible
+progress bar with the stage strip, a form for each request the run waits on (``requests``: see
+:mod:`lev_nb.notebook.requests`; a view of a live run tells it that somebody can answer), one part per stage visit (sentences, call-outs, a collapsible
 transcript), the final output and the error. It follows the run through ``run.subscribe``: the
 callback runs on the engine thread, folds the event under a lock and only assigns traits, which
 ipywidgets sends as comm messages at once, so the view updates while the cell that started the
@@ -99,8 +100,9 @@ class RunWidget(_VBox):
     """A live view of a :class:`~lev_nb.engine.handle.Run` (requires ipywidgets).
 
     ``stages`` names the blueprint's stages for the strip (by default they come from the run's
-    blueprint). Child widgets: ``header``, ``progress``, ``visits`` (a VBox, one HTML per stage
-    visit), ``output`` and ``error``.
+    blueprint). Child widgets: ``header``, ``progress``, ``requests`` (a VBox, one
+    :class:`~lev_nb.notebook.requests.RequestForm` per pending request), ``visits`` (a VBox, one
+    HTML per stage visit), ``output`` and ``error``.
     """
 
     def __init__(self, run: Any, stages: Sequence[str] | None = None) -> None:
@@ -119,12 +121,16 @@ class RunWidget(_VBox):
         self.visits = _widgets.VBox()
         self.output = _widgets.HTML()
         self.error = _widgets.HTML()
-        super().__init__(children=[self.header, self.progress, self.visits, self.output, self.error])
+        self.requests = _widgets.VBox()
+        self._forms: dict[str, Any] = {}
+        super().__init__(children=[self.header, self.progress, self.requests, self.visits, self.output, self.error])
         self.add_class("lev-run-widget")
         with self._lock:
             self._fold()
             self._draw()
         run.subscribe(self._on_event, replay=False)
+        if hasattr(run, "attend") and not self._state.finished:
+            run.attend()  # this view's forms can answer the run's requests
         self._on_event(None)  # events logged between the fold above and the subscription
 
     @property
@@ -195,6 +201,10 @@ class RunWidget(_VBox):
             self.visits.children = tuple(parts)
         self.output.value = _part(runview.output_html(state))
         self.error.value = _part(runview.error_html(state))
+        if hasattr(self._run, "pending"):
+            from lev_nb.notebook.requests import sync_forms
+
+            sync_forms(self.requests, self._run, self._forms)
         if state.finished:
             if self._timer is not None:
                 self._timer.cancel()

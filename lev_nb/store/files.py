@@ -1,5 +1,6 @@
 """The run record's files on disk: ``$LEV_HOME/runs/<run_id>/`` with meta.json, events.jsonl, final_output
-and transcript.jsonl.
+and transcript.jsonl, and ``inbox/``: one small JSON file per message or answer that another
+process (``lev msg``, ``lev respond``) leaves for the process that owns the run.
 
 meta.json and final_output are replaced atomically (temporary file in the same folder, fsync,
 rename), so a crash mid-write leaves the previous version readable. The JSONL files are append-only,
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +31,14 @@ __all__ = [
     "EVENTS",
     "TRANSCRIPT",
     "FINAL_OUTPUT",
+    "INBOX",
 ]
 
 META = "meta.json"
 EVENTS = "events.jsonl"
 TRANSCRIPT = "transcript.jsonl"
 FINAL_OUTPUT = "final_output"
+INBOX = "inbox"
 
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -190,3 +195,46 @@ class RunStore:
             return (self.dir / FINAL_OUTPUT).read_bytes()
         except FileNotFoundError:
             return None
+
+    # -- the inbox: messages and answers from other processes (spec/runtime.md §12.2) ----------
+    def post_inbox(self, entry: dict[str, Any]) -> Path:
+        """Leave ``entry`` in the run's ``inbox/`` for the process that owns the run.
+
+        Each entry is its own file, written under a dot-name and renamed into place, so the owner
+        never reads half of one; names sort in the order they were posted.
+        """
+        folder = self.dir / INBOX
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.json"
+        write_atomic(folder / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"), durable=False)
+        return folder / name
+
+    def inbox_stamp(self) -> int | None:
+        """The inbox folder's modification time (ns), None when nothing was ever posted: a cheap
+        "has anything arrived" check before :meth:`take_inbox` lists it."""
+        try:
+            return os.stat(self.dir / INBOX).st_mtime_ns
+        except OSError:
+            return None
+
+    def take_inbox(self) -> list[dict[str, Any]]:
+        """Read and remove every entry posted so far, oldest first. An entry that is not a JSON
+        object comes back as ``{"type": "unreadable", "file": NAME}``."""
+        folder = self.dir / INBOX
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
+        except OSError:
+            return []
+        entries: list[dict[str, Any]] = []
+        for name in names:
+            path = folder / name
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                value = None
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            entries.append(value if isinstance(value, dict) else {"type": "unreadable", "file": name})
+        return entries

@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
 #: Every status a run can have, in the order a run passes through them.
-RUN_STATUSES = ("starting", "running", "complete", "error", "cancelled")
+RUN_STATUSES = ("starting", "running", "waiting_input", "complete", "error", "cancelled")
 #: The statuses a run never leaves.
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
@@ -113,6 +113,13 @@ class RunMeta:
     # Set when the run stopped because a person must set something up (an account out of
     # credits, a provider out of reach): {blocker: credits|providers, remedy}.
     needs_setup: dict[str, Any] | None = None
+    # Permissions given at launch (--yolo, --allow TOOL), inherited by child runs.
+    yolo: bool = False
+    allowed_tools: list[str] = field(default_factory=list)
+    # While status is waiting_input: why ({reason: tool_approval|user_prompt|interaction_point}) and
+    # the open requests (as run.pending shows them), so `lev respond` can answer from elsewhere.
+    waiting_on: dict[str, Any] | None = None
+    pending: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -165,4 +172,8 @@ class RunMeta:
             "cost_usd": self.cost_usd,
             "usage": copy.deepcopy(self.usage),
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
+            "yolo": self.yolo,
+            "allowed_tools": list(self.allowed_tools),
+            "waiting_on": dict(self.waiting_on) if self.waiting_on is not None else None,
+            "pending": copy.deepcopy(self.pending),
         }

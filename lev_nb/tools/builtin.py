@@ -554,11 +554,61 @@ def builtin_tools() -> list[ToolDef]:
             default_policy="allow",
             inline=True,
         ),
+        *blocking_tools(),
         ToolDef(
             "runtime_info",
             "Facts about this run: its id, stage, iteration and limits.",
             _obj({}),
             readonly=True,
+            default_policy="allow",
+            inline=True,
+        ),
+    ]
+
+
+def blocking_tools() -> list[ToolDef]:
+    """The tools that wait for a person (spec/runtime.md §10, §12.4). The engine answers them
+    (lev_nb.engine.interaction), so they have no handler here."""
+    prompt = _str("What to ask the person.")
+    return [
+        ToolDef(
+            "ask_user_text",
+            "Ask the person running this agent a question and wait for their written answer.",
+            _obj({"prompt": prompt}, ["prompt"]),
+            default_policy="allow",
+            inline=True,
+        ),
+        ToolDef(
+            "ask_user_choice",
+            "Ask the person to pick one of several options (at least 2) and wait for their choice.",
+            _obj(
+                {"prompt": prompt,
+                 "options": {"type": "array", "items": {"type": "string"}, "description": "The options, at least 2."}},
+                ["prompt", "options"],
+            ),
+            default_policy="allow",
+            inline=True,
+        ),
+        ToolDef(
+            "ask_user_confirm",
+            "Ask the person a yes/no question and wait for their answer.",
+            _obj({"prompt": prompt}, ["prompt"]),
+            default_policy="allow",
+            inline=True,
+        ),
+        ToolDef(
+            "present_for_review",
+            "Show the person a Markdown document and wait until they acknowledge it or give feedback.",
+            _obj({"title": _str("A short title for the document."), "markdown": _str("The document, in Markdown.")},
+                 ["title", "markdown"]),
+            default_policy="allow",
+            inline=True,
+        ),
+        ToolDef(
+            "edit_document",
+            "Give the person a document to edit and wait for the edited version.",
+            _obj({"content": _str("The document to edit."), "prompt": _str("What to tell the person (optional).")},
+                 ["content"]),
             default_policy="allow",
             inline=True,
         ),

@@ -1,9 +1,11 @@
 """Who may run a tool: allow / ask / deny (spec/runtime.md §4.1).
 
-The blueprint's word (stage table, then agent table) is weighed against a ceiling: the user's
-configuration (``[tool_permissions]``, ``[agent_tool_permissions.<agent>]``), else the tool's built-in
-default. A blueprint may only tighten that ceiling — declaring is not granting — unless the user's
-``[security] allow_blueprint_permissions`` lets blueprints loosen it too.
+The one resolver, in the spec's precedence order: the launch's ``--allow TOOL`` (``allow=[...]`` in
+Python) first; then the blueprint's word (stage table, then agent table) weighed against a
+ceiling: the user's configuration (``[tool_permissions]``, ``[agent_tool_permissions.<agent>]``),
+else the tool's built-in default. A blueprint may only tighten that ceiling — declaring is not
+granting — unless the user's ``[security] allow_blueprint_permissions`` lets blueprints loosen it
+too. Last, ``--yolo`` (``yolo=True``) turns a remaining ``ask`` into ``allow``, never a ``deny``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from lev_nb.tools.registry import PolicyName, ToolRegistry
 __all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text"]
 
 # Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
-Approver = Callable[..., Union[bool, Awaitable[bool]]]
+# It answers True (run it), False (the person declined) or a ``[denied] ...`` text to return instead.
+Approver = Callable[..., Union[bool, str, Awaitable[Union[bool, str]]]]
 VALID_POLICIES = ("allow", "ask", "deny")  # from loosest to strictest
 
 
@@ -33,6 +36,8 @@ class Policies:
     ceiling: Mapping[str, str] = field(default_factory=dict)
     blueprint_may_loosen: bool = False
     approver: Approver | None = None
+    launch_allow: frozenset[str] = frozenset()  # --allow TOOL: lower-case names the launch allowed
+    yolo: bool = False  # --yolo: ask becomes allow (deny stays deny)
 
 
 def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
@@ -44,7 +49,9 @@ def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
 
 
 def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> PolicyName:
-    """The policy for ``name``: the blueprint's (stage table, then agent table) within the ceiling.
+    """The policy for ``name``, in the spec's order: a tool the launch allowed (``--allow``) is
+    ``allow``; otherwise the blueprint's policy (stage table, then agent table) within the ceiling,
+    and under ``yolo`` an ``ask`` that is left becomes ``allow``.
 
     The ceiling is the configuration's entry for the tool, else the tool's built-in default (``ask``
     for an unknown tool). A blueprint policy stricter than the ceiling wins; a looser one is held to
@@ -52,14 +59,20 @@ def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> Pol
     (a rule for ``bash`` governs ``shell``).
     """
     spellings = registry.spellings(name)
+    if spellings & {n.lower() for n in policies.launch_allow}:
+        return "allow"
     tool = registry.get(name)
     ceiling = _lookup(policies.ceiling, spellings) or (tool.default_policy if tool is not None else "ask")
     declared = _lookup(policies.stage, spellings) or _lookup(policies.agent, spellings)
     if declared is None:
-        return ceiling
-    if policies.blueprint_may_loosen:
-        return declared
-    return max(declared, ceiling, key=VALID_POLICIES.index)
+        policy = ceiling
+    elif policies.blueprint_may_loosen:
+        policy = declared
+    else:
+        policy = max(declared, ceiling, key=VALID_POLICIES.index)
+    if policy == "ask" and policies.yolo:
+        return "allow"
+    return policy
 
 
 def denied_text(name: str) -> str:
@@ -71,7 +84,8 @@ def needs_approval_text(name: str) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
     return (
         f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; to let it "
-        f"run unattended, allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
+        f"run unattended, start the run with --allow {name} (allow=[\"{name}\"] in Python) or --yolo, "
+        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
     )
 
 
@@ -90,7 +104,7 @@ def _takes_name_and_args(approver: Approver) -> bool:
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-async def _ask(approver: Approver, call: ToolCall) -> bool:
+async def _ask(approver: Approver, call: ToolCall) -> bool | str:
     """Run the approver (sync ones in a worker thread, since they may wait for a person)."""
     args: tuple[Any, ...] = (call.name, call.arguments) if _takes_name_and_args(approver) else (call,)
     if inspect.iscoroutinefunction(approver):
@@ -99,6 +113,8 @@ async def _ask(approver: Approver, call: ToolCall) -> bool:
         answer = await asyncio.to_thread(approver, *args)
         if inspect.isawaitable(answer):
             answer = await answer
+    if isinstance(answer, str) and answer.startswith("[denied]"):
+        return answer
     return bool(answer)
 
 
@@ -115,4 +131,6 @@ async def authorise(call: ToolCall, registry: ToolRegistry, policies: Policies) 
         approved = await _ask(policies.approver, call)
     except CALLEE_ERRORS as exc:  # an approver that breaks must not take the run down with it
         return f"[denied] Approval for '{call.name}' failed: {exc}"
+    if isinstance(approved, str):
+        return approved
     return None if approved else declined_text(call.name)

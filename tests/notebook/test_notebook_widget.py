@@ -79,7 +79,8 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
     assert [text_of(v.value).split()[0] for v in view.visits.children] == ["read", "check", "table"]
     assert "<table>" in view.output.value and "dry run" in view.output.value
     assert view.error.value == ""
-    assert list(view.children) == [view.header, view.progress, view.visits, view.output, view.error]
+    assert list(view.children) == [view.header, view.progress, view.requests, view.visits, view.output, view.error]
+    assert view.requests.children == ()  # nothing was asked
 
 
 def test_events_read_as_sentences_with_call_outs() -> None:

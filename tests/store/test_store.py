@@ -48,7 +48,7 @@ def test_new_meta_has_every_upstream_field():
         "num_stages", "iteration", "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens",
         "tool_calls", "workdir", "started_at", "updated_at", "last_progress_at", "error", "metadata",
         "parent_run_id", "children", "depth", "flags", "final_output", "output_request", "stage_history",
-        "cost_usd", "usage", "needs_setup",
+        "cost_usd", "usage", "needs_setup", "yolo", "allowed_tools", "waiting_on", "pending",
     }
     assert set(meta) == expected
     assert (meta["cost_usd"], meta["usage"]) == (0.0, {})  # no call yet: a known zero

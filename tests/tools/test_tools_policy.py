@@ -108,3 +108,34 @@ def test_approver_taking_name_and_arguments():
 
     assert auth("shell", Policies(approver=approver)).startswith("[denied] The user declined")
     assert seen == [("shell", {})]
+
+
+# -- launch permissions: --allow first, --yolo last (spec/runtime.md §4.1) -------------------------
+def test_launch_allow_beats_every_other_source():
+    policies = Policies(stage={"write_file": "deny"}, agent={"write_file": "deny"}, ceiling={"write_file": "deny"},
+                        launch_allow=frozenset({"write_file"}))
+    assert resolve_policy("write_file", REG, policies) == "allow"
+    assert resolve_policy("edit_file", REG, policies) == "ask"  # only the tools it names
+
+
+def test_launch_allow_follows_aliases_and_case():
+    assert resolve_policy("shell", REG, Policies(launch_allow=frozenset({"BASH"}))) == "allow"
+    assert resolve_policy("bash", REG, Policies(launch_allow=frozenset({"shell"}))) == "allow"
+
+
+def test_yolo_lifts_ask_but_never_deny():
+    yolo = {"yolo": True}
+    assert resolve_policy("write_file", REG, Policies(**yolo)) == "allow"  # built-in ask
+    assert resolve_policy("mystery", REG, Policies(**yolo)) == "allow"  # unknown: ask
+    assert resolve_policy("write_file", REG, Policies(ceiling={"write_file": "ask"}, **yolo)) == "allow"
+    assert resolve_policy("write_file", REG, Policies(ceiling={"write_file": "deny"}, **yolo)) == "deny"
+    assert resolve_policy("write_file", REG, Policies(stage={"write_file": "deny"}, **yolo)) == "deny"
+    # The blueprint tightening allow to ask is lifted again; its deny is kept.
+    assert resolve_policy("read_file", REG, Policies(agent={"read_file": "ask"}, **yolo)) == "allow"
+
+
+def test_an_approver_may_answer_with_the_denial_text():
+    text = "[denied] Nobody answered in time."
+    assert auth("write_file", Policies(approver=lambda call: text)) == text
+    # Any other string is a plain yes, as before.
+    assert auth("write_file", Policies(approver=lambda call: "sure")) is None

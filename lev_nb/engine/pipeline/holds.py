@@ -1,14 +1,13 @@
-"""Holding a stage open while it owes something (spec/runtime.md §5, §5.1, §12.3): the text-only
-nudge, required regions, the owed final output, a fan-out stage that never fanned out, and the
-stage's interaction points (passed unattended or refused)."""
+"""Holding a stage open while it owes something (spec/runtime.md §5, §5.1): the text-only nudge,
+required regions, the owed final output and a fan-out stage that never fanned out. The stage's
+interaction points come after these (lev_nb.engine.pipeline.points)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from lev_nb.blueprint.constants import DEFAULT_FAN_OUT_ATTEMPTS
-from lev_nb.engine.plan.types import StagePlan
-from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.engine.state import Outcome
 from lev_nb.messages import ModelResponse
 
 if TYPE_CHECKING:
@@ -93,24 +92,7 @@ class ExitHolds:
                 f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
                 "`fan_out`, so no workers ran and nothing was merged.",
             )
-        if stage.interaction_points and not progress.points_done:
-            progress.points_done = True
-            self._pass_checkpoints(stage)
         return False
-
-    def _pass_checkpoints(self, stage: StagePlan) -> None:
-        """Interaction points with nobody to answer them (lev_nb runs are unattended).
-
-        ``auto_approve`` points are approved without a prompt, as an unattended upstream run
-        does; an ``ask`` point refuses to approve unread, so the run ends in error.
-        """
-        for name, unattended in stage.interaction_points:
-            if unattended == "ask":
-                raise RunFailure(
-                    f"checkpoint '{name}' of stage '{stage.name}' asks a person to approve it, and this "
-                    "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass"
-                )
-            self.state.warn(f"checkpoint '{name}' approved without a person (unattended = auto_approve)")
 
     def _has_output_from(self, stage: str) -> bool:
         output = self.state.final_output

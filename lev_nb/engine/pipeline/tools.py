@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
-from lev_nb.blueprint.constants import MODIFYING_TOOLS
+from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
@@ -75,17 +75,32 @@ class StageTools:
         """The final-output spec in force for ``stage`` (agent < stage < launch request)."""
         return resolve_output_spec(self.state.plan.agent_output, stage.output, self.output_request)
 
+    def offered(self, stage: StagePlan) -> list[str]:
+        """The stage's tools as advertised: the blocking tools that wait for a person are left out
+        under ``--yolo`` and when nobody can answer, unless the stage requires them (§10, §12.4)."""
+        hub = self.state.interaction
+        unattended = self.state.meta.yolo or hub is None or not hub.interactive
+        if not unattended:
+            return list(stage.tools)
+        required = {self.registry.canonical(t) for t in stage.required_tools}
+        return [
+            t for t in stage.tools
+            if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
+        ]
+
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
-        cached = self._specs.get(stage.name)
+        offered = self.offered(stage)  # who can answer may change: a notebook view may open
+        key = f"{stage.name}\0{len(offered)}"
+        cached = self._specs.get(key)
         if cached is None:
-            cached = self.registry.specs(stage.tools, skip_unknown=True)
+            cached = self.registry.specs(offered, skip_unknown=True)
             for i, spec in enumerate(cached):
                 if spec.name == "submit_output":
                     cached[i] = ToolSpec(
                         spec.name, submit_output_description(self.output_spec(stage)), spec.parameters
                     )
-            self._specs[stage.name] = cached
+            self._specs[key] = cached
         return cached
 
     # -- running a batch --------------------------------------------------------------------
@@ -109,17 +124,21 @@ class StageTools:
             )
 
         settings = state.settings
+        hub = state.interaction
         policies = Policies(
             stage=stage.tool_permissions,
             agent=state.plan.tool_permissions,
             ceiling=settings.tool_ceiling(state.plan.agent_name),
             blueprint_may_loosen=settings.security.allow_blueprint_permissions,
-            approver=self.approver,
+            # The launch's own approver first; else whoever the run can ask (nobody: denied).
+            approver=self.approver or (hub.approve if hub is not None and hub.interactive else None),
+            launch_allow=frozenset(state.meta.allowed_tools),
+            yolo=state.meta.yolo,
         )
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
         results = await execute_calls(
-            calls, list(stage.tools), self.registry, self.tool_context, policies, on_start=on_start
+            calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start
         )
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
@@ -197,6 +216,8 @@ class StageTools:
             content = self._runtime_info()
         elif canon == "fan_out":
             content = await self.fan_out(call)
+        elif canon in BLOCKING_TOOLS and self.state.interaction is not None:
+            content = await self.state.interaction.blocking_tool(call)
         else:
             content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
         return ToolResult(

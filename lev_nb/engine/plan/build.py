@@ -22,6 +22,7 @@ from lev_nb.engine.plan.types import (
     RepetitionPolicy,
     RunPlan,
     SeedPlan,
+    PointPlan,
     StagePlan,
 )
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
@@ -154,10 +155,28 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         fan_out=fan_out,
         allow_as_worker=stage.allow_as_worker,
         hooks=hooks,
-        interaction_points=tuple((pt.name, pt.unattended) for pt in stage.interaction_points)
+        interaction_points=tuple(_point_plan(pt) for pt in stage.interaction_points)
         if stage.mode == "interactive_points"
         else (),
+        required_tools=tuple(stage.required_tools),
+        accepts_messages=stage.accepts_messages,
         window_tokens=window,
+    )
+
+
+def _point_plan(point: Any) -> PointPlan:
+    """An interaction point as the engine runs it."""
+    return PointPlan(
+        name=point.name,
+        prompt=point.prompt,
+        required=point.required,
+        unattended=point.unattended,
+        style=point.style,
+        options=tuple(point.options),
+        directives=tuple(point.directives.items()),
+        abort_options=tuple(point.abort_options),
+        edit_options=tuple(point.edit_options),
+        document_region=point.document_region,
     )
 
 

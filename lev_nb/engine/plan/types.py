@@ -164,6 +164,22 @@ class FanOutPlan:
 
 
 @dataclass(frozen=True)
+class PointPlan:
+    """One interaction point of an ``interactive_points`` stage (spec/runtime.md §12.3)."""
+
+    name: str
+    prompt: str = ""
+    required: bool = True
+    unattended: str = "auto_approve"  # auto_approve | ask
+    style: str = "free_text"  # free_text | multiple_choice | confirm
+    options: tuple[str, ...] = ()
+    directives: tuple[tuple[str, str], ...] = ()  # (option label, directive text), in order
+    abort_options: tuple[str, ...] = ()
+    edit_options: tuple[str, ...] = ()
+    document_region: str | None = None
+
+
+@dataclass(frozen=True)
 class StagePlan:
     """Everything the run loop needs to know about one stage."""
 
@@ -192,8 +208,10 @@ class StagePlan:
     fan_out: FanOutPlan | None = None
     allow_as_worker: bool = False
     hooks: dict[str, str] = field(default_factory=dict)
-    # (name, unattended) of each interaction point, for interactive_points stages
-    interaction_points: tuple[tuple[str, str], ...] = ()
+    # the interaction points of an interactive_points stage, in order
+    interaction_points: tuple[PointPlan, ...] = ()
+    required_tools: tuple[str, ...] = ()  # blocking tools the stage keeps under --yolo
+    accepts_messages: bool = True  # whether messages sent to the run reach this stage
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
 
     def find_edge(self, condition: str) -> list[EdgePlan]:

@@ -1,0 +1,138 @@
+"""The checkpoints of an ``interactive_points`` stage (spec/runtime.md §12.3): when the stage tries
+to leave, each interaction point in order shows the stage's answer to a person and acts on what
+they pick.
+
+- an ``abort_options`` entry ends the run as cancelled;
+- an ``edit_options`` entry asks for the edited text, tells the model to adopt it, and shows the
+  point again (no new model call);
+- a ``directives`` key tells the model the directive and runs the stage again;
+- anything else approves: the label is told to the model and the next point comes.
+
+Answers are matched exactly, then with dashes folded and whitespace collapsed. Revision rounds are
+capped at :data:`MAX_REVISION_ROUNDS` per point, then the point passes. A ``document_region``
+holds the answer being reviewed (marked as the person's after an edit).
+
+With nobody to ask, an ``auto_approve`` point passes (also under ``--yolo``) and an ``ask`` point
+ends the run in error. A point nobody answered within the interaction timeout passes, unless it
+is ``unattended = "ask"``: then the run stops rather than approve it unread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from lev_nb.engine.interaction import fold_label
+from lev_nb.engine.plan.types import PointPlan
+from lev_nb.engine.state import Outcome, RunFailure
+
+if TYPE_CHECKING:
+    from lev_nb.engine.state import RunState
+
+MAX_REVISION_ROUNDS = 4
+REVISED_MARK = "[revised by user - keep these changes]\n"
+
+
+class InteractionPoints:
+    """The checkpoint hold of a stage; receives only the run state (its hub asks the person)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    async def hold(self, outcome: Outcome | None) -> bool:
+        """Present the stage's remaining points; True when the stage must run again (a directive)."""
+        state = self.state
+        stage, progress = state.stage, state.progress
+        if not stage.interaction_points or progress.points_done or outcome is not None:
+            return False
+        while progress.point_cursor < len(stage.interaction_points):
+            point = stage.interaction_points[progress.point_cursor]
+            if await self._present(point):
+                progress.point_body = None  # the new answer replaces any edit
+                return True
+            progress.point_cursor += 1
+            progress.point_rounds = 0
+        progress.points_done = True
+        return False
+
+    async def _present(self, point: PointPlan) -> bool:
+        """Show one point until it is approved (False) or a directive sends the stage back (True)."""
+        state = self.state
+        hub, progress, ctx = state.interaction, state.progress, state.ctx
+        stage = state.stage.name
+        if hub is None or not hub.interactive or (state.meta.yolo and point.unattended == "auto_approve"):
+            if point.unattended == "ask":
+                raise RunFailure(
+                    f"checkpoint '{point.name}' of stage '{stage}' asks a person to approve it, and this "
+                    "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass, or "
+                    "run it where somebody can answer (a notebook, or lev run at a terminal)"
+                )
+            state.warn(f"checkpoint '{point.name}' approved without a person (unattended = auto_approve)")
+            return False
+        while True:
+            body = progress.point_body if progress.point_body is not None else progress.last_text
+            if point.document_region and ctx.has_region(point.document_region):
+                mark = REVISED_MARK if progress.point_body is not None else ""
+                ctx.replace_with_summary(point.document_region, mark + body)
+            options = point.options or (("Yes", "No") if point.style == "confirm" else ())
+            labels = _unique(options + tuple(k for k, _ in point.directives) + point.edit_options + point.abort_options)
+            request = hub.request(
+                "checkpoint", f"{state.run_id}-point-{point.name}", str(progress.point_rounds),
+                prompt=point.prompt, options=labels, document=body, point=point.name,
+            )
+            answer = await hub.ask(request)
+            if answer.outcome in ("timed_out", "cancelled"):
+                if point.unattended == "ask":
+                    raise RunFailure(
+                        f"checkpoint '{point.name}' went unanswered within the interaction timeout; the run "
+                        "stopped rather than approving it unread"
+                    )
+                state.warn(f"checkpoint '{point.name}' passed: nobody answered within the interaction timeout")
+                return False
+            if answer.outcome == "declined":
+                state.warn(f"the person declined checkpoint '{point.name}', so the run stops")
+                raise asyncio.CancelledError
+            label = answer.value or ""
+            if _matches(label, point.abort_options):
+                state.warn(f"the person chose '{label}' at checkpoint '{point.name}', which stops the run")
+                raise asyncio.CancelledError
+            revisable = progress.point_rounds < MAX_REVISION_ROUNDS
+            if _matches(label, point.edit_options) and revisable:
+                edit = await hub.ask(hub.request(
+                    "edit", request.id, "edit", prompt=f"Edit the text for checkpoint '{point.name}'", document=body,
+                ))
+                progress.point_rounds += 1
+                if edit.outcome == "answered" and edit.value is not None and edit.value != body:
+                    progress.point_body = edit.value
+                    ctx.add_user(
+                        f"User [{point.name}] edited the output directly. Adopt this exact text as your "
+                        f"output, keeping the user's changes:\n{edit.value}"
+                    )
+                continue
+            directive = next((text for key, text in point.directives if _matches(label, (key,))), None)
+            if directive is not None and revisable:
+                progress.point_rounds += 1
+                ctx.add_user(f"User [{point.name}] {label}")
+                ctx.add_user(f"User [{point.name}] directive: {directive}")
+                return True
+            if label:
+                ctx.add_user(f"User [{point.name}] {label}")
+            if progress.point_rounds > 0:
+                ctx.add_user(
+                    f"User [{point.name}] approved it after it was revised: the approved version is the "
+                    "latest one, including the user's changes."
+                )
+            return False
+
+
+def _matches(label: str, options: tuple[str, ...]) -> bool:
+    folded = fold_label(label)
+    return any(label == o or fold_label(o) == folded for o in options)
+
+
+def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
+    seen: list[str] = []
+    for label in labels:
+        if label not in seen:
+            seen.append(label)
+    return tuple(seen)

@@ -1,0 +1,165 @@
+"""The forms of the run view: each request a run waits on (spec/runtime.md §12), answered in place.
+
+:class:`RequestForm` is a small ipywidgets box for one request, by kind:
+
+- approval: the tool and its arguments, and buttons ``allow_once``, ``allow_stage``, ``allow_run``
+  and ``deny``;
+- text: a ``text`` box and ``send``;
+- choice: one button per option (``choices``);
+- confirm: ``yes`` and ``no``;
+- review: the document, a ``feedback`` box, ``acknowledge`` and ``send``;
+- edit: an ``editor`` holding the document, ``save`` (use the edited text) and ``keep`` (no changes);
+- checkpoint: the stage's answer, one button per option (``choices``), a ``text`` box and ``send``.
+
+Every form but the approval also has ``decline``. Pressing a button calls ``run.respond``; an
+answer the run refuses shows its message in the form (``message``), and an answered form is
+disabled. :func:`sync_forms` keeps a box of forms in step with ``run.pending``. Everything is
+driven through the widget model (``button.click()``, ``text.value = ...``), so it is testable
+without a browser.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import ipywidgets as widgets
+
+from lev_nb.notebook import runview
+
+__all__ = ["RequestForm", "sync_forms"]
+
+ARG_CHARS = 2000  # how much of one tool argument the form shows
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _document_html(text: str) -> str:
+    rendered = runview.markdown_html(text)
+    body = rendered if rendered is not None else f"<pre style='white-space:pre-wrap'>{_e(text)}</pre>"
+    return f"<div class='lev-request-doc' style='border-left:3px solid #ccc;padding-left:8px'>{body}</div>"
+
+
+class RequestForm(widgets.VBox):
+    """The form for one pending ``request`` of ``run`` (see the module docstring)."""
+
+    def __init__(self, run: Any, request: Any) -> None:
+        self.run = run
+        self.request = request
+        self.answered = False
+        self.title = widgets.HTML(self._title_html())
+        self.message = widgets.HTML("")
+        self.buttons: list[widgets.Button] = []
+        parts: list[widgets.Widget] = [self.title]
+        kind = request.kind
+        if kind == "approval":
+            parts.append(widgets.HTML(self._arguments_html()))
+            self.allow_once = self._button("Allow once", lambda: self._respond(True, scope="once"), "success")
+            self.allow_stage = self._button("Allow for this stage", lambda: self._respond(True, scope="stage"))
+            self.allow_run = self._button("Allow for this run", lambda: self._respond(True, scope="run"))
+            self.deny = self._button("Deny", lambda: self._respond(False), "danger")
+            parts.append(widgets.HBox([self.allow_once, self.allow_stage, self.allow_run, self.deny]))
+        else:
+            if request.document is not None and kind != "edit":
+                parts.append(widgets.HTML(_document_html(request.document)))
+            row: list[widgets.Widget] = []
+            if kind in ("choice", "checkpoint"):
+                self.choices = [
+                    self._button(option, lambda i=i: self._respond(None, choice=i))
+                    for i, option in enumerate(request.options)
+                ]
+                row.extend(self.choices)
+            if kind == "confirm":
+                self.yes = self._button("Yes", lambda: self._respond(True), "success")
+                self.no = self._button("No", lambda: self._respond(False))
+                row.extend([self.yes, self.no])
+            if kind in ("text", "checkpoint"):
+                self.text = widgets.Textarea(placeholder="Your answer", layout=widgets.Layout(width="100%"))
+                self.send = self._button("Send", lambda: self._respond(self.text.value), "primary")
+                parts.append(self.text)
+                row.append(self.send)
+            if kind == "review":
+                self.feedback = widgets.Textarea(placeholder="Feedback (optional)", layout=widgets.Layout(width="100%"))
+                self.acknowledge = self._button("Acknowledge", lambda: self._respond(None), "success")
+                self.send = self._button("Send feedback", lambda: self._respond(self.feedback.value or None), "primary")
+                parts.append(self.feedback)
+                row.extend([self.acknowledge, self.send])
+            if kind == "edit":
+                self.editor = widgets.Textarea(
+                    value=request.document or "", layout=widgets.Layout(width="100%", height="12em")
+                )
+                self.save = self._button("Use this text", lambda: self._respond(self.editor.value), "primary")
+                self.keep = self._button("No changes", lambda: self._respond(request.document or ""))
+                parts.append(self.editor)
+                row.extend([self.save, self.keep])
+            self.decline = self._button("Decline", lambda: self._respond(None, decline=True))
+            row.append(self.decline)
+            parts.append(widgets.HBox(row))
+        parts.append(self.message)
+        super().__init__(children=parts)
+        self.add_class("lev-request")
+
+    def _button(self, label: str, action: Any, style: str = "") -> widgets.Button:
+        button = widgets.Button(description=label, button_style=style, tooltip=label)
+        button.on_click(lambda _b: action())
+        self.buttons.append(button)
+        return button
+
+    def _title_html(self) -> str:
+        request = self.request
+        where = f" <span style='color:#888'>(stage {_e(request.stage)})</span>" if request.stage else ""
+        if request.kind == "approval":
+            head = f"The agent wants to run <code>{_e(request.tool)}</code>"
+        elif request.kind == "checkpoint":
+            head = f"Checkpoint <b>{_e(request.point)}</b>: {_e(request.prompt)}"
+        elif request.kind == "review":
+            head = f"Please review: <b>{_e(request.title or request.prompt)}</b>"
+        else:
+            head = f"The agent asks: {_e(request.prompt)}"
+        return f"<div class='lev-request-title'>⏸ {head}{where}</div>"
+
+    def _arguments_html(self) -> str:
+        rows = []
+        for key, value in (self.request.arguments or {}).items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+            if len(text) > ARG_CHARS:
+                text = text[:ARG_CHARS] + f"… ({len(text)} characters)"
+            rows.append(f"<tr><th style='text-align:left;vertical-align:top'>{_e(key)}</th>"
+                        f"<td><pre style='white-space:pre-wrap;margin:0'>{_e(text)}</pre></td></tr>")
+        return f"<table class='lev-request-args'>{''.join(rows)}</table>" if rows else ""
+
+    def _respond(self, answer: Any, **kwargs: Any) -> None:
+        """Answer the request; a refused answer is shown in the form, which stays open."""
+        from lev_nb.engine.interaction import InteractionError
+
+        if self.answered:
+            return
+        try:
+            taken = self.run.respond(self.request.id, answer, source="notebook", **kwargs)
+        except InteractionError as exc:
+            self.message.value = f"<span style='color:#b00'>{_e(exc)}</span>"
+            if "no open request" not in str(exc):
+                return
+            taken = None
+        self.answered = True
+        for button in self.buttons:
+            button.disabled = True
+        said = taken.summary() or taken.outcome if taken is not None else "answered elsewhere"
+        self.message.value = f"<span style='color:#080'>✓ {_e(said)}</span>"
+
+
+def sync_forms(box: widgets.VBox, run: Any, forms: dict[str, RequestForm]) -> None:
+    """Make ``box`` show one form per pending request of ``run`` (``forms`` keeps them by id)."""
+    pending = {request.id: request for request in run.pending}
+    for rid in list(forms):
+        if rid not in pending:
+            del forms[rid]
+    for rid, request in pending.items():
+        if rid not in forms:
+            forms[rid] = RequestForm(run, request)
+    children = tuple(forms[rid] for rid in pending)
+    if children != tuple(box.children):
+        box.children = children
