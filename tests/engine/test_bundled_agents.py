@@ -57,21 +57,18 @@ def _final_submission(script: dict[str, list[dict]]) -> dict:
 
 
 def _replay(name: str, home: Path, tmp_path: Path) -> tuple[lev_nb.Run, Path, ScriptedModel]:
-    """Run the agent's recorded transcript on a copy of its sample folder; file edits are allowed
-    for this agent, as a user does in config.toml to let it work unattended."""
+    """Run the agent's recorded transcript on a copy of its sample folder, unattended, with the
+    file edits it makes allowed at launch (``--allow write_file --allow edit_file``)."""
     folder = BLUEPRINTS / name
     workdir = tmp_path / "sample"
     if (folder / "sample").is_dir():
         shutil.copytree(folder / "sample", workdir)
     else:
         workdir.mkdir()
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(
-        f'[agent_tool_permissions.{name}]\nwrite_file = "allow"\nedit_file = "allow"\n', encoding="utf-8"
-    )
     task = (folder / TASK_FILES.get(name, "task.txt")).read_text(encoding="utf-8")
     model = ScriptedModel.from_file(folder / "scripted.json")
-    run = lev_nb.load(folder).run(task, model=model, workdir=workdir, home=home).wait(RUN_TIMEOUT_S)
+    run = lev_nb.load(folder).run(task, model=model, workdir=workdir, home=home,
+                                  allow=["write_file", "edit_file"]).wait(RUN_TIMEOUT_S)
     return run, workdir, model
 
 
