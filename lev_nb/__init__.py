@@ -14,10 +14,11 @@ if TYPE_CHECKING:
 
     # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
     from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
-    from lev_nb.engine.api import run
+    from lev_nb.engine.api import resume, run
     from lev_nb.engine.handle import Run
     from lev_nb.engine.interaction import InteractionError
     from lev_nb.engine.launch import LaunchError
+    from lev_nb.engine.resume import ResumeError
     from lev_nb.providers import MockModel, ScriptedModel
     from lev_nb.scripting.checks import validate
 
@@ -27,6 +28,7 @@ __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
     "InteractionError",
+    "resume", "ResumeError",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -42,6 +44,9 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # An answer (run.respond) or a message (run.send) the run cannot take.
     "InteractionError": ("lev_nb.engine.interaction", "InteractionError"),
     "run": ("lev_nb.engine.api", "run"),
+    # Continue a paused run, or one whose process was killed, from its record.
+    "resume": ("lev_nb.engine.api", "resume"),
+    "ResumeError": ("lev_nb.engine.resume", "ResumeError"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").

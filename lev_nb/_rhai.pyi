@@ -60,6 +60,7 @@ class Engine:
         max_memory: int = ...,
         max_script_size: int = ...,
         max_functions: int = ...,
+        max_compile_ms: int = ...,
         on_print: Callable[[str], object] | None = None,
         on_debug: Callable[[str], object] | None = None,
     ) -> Engine:

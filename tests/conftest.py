@@ -51,6 +51,16 @@ def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _closed_circuits() -> Iterator[None]:
+    """Every test starts with every model's circuit breaker closed (they are process-wide)."""
+    from lev_nb.providers.circuit import CIRCUITS
+
+    CIRCUITS.reset()
+    yield
+    CIRCUITS.reset()
+
+
+@pytest.fixture(autouse=True)
 def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with no configuration from the environment and no session overrides
     (``lev_nb.configure``), and leaves none behind."""

@@ -73,6 +73,33 @@ def request_text(request: Any) -> str:
     return flatten(request)
 
 
+class FnModel:
+    """A provider answering from ``fn(request)``: a scripted-style turn (``say``/``call``), a
+    ModelResponse, or a coroutine of either (to wait on something the test controls). Every
+    request is kept in ``requests``; each answer counts 10 prompt and 2 completion tokens."""
+
+    name = "fn-model"
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.requests: list[Any] = []
+
+    async def complete(self, request: Any) -> Any:
+        import asyncio
+
+        from lev_nb.messages import ModelResponse, ToolCall, Usage
+
+        self.requests.append(request)
+        n = len(self.requests)
+        turn = self.fn(request)
+        if asyncio.iscoroutine(turn):
+            turn = await turn
+        if isinstance(turn, ModelResponse):
+            return turn
+        calls = [ToolCall(f"c{n}-{i}", c["name"], c.get("arguments", {})) for i, c in enumerate(turn.get("tool_calls", []))]
+        return ModelResponse(text=turn.get("text", ""), tool_calls=calls, usage=Usage(prompt_tokens=10, completion_tokens=2))
+
+
 @dataclass
 class RunHarness:
     """Starts runs of TOML blueprints in this test's home and workdir."""

@@ -1,7 +1,7 @@
 """The ``lev`` command line tool: the parser assembly and the entry point ``main``.
 
 Every command and all terminal text live in this package: ``blueprint_commands`` (validate, schema,
-graph), ``run_commands`` (run, ps, result), ``interaction_commands`` (msg, respond, and the
+graph), ``run_commands`` (run, resume, ps, result), ``interaction_commands`` (msg, respond, and the
 prompt of ``lev run`` at a terminal), ``config_commands`` (config, and the global
 ``-c KEY=VALUE`` launch option), ``progress`` (the live line ``lev run`` prints on stderr) and
 ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run display use it
@@ -25,6 +25,7 @@ COMMANDS = (
     blueprint_commands.add_validate,
     blueprint_commands.add_schema,
     run_commands.add_run,
+    run_commands.add_resume,
     run_commands.add_ps,
     run_commands.add_result,
     interaction_commands.add_msg,
@@ -62,6 +63,7 @@ examples:
   lev run blueprints/code-fixer --task "Fix the failing test" --workdir my-project
                                                  each stage on its own model (ANTHROPIC_API_KEY)
   lev ps                                         recorded runs and their status
+  lev resume RUN_ID                              continue a paused (or killed) run
   lev result RUN_ID                              a run's final answer
   lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from

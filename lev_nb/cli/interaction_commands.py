@@ -87,7 +87,8 @@ def _err(command: str, text: str) -> int:
 
 def _live_store(command: str, run_id: str) -> tuple[Any, dict[str, Any]] | str:
     """The store and meta.json of a live run, or the message saying why it is not one."""
-    from lev_nb.cli.run_status import owner_alive, status_text
+    from lev_nb.cli.run_status import status_text
+    from lev_nb.store.listing import owner_gone
     from lev_nb.store import RunNotFound, find_run
 
     try:
@@ -100,7 +101,7 @@ def _live_store(command: str, run_id: str) -> tuple[Any, dict[str, Any]] | str:
         return f"the record of run '{store.run_id}' cannot be read ({exc})"
     if meta.get("status") not in LIVE_STATUSES:
         return f"run '{store.run_id}' is not running (status: {status_text(meta)}); only a live run can take it"
-    if not owner_alive(meta):
+    if owner_gone(meta):
         return (f"run '{store.run_id}' is not running: the process that ran it (pid {meta.get('pid')}) is gone, "
                 "so nothing would read it")
     return store, meta
@@ -192,11 +193,11 @@ def _wait_taken(store: Any, request_id: str) -> bool:
 
 
 def _list_all(as_json: bool) -> int:
-    from lev_nb.cli.run_status import owner_alive
+    from lev_nb.store.listing import owner_gone
     from lev_nb.engine.interaction import Request
     from lev_nb.store import list_runs
 
-    rows = [m for m in list_runs() if m.get("status") == "waiting_input" and m.get("pending") and owner_alive(m)]
+    rows = [m for m in list_runs() if m.get("status") == "waiting_input" and m.get("pending") and not owner_gone(m)]
     if as_json:
         print(json.dumps({m["run_id"]: m["pending"] for m in rows}, indent=2))
         return 0

@@ -30,6 +30,8 @@ class ProgressLine:
 
     def __call__(self, event: Any) -> None:
         kind = event.kind
+        if not self.stage and event.stage:  # a resumed run's progress starts inside a stage
+            self.stage = event.stage
         if kind == "stage_entered":
             self.stage = event.stage
             self._show(f"stage {self.stage}", permanent=not self.tty)

@@ -1,4 +1,5 @@
-"""``lev run``, ``lev ps`` and ``lev result``: running a blueprint and reading what runs left.
+"""``lev run``, ``lev resume``, ``lev ps`` and ``lev result``: running a blueprint, continuing a
+paused or killed run, and reading what runs left.
 
 The run itself is :func:`lev_nb.engine.api.start_run`; the run record is :mod:`lev_nb.store`.
 This module owns the command lines, their messages and their exit statuses.
@@ -21,6 +22,7 @@ examples:
   lev run blueprints/code-fixer --task "Fix the failing test" --workdir ./my-project
   lev run blueprints/triage --task @reports.txt --output-format json --json
   lev run blueprints/code-fixer --task "Fix the failing test" --allow write_file --allow edit_file
+  lev run blueprints/triage --task @reports.txt --model mock --count 3   # three copies at once
 
 Without --model each stage runs on its own model block (ANTHROPIC_API_KEY must be set for
 anthropic models); --model mock is a key-free dry run.
@@ -34,9 +36,16 @@ or --yolo let it run.
 A caller input of the blueprint is given as --<input> TEXT or @FILE; `lev validate PATH` lists
 them. A workdir that does not exist yet is created.
 
-exit status: 0 the run completed; 1 it ended in error or was cut short, the blueprint cannot be
-loaded, or its --webhook failed; 2 a bad command line, or a run that cannot start as asked
-(nothing is written); 130 cancelled with Ctrl-C (its record says cancelled).
+Agents may start agents (spawn_agent, fan_out): --max-depth N limits how many levels of them
+may start below the run (0: none; it wins over the blueprint's [agent] max_child_depth and the
+configuration's [limits] max_child_depth, default 3). `lev ps` lists each child under its parent.
+--count N starts N copies of the run with the same inputs, waits for all of them and prints
+their ids (one a line; a JSON list with --json).
+
+exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
+blueprint cannot be loaded, or its --webhook failed; 2 a bad command line, or a run that cannot
+start as asked (nothing is written); 3 the run paused (out of credits, provider out of reach: set
+that up, then `lev resume RUN_ID`); 130 cancelled with Ctrl-C (its record says cancelled).
 """
 
 # Every option string of `lev run` (filled by add_run): a --name that is not one of them is a
@@ -78,7 +87,12 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                      help="run every tool that would ask without asking (a deny stays a deny)")
     run.add_argument("--unattended", action="store_true",
                      help="never ask at the terminal: a tool that would ask is denied, a question gets no answer")
-    run.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
+    run.add_argument("--max-depth", type=int, default=None, metavar="N",
+                     help="how many levels of sub-agents may start below this run (0: none)")
+    run.add_argument("--count", type=int, default=1, metavar="N",
+                     help="start N copies of the run with the same inputs and wait for all (default 1)")
+    run.add_argument("--json", action="store_true",
+                     help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     for action in run._actions:
         for option in action.option_strings:
@@ -134,6 +148,55 @@ def _command_index(argv: list[str]) -> int | None:
             return i
         i += 1
     return None
+
+
+RESUME_EPILOG = """\
+examples:
+  lev resume RUN_ID                      continue a paused run after topping up the account
+  lev resume RUN_ID --model scripted:NEXT.json
+
+A run can be resumed when it is paused (lev ps shows why) or when the process that ran it was
+killed. It continues in its own folder under the same id: model turns and tool results already
+recorded are replayed from its journal (a completed tool call is never run again), then it goes
+on. exit status: as lev run; 1 also when the run cannot be resumed (it ended, it is still
+running, or no run has that id).
+"""
+
+
+def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``lev resume``."""
+    resume = subparsers.add_parser(
+        "resume", help="continue a paused or killed run from its record",
+        description="Continue a paused run, or one whose process was killed, to the end in this process.",
+        epilog=RESUME_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("run_id", help="a run id (or a unique prefix of one)")
+    resume.add_argument("-m", "--model", default=None,
+                        help="use this model spec instead of the one the run was started with")
+    resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
+    resume.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    resume.set_defaults(func=cmd_resume)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``lev resume RUN_ID``: continue the run to its end (or its next pause), like ``lev run``."""
+    from lev_nb.engine.launch import LaunchError
+    from lev_nb.engine.resume import ResumeError, resume_run
+    from lev_nb.scripting import ScriptError
+    from lev_nb.settings import ConfigError
+    from lev_nb.store import RecordUnwritable
+
+    with _Interrupts() as interrupts:
+        try:
+            run = resume_run(args.run_id, model=args.model)
+        except LaunchError as exc:
+            print(f"lev resume: {exc.for_cli()}", file=sys.stderr)
+            return 1
+        except (ResumeError, ConfigError, ScriptError, ValueError, RecordUnwritable) as exc:
+            print(f"lev resume: {exc}", file=sys.stderr)
+            return 1
+        interrupts.attach(run)
+        return _follow(run, args, resumed=True)
 
 
 def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -244,6 +307,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lev_nb.settings import ConfigError
 
     try:
+        if args.count < 1:
+            raise UsageError(f"--count must be 1 or more, got {args.count}")
+        if args.max_depth is not None and args.max_depth < 0:
+            raise UsageError(f"--max-depth must be 0 or more, got {args.max_depth}")
         bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
         declared = [i.key for i in bp.inputs if i.key != "task"]
         inputs = parse_inputs(getattr(args, "extra", []), declared=declared, agent=bp.name,
@@ -265,41 +332,101 @@ def cmd_run(args: argparse.Namespace) -> int:
     # From here on a Ctrl-C never cuts the run in half: the first one cancels it (once it exists),
     # the record says so, and further ones only wait for that.
     with _Interrupts() as interrupts:
+        runs: list[Any] = []
+        for _ in range(args.count):
+            try:
+                run = start_run(
+                    bp,
+                    task=task,
+                    model=args.model,
+                    workdir=args.workdir,
+                    output_format=args.output_format,
+                    output_instructions=args.output_instructions,
+                    output_schema=schema,
+                    webhook=args.webhook,
+                    max_depth=args.max_depth,
+                    allow=args.allow,
+                    yolo=args.yolo,
+                    # copies started with --count are not asked at the terminal: one prompt
+                    # cannot tell them apart (lev respond answers them, by run id)
+                    interactive=args.count == 1 and _at_terminal() and not args.unattended,
+                    **caller_inputs,
+                )
+            except LaunchError as exc:
+                print(f"lev run: {exc.for_cli()}", file=sys.stderr)
+                return 2 if not runs else _cancel_started(runs)
+            except (ConfigError, ScriptError, ValueError, RecordUnwritable) as exc:
+                print(f"lev run: {exc}", file=sys.stderr)
+                return 1 if not runs else _cancel_started(runs)
+            interrupts.attach(run)
+            runs.append(run)
+        if len(runs) == 1:
+            return _follow(runs[0], args)
+        return _follow_all(runs, args)
+
+
+def _cancel_started(runs: list[Any]) -> int:
+    """A copy of a --count run could not start: stop the ones that did (they say cancelled)."""
+    for run in runs:
+        run.cancel()
+    for run in runs:
+        _wait_quietly(run)
+    print(f"lev run: cancelled the {len(runs)} cop{'y' if len(runs) == 1 else 'ies'} already started", file=sys.stderr)
+    return 1
+
+
+def _wait_quietly(run: Any) -> None:
+    while True:
+        # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
+        # is only acted on when this thread runs again.
         try:
-            run = start_run(
-                bp,
-                task=task,
-                model=args.model,
-                workdir=args.workdir,
-                output_format=args.output_format,
-                output_instructions=args.output_instructions,
-                output_schema=schema,
-                webhook=args.webhook,
-                allow=args.allow,
-                yolo=args.yolo,
-                interactive=_at_terminal() and not args.unattended,
-                **caller_inputs,
-            )
-        except LaunchError as exc:
-            print(f"lev run: {exc.for_cli()}", file=sys.stderr)
-            return 2
-        except (ConfigError, ScriptError, ValueError, RecordUnwritable) as exc:
-            print(f"lev run: {exc}", file=sys.stderr)
-            return 1
-        interrupts.attach(run)
-        return _follow(run, args)
+            run.wait(WAKE_EVERY_S)
+            return
+        except TimeoutError:
+            continue
 
 
-def _follow(run: Any, args: argparse.Namespace) -> int:
-    """Wait for ``run`` with the progress line, report how it ended; returns the exit status."""
+def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
+    """``--count N``: wait for every copy (one line on stderr as each ends), print the ids (or a
+    JSON list of them); the exit status is the worst of the copies'."""
+    from lev_nb.cli.run_status import status_text
+
+    if not args.quiet:
+        print(f"lev run: started {len(runs)} copies: {', '.join(r.run_id for r in runs)}", file=sys.stderr)
+    for run in runs:
+        _wait_quietly(run)
+        if not args.quiet:
+            print(f"lev run: {run.run_id} ended {status_text(run.meta)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([r.run_id for r in runs]))
+    else:
+        for run in runs:
+            print(run.run_id)
+    failed = [r for r in runs if r.status != "complete"]
+    status = 0
+    if failed:
+        print(f"lev run: {len(failed)} of {len(runs)} copies did not complete", file=sys.stderr)
+        status = 130 if any(r.status == "cancelled" for r in failed) else 1
+    for run in runs:
+        if run.webhook_error is not None:
+            print(f"lev run: {run.run_id}: the result was not delivered to the webhook: {run.webhook_error}",
+                  file=sys.stderr)
+            status = status or 1
+    return status
+
+
+def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
+    """Wait for ``run`` with the progress line, report how it ended; returns the exit status.
+    A ``resumed`` run's progress starts where it resumes (its earlier events are its past)."""
+    from lev_nb.cli.interaction_commands import TerminalPrompter
     from lev_nb.cli.progress import ProgressLine
     from lev_nb.cli.run_status import status_text
 
-    from lev_nb.cli.interaction_commands import TerminalPrompter
-
+    prog = f"lev {getattr(args, 'command', None) or 'run'}"
     progress = None if args.quiet else ProgressLine(sys.stderr)
     if progress is not None:
-        run.subscribe(progress)
+        count = (run.meta.get("resumed") or {}).get("count", 0)
+        run.subscribe(_from_resume(progress, count) if resumed else progress)
     prompter = TerminalPrompter(run, sys.stdin, sys.stderr, progress) if run.interactive else None
     while True:
         # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
@@ -318,11 +445,14 @@ def _follow(run: Any, args: argparse.Namespace) -> int:
     else:
         print(run.run_id)
     status = 0
-    if run.status != "complete":
-        print(f"lev run: the run ended {status_text(run.meta)}", file=sys.stderr)
+    if run.status == "paused":
+        print(f"{prog}: the run {run.pause_reason}", file=sys.stderr)
+        status = 3
+    elif run.status != "complete":
+        print(f"{prog}: the run ended {status_text(run.meta)}", file=sys.stderr)
         status = 130 if run.status == "cancelled" else 1
     if run.webhook_error is not None:
-        print(f"lev run: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
+        print(f"{prog}: the result was not delivered to the webhook: {run.webhook_error}", file=sys.stderr)
         status = status or 1
     return status
 
@@ -338,14 +468,29 @@ def _at_terminal() -> bool:
         return False
 
 
+def _from_resume(callback: Callable[[Any], None], count: int) -> Callable[[Any], None]:
+    """``callback`` for the events from the run's ``count``-th ``resumed`` event on (the events
+    before it are the run's past lives, which run.events replays first)."""
+    following = False
+
+    def follow(event: Any) -> None:
+        nonlocal following
+        if event.kind == "resumed" and event.count == count:
+            following = True
+        elif following:
+            callback(event)
+
+    return follow
+
+
 class _Interrupts:
-    """While inside: SIGINT (Ctrl-C) cancels the run once it is attached (a Ctrl-C that comes while
-    it is being created cancels it as soon as it exists), says so once, and is otherwise ignored,
-    so the run always ends with a record that says how it ended. Outside the main thread, where no
+    """While inside: SIGINT (Ctrl-C) cancels every run attached (a --count run has several; a
+    Ctrl-C that comes while one is being created cancels it as soon as it exists), says so once,
+    and is otherwise ignored, so each run ends with a record that says how it ended. Outside the main thread, where no
     handler can be set (and no KeyboardInterrupt arrives), it does nothing."""
 
     def __init__(self) -> None:
-        self.run: Any = None
+        self.runs: list[Any] = []
         self.count = 0
         self._previous: Any = None
         self._installed = False
@@ -368,12 +513,12 @@ class _Interrupts:
         self.count += 1
         if self.count == 1:
             print("lev run: cancelling the run (Ctrl-C again does not stop it sooner)", file=sys.stderr)
-        if self.run is not None:
-            self.run.cancel()
+        for run in list(self.runs):
+            run.cancel()
 
     def attach(self, run: Any) -> None:
-        """The run now exists: cancel it at once if a Ctrl-C already came."""
-        self.run = run
+        """A run now exists: cancel it at once if a Ctrl-C already came."""
+        self.runs.append(run)
         if self.count:
             run.cancel()
 

@@ -10,6 +10,7 @@ from lev_nb.engine.handle import Run
 from lev_nb.engine.pipeline.inference import RetryPolicy
 from lev_nb.engine.plan.types import OutputSpec
 from lev_nb.engine.prepare import LAUNCH_VALIDATOR, cached_plan, compile_run_scripts, compile_validators
+from lev_nb.engine.resume import launch_record
 from lev_nb.engine.runner import Runner
 from lev_nb.providers.base import Provider
 
@@ -32,6 +33,7 @@ def start_run(
     yolo: bool = False,
     allow: Iterable[str] | None = None,
     interactive: bool | None = None,
+    max_depth: int | None = None,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -57,11 +59,18 @@ def start_run(
     whether somebody can answer the run's requests (``run.pending`` / ``run.respond``): True asks,
     False never asks (an ``ask`` tool is denied with a message that says how to allow it), and the
     default None asks from the moment a notebook run view of the run is open (its forms answer).
+    ``max_depth`` limits how many levels of sub-agents may start below this run (it wins over the
+    blueprint's ``max_child_depth`` and the configuration's; 0: none at all).
     """
-    from lev_nb.engine.launch import check_allowed_tools, check_launch
+    from lev_nb.engine.launch import LaunchError, check_allowed_tools, check_launch
     from lev_nb.settings import current as current_settings
 
     settings = current_settings()  # read once: the checks and the run see the same configuration
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
+        raise LaunchError(
+            f"max_depth must be a whole number of 0 or more, got {max_depth!r}",
+            cli_hint="pass --max-depth N with N >= 0", python_hint="pass max_depth=N with N >= 0",
+        )
     plan = cached_plan(blueprint)
     launch = check_launch(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
@@ -97,12 +106,25 @@ def start_run(
         yolo=yolo,
         allow=allowed,
         interactive=interactive,
+        max_depth=max_depth,
+        launch_record=launch_record(
+            blueprint, model=model, task=task, workdir=launch.workdir, inputs=inputs, output_request=request,
+            output_validator=output_validator, webhook=webhook, yolo=yolo, allow=allowed, max_depth=max_depth,
+        ),
     )
     runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run  # before the run starts, so on_complete always receives it
     run.start()
     return run
+
+
+def resume(run_id: str, **kwargs: Any) -> Run:
+    """``lev_nb.resume(run_id)``: continue a paused run, or one whose process was killed, from its
+    record (see :func:`lev_nb.engine.resume.resume_run` for the keyword arguments)."""
+    from lev_nb.engine.resume import resume_run
+
+    return resume_run(run_id, **kwargs)
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

@@ -251,6 +251,38 @@ class FanOutFinished(Event):
 
 
 @dataclass(frozen=True)
+class ChildStarted(Event):
+    """This run started a child run: a sub-agent (``child_kind`` "agent", by spawn_agent) or a
+    fan-out worker ("worker")."""
+
+    kind: ClassVar[str] = "child_started"
+    child_id: str
+    child_kind: str
+    agent: str
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class ChildEnded(Event):
+    """A child run of this run ended (complete, error or cancelled)."""
+
+    kind: ClassVar[str] = "child_ended"
+    child_id: str
+    child_kind: str
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildrenAwaited(Event):
+    """The stage (``requires_children``) held still until its sub-agents ended: ``outstanding``
+    were still running when it began to wait."""
+
+    kind: ClassVar[str] = "children_awaited"
+    outstanding: int
+
+
+@dataclass(frozen=True)
 class HookModified(Event):
     """A stage hook changed something: ``target`` is ``region:<name>``, ``response``,
     ``tool_calls``, ``final_output`` or ``error``; ``summary`` starts the new value."""
@@ -306,6 +338,40 @@ class Completed(Event):
     final_output: dict[str, Any] | None = None  # the meta.json descriptor, when there is one
 
 
+@dataclass(frozen=True)
+class Paused(Event):
+    """The run stopped until a person sets something up (``blocker``: credits or providers);
+    ``lev resume`` / ``lev_nb.resume`` continues it."""
+
+    kind: ClassVar[str] = "paused"
+    reason: str
+    blocker: str = ""
+    remedy: str = ""
+
+
+@dataclass(frozen=True)
+class Resumed(Event):
+    """The run was continued from its record (``count``: how many times so far; ``from_status``:
+    paused, or running for a run whose process died)."""
+
+    kind: ClassVar[str] = "resumed"
+    count: int
+    from_status: str
+    replayed_model_calls: int = 0
+    replayed_tool_calls: int = 0
+
+
+@dataclass(frozen=True)
+class CircuitOpen(Event):
+    """Calls to ``model`` fail fast for a while: it failed ``failures`` times in a row in this process."""
+
+    kind: ClassVar[str] = "circuit_open"
+    model: str
+    failures: int
+    cooldown_s: float
+    reason: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -314,6 +380,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ToolCallFinished, Transition, GateBlocked, GateForced, Nudge, Stuck, MaxIterationsHit, StageError, Warning_,
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
+        ChildStarted, ChildEnded, ChildrenAwaited,
+        HookModified, Paused, Resumed, CircuitOpen,
     )
 }
 

@@ -39,6 +39,11 @@ class Run:
 
         self._future = engine_loop().submit(self._runner.main())
 
+    def track(self, future: concurrent.futures.Future[None]) -> None:
+        """Follow a run its parent run started (a sub-agent or a fan-out worker): ``future``
+        completes when it ends, for :meth:`wait`, :meth:`done` and ``await``."""
+        self._future = future
+
     # -- identity and live state ---------------------------------------------------------
     @property
     def run_id(self) -> str:
@@ -47,9 +52,16 @@ class Run:
 
     @property
     def status(self) -> str:
-        """One of starting, running, waiting_input (a person must answer: ``run.pending``),
-        complete, error, cancelled."""
+        """One of starting, running, waiting_input (a person must answer: ``run.pending``), paused
+        (a person must set something up: :attr:`pause_reason` says what, and
+        ``lev_nb.resume(run.run_id)`` continues it), complete, error, cancelled."""
         return self._runner.meta.status
+
+    @property
+    def pause_reason(self) -> str | None:
+        """Why a paused run stopped and what to do before resuming it (None unless paused)."""
+        setup = self._runner.meta.needs_setup
+        return setup.get("reason") if setup and self._runner.meta.status == "paused" else None
 
     @property
     def stage(self) -> str | None:
@@ -75,10 +87,25 @@ class Run:
     def usage(self) -> dict[str, Any]:
         """Tokens and cost of the run's model calls so far: ``cost_usd`` (the total in USD, None
         while any call's model has no known price), ``total`` and ``by_stage`` (each with calls,
-        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls)."""
+        prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls).
+        Finished child runs (fan-out workers and sub-agents, and theirs) are rolled in (``total``
+        and the stage that started them) and also shown apart as ``children`` (with ``runs``)."""
         meta = self._runner.meta
         usage = copy.deepcopy(meta.usage)
-        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {}}
+        return {"cost_usd": meta.cost_usd, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {},
+                "children": usage.get("children") or {}}
+
+    @property
+    def children(self) -> list[Run]:
+        """The runs this run started, in start order: sub-agents (``spawn_agent``) and fan-out
+        workers, each a live Run handle (``status``, ``result``, ``wait()``, ``widget()``, its own
+        ``children``). ``meta["child_runs"]`` says which kind each one is."""
+        return list(self._runner.subagents.handles())
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The id of the run that started this one (None for a run started by a person)."""
+        return self._runner.meta.parent_run_id
 
     @property
     def stage_history(self) -> list[str]:
@@ -208,11 +235,11 @@ class Run:
         return self._future
 
     def done(self) -> bool:
-        """True once the run has reached a terminal status."""
+        """True once the run has stopped: a terminal status, or paused."""
         return self._started().done()
 
     def wait(self, timeout: float | None = None) -> Run:
-        """Block until the run ends (or ``timeout`` seconds pass: TimeoutError); returns self."""
+        """Block until the run ends or pauses (or ``timeout`` seconds pass: TimeoutError); returns self."""
         self._started().result(timeout)
         return self
 

@@ -51,6 +51,7 @@ SCOPES = ("once", "stage", "run")
 # meta.json's waiting_on.reason for each kind of request (spec/runtime.md §9).
 WAIT_REASONS = {"approval": "tool_approval", "checkpoint": "interaction_point"}
 POLL_S = 0.5  # how often a waiting run looks at its inbox
+PARENT_MESSAGE_PREFIX = "Message from the agent that started you:\n"
 NO_ANSWER = "User provided no answer."
 DECLINED = "User declined to answer."
 
@@ -280,7 +281,7 @@ class InteractionHub:
         self._ids: set[str] = set()
         self._run_grants: set[str] = set()
         self._stage_grants: set[tuple[str, int, str]] = set()
-        self._messages: list[tuple[str, str]] = []  # (text, source), waiting for a stage that accepts
+        self._messages: list[tuple[str, str, str | None]] = []  # (text, source, region), waiting for a stage that accepts
         self._inbox_stamp: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -334,9 +335,10 @@ class InteractionHub:
         loop.call_soon_threadsafe(_settle, future, result)
         return result
 
-    def send(self, text: str, source: str = "python") -> None:
+    def send(self, text: str, source: str = "python", region: str | None = None) -> None:
         """Queue ``text`` for the model; it arrives as a user turn at the run's next step in a stage
-        that accepts messages. Safe from any thread."""
+        that accepts messages (or in ``region``, when the stage shows it: ``send_to_agent``'s
+        target_region). Safe from any thread."""
         from lev_nb.engine.loop import engine_loop
 
         if not isinstance(text, str) or not text.strip():
@@ -345,25 +347,30 @@ class InteractionHub:
             raise InteractionError(
                 f"run '{self.state.run_id}' has ended ({self.state.meta.status}); nothing will read the message"
             )
-        engine_loop().call_soon(self._queue_message, text, source)
+        engine_loop().call_soon(self._queue_message, text, source, region)
 
     # -- the engine loop ------------------------------------------------------------------------
-    def _queue_message(self, text: str, source: str) -> None:
-        self._messages.append((text, source))
+    def _queue_message(self, text: str, source: str, region: str | None = None) -> None:
+        self._messages.append((text, source, region))
         state = self.state
         if not state.stage.accepts_messages:
             state.rec.emit(ev.MessageSent(state.run_id, state.stage.name, text=text, status="queued", source=source))
 
     def deliver_messages(self) -> int:
-        """Put queued messages into the conversation if the current stage accepts them (and read
-        the inbox first); returns how many were delivered."""
+        """Put queued messages into the conversation (or the region a message names, when the
+        stage shows it) if the current stage accepts them, reading the inbox first; returns how
+        many were delivered."""
         self.poll_inbox()
         state = self.state
         if not self._messages or not state.stage.accepts_messages:
             return 0
         delivered, self._messages = self._messages, []
-        for text, source in delivered:
-            state.ctx.add_user(text)
+        for text, source, region in delivered:
+            body = PARENT_MESSAGE_PREFIX + text if source == "parent" else text
+            if region and region != "conversation" and state.ctx.is_visible(region) and state.ctx.note(region, body):
+                pass  # the message sits in the region the sender named
+            else:
+                state.ctx.add_user(body)
             state.rec.emit(ev.MessageSent(state.run_id, state.stage.name, text=text, status="delivered", source=source))
         return len(delivered)
 

@@ -18,8 +18,12 @@ this order, and refuses the first problem with one :class:`LaunchError`:
 6. the model each stage would use (its pick under the user's configuration,
    :func:`~lev_nb.engine.pipeline.inference.pick_model`) and the API key its provider needs: one
    message naming every stage that needs a missing key;
-7. the webhook URL and the working directory (a folder that does not exist is created by the run;
-   one that cannot be created is refused here).
+7. the webhook URL;
+8. isolation: a ``[sandbox]`` that must be had (``on_unavailable = "error"``) but that this machine
+   cannot provide (:func:`lev_nb.sandbox.choose`), and ``[security]`` taint tracking, which lev_nb
+   does not implement (refused rather than silently ignored);
+9. the working directory (a folder that does not exist is created by the run; one that cannot be
+   created is refused here).
 
 A LaunchError carries separate hints for a terminal (``--flags``) and for Python (keyword
 arguments), so neither ever gets the other's advice: ``str(exc)`` is the Python form and
@@ -96,6 +100,7 @@ def check_launch(
     _check_formats(plan, output_format)
     _check_keys(plan, provider, settings)
     _check_webhook(webhook)
+    _check_isolation(plan)
     return Launch(provider, _check_workdir(workdir))
 
 
@@ -274,6 +279,30 @@ def _check_webhook(webhook: str | None) -> None:
             f"the webhook '{webhook}' is not an http:// or https:// URL",
             cli_hint="pass --webhook http://HOST/PATH",
             python_hint="pass webhook='http://HOST/PATH'",
+        )
+
+
+def _check_isolation(plan: RunPlan) -> None:
+    from lev_nb.sandbox import choose
+
+    if plan.taint_tracking:
+        raise LaunchError(
+            f"blueprint '{plan.agent_name}' turns on taint tracking ({', '.join(plan.taint_tracking)}; "
+            "taint_tracking is true whenever the block is present), and lev_nb has no taint gate",
+            cli_hint="set taint_tracking = false in that [security] table, or remove it (`lev validate` says the same)",
+            python_hint="set taint_tracking = false in that [security] table, or remove it",
+        )
+    wanted = [("the agent", plan.sandbox)] + [(f"stage '{s.name}'", s.sandbox) for s in plan.stages]
+    refused = [(who, choice) for who, spec in wanted if (choice := choose(spec)).refused]
+    if refused:
+        who, choice = refused[0]
+        others = [] if who == "the agent" else [w for w, _ in refused[1:]]  # every stage inherits it
+        also = f" (also {', '.join(others)})" if others else ""
+        raise LaunchError(
+            f"blueprint '{plan.agent_name}': {who}{also} must run its commands in a sandbox "
+            f"(kind = \"{choice.spec.kind}\", on_unavailable = \"error\") and this machine has none: {choice.reason}",
+            cli_hint="install bubblewrap (bwrap), or set on_unavailable = \"warn\" in [sandbox] to allow less isolation",
+            python_hint="install bubblewrap (bwrap), or set on_unavailable = \"warn\" in [sandbox] to allow less isolation",
         )
 
 

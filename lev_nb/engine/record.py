@@ -1,11 +1,14 @@
 """Keeping the run record (meta.json, events.jsonl, transcript.jsonl) in step with the run
-(spec/runtime.md §9); the files themselves belong to :mod:`lev_nb.store`."""
+(spec/runtime.md §9); the files themselves belong to :mod:`lev_nb.store`. Also the run's usage
+book (tokens and cost per stage and in all, workers' rolled in: :class:`UsageBook`,
+:func:`roll_up_usage`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 
 from lev_nb.engine.eventlog import EventLog
@@ -13,6 +16,11 @@ from lev_nb.engine.events import Event
 from lev_nb.secrets import REDACTED, configured_secrets, redact
 from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
+from lev_nb.providers.pricing import CostTotals
+
+if TYPE_CHECKING:
+    from lev_nb.engine.state import RunState
+    from lev_nb.messages import Usage
 
 
 # Progress writes closer together than this are coalesced; stage changes and the end of a run
@@ -29,6 +37,8 @@ class Recorder:
     """
 
     def __init__(self, store: RunStore, meta: RunMeta, events: EventLog) -> None:
+        # True while a resumed run replays its journal: what it re-does is already on record.
+        self.muted = False
         self.store = store
         self.meta = meta
         self.events = events
@@ -37,6 +47,10 @@ class Recorder:
         self._dirty = False
         self.secrets = configured_secrets()
         self._secret_bytes = tuple((s.encode("utf-8"), REDACTED.encode("utf-8")) for s in self.secrets)
+
+    def scrub(self, data: bytes) -> bytes:
+        """``data`` (encoded JSON) with every configured secret's value redacted."""
+        return self._scrub(data) if self._secret_bytes else data
 
     def _scrub(self, data: bytes) -> bytes:
         for secret, mark in self._secret_bytes:
@@ -54,6 +68,8 @@ class Recorder:
 
     def emit(self, event: Event) -> None:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
+        if self.muted:
+            return
         if self.secrets:
             event = self._scrub_event(event)
             self.writer.append(self.store, EVENTS, self._scrub(encode_line(event.to_dict())))
@@ -68,6 +84,8 @@ class Recorder:
         deferred to the next save; ``final`` also fsyncs, for the run's last word.
         """
         self._dirty = True
+        if self.muted:
+            return
         clock = time.monotonic()
         if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
             return
@@ -81,6 +99,8 @@ class Recorder:
 
     def transcript(self, entry: dict[str, Any]) -> None:
         """Queue one model exchange for transcript.jsonl."""
+        if self.muted:
+            return
         self.writer.append(self.store, TRANSCRIPT, self._scrub(encode_line(entry)))
 
     async def flushed(self) -> None:
@@ -88,3 +108,48 @@ class Recorder:
         import asyncio
 
         await asyncio.wrap_future(self.writer.flush())
+
+
+class UsageBook:
+    """What a run's model calls cost: totals per stage and in all, with its finished child runs'
+    totals (fan-out workers and sub-agents, each with its own children in) rolled in and also kept
+    apart as ``children`` (with ``runs``); :meth:`write` puts them on meta.json (``usage``,
+    ``cost_usd``), so ``cost_usd`` and ``lev ps`` COST are what the whole tree cost."""
+
+    def __init__(self) -> None:
+        self.total = CostTotals()
+        self.by_stage: dict[str, CostTotals] = {}
+        self.children = CostTotals()
+        self.child_runs = 0
+
+    def add_call(self, stage: str, usage: Usage, cost: float | None, label: str) -> None:
+        """Fold in one model call of this run (``cost`` None: its model has no price)."""
+        self.total.add(usage, cost, label)
+        self.by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
+
+    def add_child(self, stage: str, child_total: Mapping[str, Any] | None) -> None:
+        """Fold in a finished child run's totals (its meta.json ``usage.total``, which holds its
+        own children's), under the stage that started it."""
+        child = CostTotals.from_dict(child_total)
+        self.total.absorb(child)
+        self.by_stage.setdefault(stage, CostTotals()).absorb(child)
+        self.children.absorb(child)
+        self.child_runs += 1
+
+    def write(self, meta: RunMeta) -> None:
+        """Put the totals on ``meta`` (``cost_usd``: None while any call has no price)."""
+        meta.cost_usd = self.total.cost_usd
+        meta.usage = {
+            "total": self.total.to_dict(),
+            "by_stage": {name: totals.to_dict() for name, totals in self.by_stage.items()},
+        }
+        if self.child_runs:
+            meta.usage["children"] = {**self.children.to_dict(), "runs": self.child_runs}
+
+
+def roll_up_usage(parent: RunState, child_total: Mapping[str, Any] | None, stage: str | None = None) -> None:
+    """Sum a child run's usage (its meta.json ``usage["total"]``) into its parent's: the parent's
+    total, the stage that started the child (default: the parent's current stage) and
+    ``usage.children``, so run.usage, meta.json and lev ps COST show what the whole tree cost."""
+    parent.usage.add_child(stage or parent.stage.name, child_total)
+    parent.usage.write(parent.meta)

@@ -18,7 +18,9 @@ what else it needs explicitly:
 - :class:`~lev_nb.engine.pipeline.compaction.Compactor`: summaries of regions (transforms, thresholds,
   the model's window);
 - :class:`~lev_nb.engine.pipeline.hooks.RunHooks`: the stage hooks;
-- :class:`~lev_nb.engine.pipeline.fanout.FanOut`: worker runs.
+- :class:`~lev_nb.engine.pipeline.fanout.FanOut`: worker runs;
+- :class:`~lev_nb.engine.pipeline.subagents.SubAgents`: the child runs (sub-agents and workers),
+  the sub-agent tools, the ``requires_children`` hold and messages sent to this run.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
 from lev_nb.engine.eventlog import EventLog
+from lev_nb.engine.journal import Journal
 from lev_nb.engine.pipeline.compaction import Compactor
 from lev_nb.engine.pipeline.fanout import FanOut
 from lev_nb.engine.pipeline.gates import modifying_tools
@@ -43,16 +46,18 @@ from lev_nb.engine.pipeline.hooks import HookFailure, RunHooks
 from lev_nb.engine.pipeline.inference import Inference, RetryPolicy, model_label, retry_policy
 from lev_nb.engine.pipeline.outputs import FinalOutput
 from lev_nb.engine.pipeline.routing import find_conditioned
+from lev_nb.engine.pipeline.subagents import SubAgents
 from lev_nb.engine.pipeline.tools import StageTools
 from lev_nb.engine.pipeline.transitions import Transitions
 from lev_nb.engine.pipeline.watchdogs import check_watchdogs
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
 from lev_nb.errors import CALLEE_ERRORS
-from lev_nb.engine.state import Ending, Outcome, RunFailure, RunState, StageProgress
+from lev_nb.engine.state import Ending, Outcome, RunFailure, RunPaused, RunState, StageProgress
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
+    from lev_nb.engine.resume import Resumption
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
@@ -60,6 +65,10 @@ if TYPE_CHECKING:
 # A loop iteration without a model call only moves the run's bookkeeping; this many in a row and
 # the stage cannot change any more (a gate re-asked at the iteration cap spins forever otherwise).
 IDLE_ITERATION_LIMIT = 50
+_INHERIT: Any = object()  # spawn_child: the child takes this run's output request
+
+# Ids of the runs this process is running now: a resume refuses them (their pid is this one's).
+ACTIVE_RUNS: set[str] = set()
 
 
 class Runner:
@@ -89,6 +98,10 @@ class Runner:
         yolo: bool = False,
         allow: tuple[str, ...] | list[str] = (),
         interactive: bool | None = False,
+        max_depth: int | None = None,
+        max_child_depth: tuple[int, str] | None = None,
+        resume: Resumption | None = None,
+        launch_record: dict[str, Any] | None = None,
     ) -> None:
         from lev_nb import store
         from lev_nb.settings import current as current_settings
@@ -108,14 +121,36 @@ class Runner:
         self.webhook_error: str | None = None  # why the completion webhook failed, if it did
         self.parent = parent
         self.depth: int = parent.depth + 1 if parent is not None else 0
-        # The root run's limit governs the whole tree of workers.
-        self.max_child_depth: int = parent.max_child_depth if parent is not None else plan.max_child_depth
+        # How deep the tree of child runs may go, and where that limit came from: the root run's
+        # launch (max_depth), else its blueprint, else the configuration; a child keeps its parent's
+        # limit unless ``max_child_depth`` tightens it (spawn_agent).
+        if max_child_depth is not None:
+            limit, source = max_child_depth
+        elif parent is not None:
+            limit, source = parent.max_child_depth, parent.depth_source
+        elif max_depth is not None:
+            limit, source = max_depth, "launch"
+        elif plan.max_child_depth is not None:
+            limit, source = plan.max_child_depth, "blueprint"
+        else:
+            limit, source = settings.limits.max_child_depth, "configuration"
+        self.max_child_depth: int = limit
+        self.depth_source: str = source
         self.events = EventLog()
+        self.resumption = resume
+        if resume is not None:
+            # The resumed run's events start with its previous life's (events.jsonl), so run.events
+            # and the run view tell the whole story.
+            for data in resume.events:
+                try:
+                    self.events.append(ev.event_from_dict(data))
+                except (KeyError, TypeError, ValueError):
+                    continue  # an event of another version
         self.handle: Any = None  # set by start_run to the public Run handle
         # The Blueprint this plan came from: set by start_run, shared by workers of the same plan.
         self.blueprint: Any = parent.blueprint if parent is not None and parent.plan is plan else None
 
-        run_id = store.new_run_id(plan.agent_name)
+        run_id = resume.run_id if resume is not None else store.new_run_id(plan.agent_name)
         run_store = store.RunStore(run_id, home=home)
         workdir_path = Path(workdir) if workdir is not None else run_store.dir / "workdir"
         self._workdir_given = workdir is not None
@@ -127,11 +162,16 @@ class Runner:
             workdir=str(workdir_path),
             num_stages=len(plan.stages),
         )
+        if resume is not None:
+            resume.carry_into(meta)
         if parent is None:
             # The record exists before the run starts, and a run that cannot write it does not
-            # start (RecordUnwritable names the folder and the cause).
+            # start (RecordUnwritable names the folder and the cause). A resumed run claims its
+            # record this way: status starting, this process's pid.
             meta.pid = os.getpid()
             run_store.create(store.encode_meta(meta.to_dict()))
+            if launch_record is not None:
+                run_store.write_file(store.LAUNCH, store.encode_meta(launch_record), durable=False)
         else:
             meta.pid = os.getpid()  # a worker runs in its parent's process
         if output_request is not None and not output_request.is_empty():
@@ -142,6 +182,7 @@ class Runner:
         # Launch permissions: a child run inherits its parent's (spec/runtime.md §10).
         meta.yolo = parent.meta.yolo if parent is not None else bool(yolo)
         meta.allowed_tools = list(parent.meta.allowed_tools) if parent is not None else list(dict.fromkeys(allow))
+        meta.max_child_depth = self.max_child_depth
         entry = entry or plan.entry
         meta.model = model_label(provider, plan.stage(entry), settings)
 
@@ -168,11 +209,22 @@ class Runner:
             settings=settings,
         )
         state = self.state
+        if parent is None:
+            ACTIVE_RUNS.add(run_id)  # until main() ends (start_run starts every Runner it makes)
+            # Root runs journal what they act on, so `lev resume` can continue them.
+            state.journal = Journal(
+                run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
+                on_live=self._went_live, on_write_error=state.warn,
+            )
         if state.ctx.region_host is not None:
             state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage, settings))
         self.hooks = RunHooks(state, hook_scripts)
         self.fan_out = FanOut(
             state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth
+        )
+        self.subagents = SubAgents(
+            state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth,
+            depth_source=self.depth_source, provider=provider,
         )
         self.tools = StageTools(
             state,
@@ -180,6 +232,7 @@ class Runner:
             validators=self.validators,
             output_request=output_request,
             fan_out=self.fan_out.run,
+            subagents=self.subagents.call,
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
@@ -197,6 +250,9 @@ class Runner:
         self._cancel_requested = False
         self._cancel_sent = False
         self._cancellable = False
+        # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
+        self._record_error: str | None = None
+        self.state.rec.writer.watch(self.run_id, self._record_failed)
 
     # ------------------------------------------------------------------ what the Run handle reads
     @property
@@ -252,6 +308,19 @@ class Runner:
             self._cancel_sent = True
             self._task.cancel()
 
+    def _record_failed(self, reason: str) -> None:
+        """The record writer could not write this run's lines, or found them forged (called on the
+        writer's thread): the run stops and ends in error."""
+        from lev_nb.engine.loop import engine_loop
+
+        def stop() -> None:
+            self._record_error = f"the run record in '{self.state.store.dir}' is not intact: {reason}"
+            if self._task is not None and self._cancellable and not self._task.done():
+                self._cancel_sent = True
+                self._task.cancel()
+
+        engine_loop().call_soon(stop)
+
     async def main(self) -> None:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
@@ -263,21 +332,38 @@ class Runner:
                 await self._start()
                 self._ending = await self._loop()
             except asyncio.CancelledError:
-                self._ending = Ending("cancelled")
+                self._ending = Ending("error", self._record_error) if self._record_error else Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
+            except RunPaused as exc:
+                self._ending = Ending("paused", str(exc))
+                self.state.meta.needs_setup = {"blocker": exc.blocker, "remedy": exc.remedy, "reason": str(exc)}
             except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
                 self.state.warn(traceback.format_exc())
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
+            # Sub-agents still running end with this run (and their own children with them).
+            await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
-            if self.webhook:
+            paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
+            if self.webhook and not paused:
                 await self._post_webhook()
+            self.tools.sandboxes.close()
             await self.state.rec.flushed()
-            self._check_record()
+            if self._check_record():  # the record says what happened, as far as the disk allows
+                try:
+                    self.state.rec.save(final=True)
+                except OSError:
+                    pass
+                await self.state.rec.flushed()
+            self.state.rec.writer.forget(self.state.run_id)
             self.events.close()
-            self._notify_complete()
+            ACTIVE_RUNS.discard(self.run_id)
+            if self.parent is not None:
+                self.parent.subagents.child_ended(self)
+            if not paused:
+                self._notify_complete()
 
     async def _post_webhook(self) -> None:
         from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
@@ -298,6 +384,17 @@ class Runner:
             set(s.tools) & modifying_tools(s) for s in self.plan.stages
         )
         state.rec.save(force=True)
+        if self.resumption is not None and state.journal is not None:
+            resumed = state.meta.resumed or {}
+            state.rec.emit(ev.Resumed(
+                state.run_id, None, count=int(resumed.get("count") or 1), from_status=self.resumption.from_status,
+                replayed_model_calls=state.journal.model_calls, replayed_tool_calls=state.journal.tool_results,
+            ))
+            for note in self.resumption.notes:
+                state.warn(note)
+            # What the journal replays is on record already: nothing is written again until the
+            # run goes live (Journal calls _went_live).
+            state.rec.muted = state.journal.replaying
         state.rec.emit(
             ev.RunStarted(
                 state.run_id, None, agent=self.plan.agent_name, task=state.task, workdir=str(state.workdir)
@@ -311,6 +408,8 @@ class Runner:
             state.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
+        await self.tools.prepare_sandboxes()
+        self.tools.use_sandbox(self.plan.sandbox, "the agent")  # seed commands run in the agent's
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)
 
@@ -327,10 +426,22 @@ class Runner:
             return hook_scripts or {}, region_scripts or {}
         return (hooks if hook_scripts is None else hook_scripts), (regions if region_scripts is None else region_scripts)
 
+    def _went_live(self) -> None:
+        """The resumed run has replayed its journal: its record continues from here."""
+        rec = self.state.rec
+        if rec.muted:
+            rec.muted = False
+            rec.save(force=True)
+
     async def _end(self) -> None:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
+        if self.state.journal is not None:
+            self.state.journal.go_live()  # a run that ends while replaying still records its end
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        if status == "paused":  # not an end: the terminal hook fires when the resumed run ends
+            self._record_pause(error or "paused")
+            return
         self.interaction.close()
         if status != "cancelled":
             try:
@@ -369,16 +480,36 @@ class Runner:
             )
         )
 
-    def _check_record(self) -> None:
-        """The run's last meta.json did not reach the disk (full, read-only): the run did not
-        complete as far as its record goes, so it ends in error, saying where and why."""
+    def _record_pause(self, reason: str) -> None:
         state = self.state
-        failure = state.rec.writer.meta_failure(state.run_id)
-        state.rec.writer.forget(state.run_id)
-        if failure is None:
-            return
+        state.meta.status = "paused"
+        setup = state.meta.needs_setup or {}
+        try:
+            state.rec.save(final=True)
+        except OSError:
+            pass
+        state.rec.emit(
+            ev.Paused(state.run_id, state.stage.name, reason=reason, blocker=setup.get("blocker", ""),
+                      remedy=setup.get("remedy", ""))
+        )
+
+    def _check_record(self) -> bool:
+        """The run's last meta.json did not reach the disk (full, read-only), or its lines stopped
+        reaching it or were forged after the run could still stop: the run did not complete as far
+        as its record goes, so it ends in error, saying where and why. True when that changed it."""
+        state = self.state
+        writer = state.rec.writer
+        failure = writer.meta_failure(state.run_id)
+        lines = writer.line_failure(state.run_id)
+        if failure is not None:
+            message = f"the run record in '{state.store.dir}' could not be written: {failure}"
+        elif lines is not None and state.meta.status != "error":
+            message = self._record_error or f"the run record in '{state.store.dir}' is not intact: {lines}"
+        else:
+            return False
         state.meta.status = "error"
-        state.meta.error = f"the run record in '{state.store.dir}' could not be written: {failure}"
+        state.meta.error = message
+        return True
 
     def _notify_complete(self) -> None:
         if self.on_complete is None:
@@ -438,6 +569,8 @@ class Runner:
                     continue
                 elif self.holds.nudge_text_only(response):
                     continue
+            if state.stage.requires_children:
+                await self.subagents.await_children()  # §5.1.1: the first exit hold
             if self.holds.hold(outcome):
                 continue
             if await self.points.hold(outcome):
@@ -463,23 +596,37 @@ class Runner:
         await self.hooks.stage_exit()
         return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
-    # ------------------------------------------------------------------ worker runs
-    def spawn_child(self, plan: RunPlan, entry: str, task: str) -> Runner:
-        """A worker run of ``plan`` entered at ``entry``, sharing this run's model and workdir."""
+    # ------------------------------------------------------------------ child runs
+    def spawn_child(
+        self,
+        plan: RunPlan,
+        entry: str,
+        task: str,
+        *,
+        kind: str = "worker",
+        output_request: Any = _INHERIT,
+        validators: dict[str, Any] | None = None,
+        max_child_depth: tuple[int, str] | None = None,
+    ) -> Runner:
+        """A child run of ``plan`` entered at ``entry``, sharing this run's model, settings and
+        workdir, linked to this run (see :meth:`SubAgents.adopt`). ``kind`` is ``worker`` (a fan-out
+        worker: it inherits the launch's output request) or ``agent`` (spawn_agent: it gets its own).
+        The caller runs it (``await child.main()``, or as a task)."""
         child = Runner(
             plan,
             task=task,
             provider=self.provider,
             workdir=self.state.workdir,
-            output_request=self.output_request,
+            output_request=self.output_request if output_request is _INHERIT else output_request,
             home=self.state.store.run_dir.parent.parent,
             retry=self.retry,
             approver=self.approver,
-            validators=self.validators,
+            validators=self.validators if validators is None else validators,
             entry=entry,
             parent=self,
             hook_scripts=self.hook_scripts if plan is self.plan else None,
             region_scripts=self.region_scripts if plan is self.plan else None,
+            max_child_depth=max_child_depth,
         )
-        self.state.meta.children.append(child.run_id)
+        self.subagents.adopt(child, kind)
         return child

@@ -20,9 +20,10 @@ from lev_nb.engine import events as ev
 
 if TYPE_CHECKING:
     from lev_nb.engine.context.run_context import RunContext
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.pipeline.outputs import FinalOutput
     from lev_nb.engine.plan.types import RunPlan, StagePlan
-    from lev_nb.engine.record import Recorder
+    from lev_nb.engine.record import Recorder, UsageBook
     from lev_nb.settings import Settings
     from lev_nb.store import RunMeta, RunStore
 
@@ -65,12 +66,28 @@ class Outcome:
 class Ending:
     """How the run ends: a terminal status and, for ``error``, the message."""
 
-    status: str  # complete | error | cancelled
-    error: str | None = None
+    status: str  # complete | error | cancelled | paused (not terminal)
+    error: str | None = None  # for paused: why, and what to set up
 
 
 class RunFailure(Exception):
     """A failure that ends the run in error with this message (bad input, an unanswerable checkpoint)."""
+
+
+class RunPaused(Exception):
+    """The run cannot go on until a person sets something up (spec/runtime.md §13.3): it stops with
+    status ``paused``, ``blocker`` (credits | providers) and ``remedy`` in meta.json's needs_setup."""
+
+    def __init__(self, message: str, blocker: str, remedy: str) -> None:
+        super().__init__(message)
+        self.blocker = blocker
+        self.remedy = remedy
+
+
+def _usage_book() -> UsageBook:
+    from lev_nb.engine.record import UsageBook
+
+    return UsageBook()
 
 
 @dataclass(eq=False)
@@ -84,7 +101,9 @@ class RunState:
     ``visits`` (entries per stage name), ``progress`` (the current visit's counters),
     ``final_output`` (the accepted answer, if any), ``model_calls`` (model calls so far) and ``enter_hook_pending`` (a stage was entered
     and its ``on_stage_enter`` hook has not fired yet). ``interaction`` is the run's
-    :class:`~lev_nb.engine.interaction.InteractionHub` (set by the runner).
+    :class:`~lev_nb.engine.interaction.InteractionHub` (set by the runner). ``journal`` records
+    (and, for a resumed run, replays) what the run acts on; ``usage`` is its token and cost book,
+    its child runs' included.
     """
 
     plan: RunPlan
@@ -105,6 +124,8 @@ class RunState:
     enter_hook_pending: bool = False
     model_calls: int = 0  # every model call made (answered or failed): the idle-loop watchdog reads it
     interaction: Any = None  # the run's InteractionHub (lev_nb.engine.interaction): requests to a person
+    journal: Journal | None = None  # what a resume replays (a root run's; worker runs keep none)
+    usage: UsageBook = field(default_factory=lambda: _usage_book())
 
     def warn(self, message: str) -> None:
         """Emit a ``warning`` event in the current stage."""

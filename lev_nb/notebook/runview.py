@@ -25,17 +25,18 @@ from lev_nb.notebook.story import (
     Line, clip, first_line, format_count, gate_blocked_text, nudge_text, plural, sentence,
 )
 
-__all__ = ["RunState", "Visit", "snapshot_html", "snapshot_text", "STYLE"]
+__all__ = ["RunState", "Visit", "Child", "snapshot_html", "snapshot_text", "STYLE"]
 
 FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run goes on
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
 OUTPUT_PREVIEW_CHARS = 20_000
+CHILD_ROWS = 20  # child runs listed by name; the rest are counted
 RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
 
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
     "starting": "#616161", "running": "#1565c0", "complete": "#2e7d32", "error": "#c62828",
-    "cancelled": "#a34f00", "waiting_input": "#6a1b9a",
+    "cancelled": "#a34f00", "waiting_input": "#6a1b9a", "paused": "#8e24aa",
 }
 
 STYLE = """<style>
@@ -92,6 +93,11 @@ STYLE = """<style>
 .lev-run .lev-forming{margin-top:.5em;padding:.3em .7em;white-space:pre-wrap;color:var(--jp-ui-font-color2,#555);
  border-left:4px solid var(--jp-brand-color1,#1976d2)}
 .lev-run .lev-forming .lev-label{font-weight:600;text-transform:uppercase;font-size:.8em}
+.lev-run .lev-children{margin-top:.6em}
+.lev-run .lev-children-head{font-weight:600}
+.lev-run .lev-children-head span{font-weight:normal;color:var(--jp-ui-font-color2,#555)}
+.lev-run .lev-child{display:flex;flex-wrap:wrap;align-items:center;gap:.2em .6em;margin:.15em 0}
+.lev-run .lev-child .lev-chip{font-size:.78em}
 </style>"""
 
 
@@ -111,6 +117,18 @@ class Visit:
     # What the last line told, when the next event of the same kind can fold into it:
     # ("gate", target, message, first attempt, max attempts) or ("nudge", reason, times).
     repeat: tuple[Any, ...] | None = None
+
+
+@dataclass
+class Child:
+    """A run this run started: a sub-agent (``kind`` agent) or a fan-out worker (``worker``)."""
+
+    run_id: str
+    kind: str
+    agent: str
+    task: str = ""
+    status: str = "running"
+    error: str | None = None
 
 
 @dataclass
@@ -153,6 +171,7 @@ class RunState:
         self.output: FinalOutput | None = None
         self.output_expected = False
         self.seen = 0
+        self.children: dict[str, Child] = {}  # run id -> the child run, in start order
         self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
 
@@ -171,6 +190,14 @@ class RunState:
                 self.visits[-1].ended = event.ts
             self.visits.append(Visit(event.stage or "?", event.visit, event.from_stage, event.ts))
             return
+        if kind == "paused":
+            self.status, self.ended = "paused", event.ts
+            self.error, self.error_stage = event.reason, event.stage
+            if self.visits:
+                self.visits[-1].ended = event.ts
+            return  # told once, under the stages (error_html)
+        if kind == "resumed":
+            self.status, self.ended, self.error, self.error_stage = "running", None, None, None
         if kind == "completed":
             self.status, self.ended = event.status, event.ts
             if self.visits:
@@ -187,6 +214,15 @@ class RunState:
             # A retried call streams again from the start: begin the text anew.
             self.forming = event.text if event.attempt > 1 and not self.forming else self.forming + event.text
             return
+        if kind == "child_started":
+            self.children[event.child_id] = Child(event.child_id, event.child_kind, event.agent, event.task)
+            if event.child_kind == "worker":
+                return  # the fan-out's own lines tell of its workers
+        elif kind == "child_ended":
+            child = self.children.get(event.child_id)
+            if child is not None:
+                child.status, child.error = event.status, event.error
+            return  # the children list shows it
         visit = self._visit_for(event)
         if kind == "model_call":
             self.forming = ""
@@ -260,7 +296,8 @@ class RunState:
     # -- derived facts -----------------------------------------------------------------------
     @property
     def finished(self) -> bool:
-        return self.status in TERMINAL_STATUSES
+        # A paused run does not move either until it is resumed (a new view follows that).
+        return self.status in TERMINAL_STATUSES or self.status == "paused"
 
     @property
     def current(self) -> str | None:
@@ -348,7 +385,7 @@ def progress_html(state: RunState) -> str:
         mark = ""
         if name == state.current:
             classes += ["current", state.status]
-            mark = "▶ " if not state.finished else ("✓ " if state.status == "complete" else "✗ ")
+            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "⏸ "}.get(state.status, "✗ ")
         elif name in visited:
             classes.append("visited")
             mark = "✓ "
@@ -465,8 +502,51 @@ def error_html(state: RunState) -> str:
     if not state.error:
         return ""
     where = f" in {_e(state.error_stage)}" if state.error_stage else ""
-    verb = "Cancelled" if state.status == "cancelled" else "Failed"
+    verb = {"cancelled": "Cancelled", "paused": "Paused"}.get(state.status, "Failed")
     return f"<div class='lev-error'><b>{verb}{where}:</b> {_e(state.error)}</div>"
+
+
+def child_counts(state: RunState) -> str:
+    """``3 complete, 1 running`` over the child runs."""
+    counts: dict[str, int] = {}
+    for child in state.children.values():
+        counts[child.status] = counts.get(child.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
+
+
+def child_row_html(child: Child) -> str:
+    """One child run: its status chip, agent, kind and id (and its error)."""
+    colour = CHIP_COLOURS.get(child.status, CHIP_COLOURS["running"])
+    kind = "sub-agent" if child.kind == "agent" else "worker"
+    error = f" <span class='lev-id'>{_e(clip(child.error, 120))}</span>" if child.error else ""
+    return (
+        f"<span class='lev-chip' data-status='{_e(child.status)}' style='background:{colour}'>{_e(child.status)}</span>"
+        f"<span>{_e(child.agent)} <span class='lev-id'>({_e(kind)})</span></span>"
+        f"<span class='lev-id'>{_e(child.run_id)}</span>{error}"
+    )
+
+
+def children_head_html(state: RunState) -> str:
+    """The heading of the child runs' list, with their counts by status."""
+    if not state.children:
+        return ""
+    n = len(state.children)
+    return (
+        f"<div class='lev-children-head'>Started {n} run{'s' if n != 1 else ''} "
+        f"<span>· {_e(child_counts(state))}</span></div>"
+    )
+
+
+def children_html(state: RunState) -> str:
+    """The runs this run started (sub-agents and workers) with their status; the first
+    CHILD_ROWS by name, the rest counted."""
+    if not state.children:
+        return ""
+    children = list(state.children.values())
+    rows = "".join(f"<div class='lev-child' data-run-id='{_e(c.run_id)}'>{child_row_html(c)}</div>" for c in children[:CHILD_ROWS])
+    more = len(children) - CHILD_ROWS
+    tail = f"<div class='lev-id'>… and {more} more (run.children lists them all)</div>" if more > 0 else ""
+    return f"<div class='lev-children'>{children_head_html(state)}{rows}{tail}</div>"
 
 
 def forming_html(state: RunState) -> str:
@@ -482,7 +562,7 @@ def snapshot_html(state: RunState, now: float | None = None) -> str:
     parts = [header_html(state, now), progress_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
-    parts += [output_html(state), error_html(state)]
+    parts += [children_html(state), output_html(state), error_html(state)]
     return f"{STYLE}<div class='lev-run' data-status='{_e(state.status)}' data-run-id='{_e(state.run_id)}'>{''.join(parts)}</div>"
 
 
@@ -507,6 +587,13 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
             if message and state.error and message in state.error:
                 text = "The run failed here (the error is below)."
             lines.append(f"  {'! ' + line.callout + ': ' if line.callout else ''}{clip(text, 200)}")
+    if state.children:
+        lines.append(f"started {plural(len(state.children), 'run')}: {child_counts(state)}")
+        for child in list(state.children.values())[:CHILD_ROWS]:
+            kind = "sub-agent" if child.kind == "agent" else "worker"
+            lines.append(f"  {child.status:<9} {child.agent} ({kind}) {child.run_id}")
+        if len(state.children) > CHILD_ROWS:
+            lines.append(f"  … and {len(state.children) - CHILD_ROWS} more")
     if state.output is not None:
         out = state.output
         lines.append(f"final output ({out.format or 'text'}) from {out.stage}:")
@@ -514,5 +601,6 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
         lines.extend("  " + line for line in body.splitlines())
     if state.error:
         where = f" in {state.error_stage}" if state.error_stage else ""
-        lines.append(f"{'cancelled' if state.status == 'cancelled' else 'failed'}{where}: {state.error}")
+        verb = {"cancelled": "cancelled", "paused": "paused"}.get(state.status, "failed")
+        lines.append(f"{verb}{where}: {state.error}")
     return "\n".join(lines)

@@ -182,6 +182,21 @@ def sentence(event: Any) -> Line:
         if event.status == "queued":
             return Line(f"A message waits for a stage that accepts messages: {clip(event.text, 120)}")
         return Line(f"Message for the model: {clip(event.text, 160)}")
+    if kind == "child_started":
+        return Line(f"Started the sub-agent {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
+    if kind == "children_awaited":
+        return Line(f"Waiting for {plural(event.outstanding, 'sub-agent')} to finish before leaving the stage.")
+    if kind == "paused":
+        return Line(f"Run paused: {clip(event.reason, 300)}", callout="warning")
+    if kind == "resumed":
+        again = f" (resume {event.count})" if event.count > 1 else ""
+        replayed = (f": {plural(event.replayed_model_calls, 'model turn')} and "
+                    f"{plural(event.replayed_tool_calls, 'tool result')} replayed from its record"
+                    if event.replayed_model_calls or event.replayed_tool_calls else "")
+        return Line(f"Run resumed{again}{replayed}.", callout="warning" if event.from_status == "running" else None)
+    if kind == "circuit_open":
+        return Line(f"{event.model} failed {event.failures} times in a row; calls to it fail fast for "
+                    f"{event.cooldown_s:g} s.", callout="warning")
     if kind == "completed":
         if event.status == "complete":
             return Line("Run complete." if event.produced_output else "Run complete, without a final output.")

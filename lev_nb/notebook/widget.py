@@ -3,8 +3,10 @@
 ``RunWidget(run)`` is an ipywidgets ``VBox`` of HTML parts drawn by :mod:`lev_nb.notebook.runview`:
 the header (agent, run id, status chip, task, elapsed time, model and tool calls, tokens), the
 progress bar with the stage strip, a form for each request the run waits on (``requests``: see
-:mod:`lev_nb.notebook.requests`; a view of a live run tells it that somebody can answer), one part per stage visit (sentences, call-outs, a collapsible
-transcript), the final output and the error. It follows the run through ``run.subscribe``: the
+:mod:`lev_nb.notebook.requests`; a view of a live run tells it that somebody can answer), one part
+per stage visit (sentences, call-outs, a collapsible transcript), the runs it started (sub-agents
+and fan-out workers, each with its status and a "show" button that opens that run's own view below
+it), the final output and the error. It follows the run through ``run.subscribe``: the
 callback runs on the engine thread, folds the event under a lock and only assigns traits, which
 ipywidgets sends as comm messages at once, so the view updates while the cell that started the
 run is blocked in ``run.wait()``. Redrawing is throttled (at most every ``MIN_INTERVAL_S``; the
@@ -102,7 +104,9 @@ class RunWidget(_VBox):
     ``stages`` names the blueprint's stages for the strip (by default they come from the run's
     blueprint). Child widgets: ``header``, ``progress``, ``requests`` (a VBox, one
     :class:`~lev_nb.notebook.requests.RequestForm` per pending request), ``visits`` (a VBox, one
-    HTML per stage visit), ``output`` and ``error``.
+    HTML per stage visit), ``kids`` (a VBox: a heading, then one row per child run, up to
+    runview.CHILD_ROWS: ``kid_rows[run_id]`` is ``(row HTML, show Button, holder VBox)``),
+    ``output`` and ``error``.
     """
 
     def __init__(self, run: Any, stages: Sequence[str] | None = None) -> None:
@@ -119,11 +123,18 @@ class RunWidget(_VBox):
         self.header = _widgets.HTML()
         self.progress = _widgets.HTML()
         self.visits = _widgets.VBox()
+        self.kids = _widgets.VBox()
+        self.kid_rows: dict[str, tuple[Any, Any, Any]] = {}
+        self._kid_boxes: list[Any] = []
+        self._kids_head = _widgets.HTML()
+        self._kids_tail = _widgets.HTML()
         self.output = _widgets.HTML()
         self.error = _widgets.HTML()
         self.requests = _widgets.VBox()
         self._forms: dict[str, Any] = {}
-        super().__init__(children=[self.header, self.progress, self.requests, self.visits, self.output, self.error])
+        super().__init__(
+            children=[self.header, self.progress, self.requests, self.visits, self.kids, self.output, self.error]
+        )
         self.add_class("lev-run-widget")
         with self._lock:
             self._fold()
@@ -199,6 +210,7 @@ class RunWidget(_VBox):
             widget.value = _part(runview.visit_html(state, index))
         if len(parts) != len(self.visits.children):
             self.visits.children = tuple(parts)
+        self._draw_kids()
         self.output.value = _part(runview.output_html(state))
         self.error.value = _part(runview.error_html(state))
         if hasattr(self._run, "pending"):
@@ -211,6 +223,44 @@ class RunWidget(_VBox):
                 self._timer = None
         elif self._timer is None:
             self._schedule(TICK_S)  # keep the elapsed time moving while nothing happens
+
+    def _draw_kids(self) -> None:
+        """The child runs: a heading, then a row each (status, agent, id, a show/hide button)."""
+        state = self._state
+        if not state.children:
+            return
+        for child in list(state.children.values())[: runview.CHILD_ROWS]:
+            row = self.kid_rows.get(child.run_id)
+            if row is None:
+                html = _widgets.HTML()
+                button = _widgets.Button(description="show", tooltip="show this run's own view",
+                                         layout=_widgets.Layout(width="auto"))
+                holder = _widgets.VBox()
+                button.on_click(lambda _b, run_id=child.run_id: self.toggle_child(run_id))
+                row = self.kid_rows[child.run_id] = (html, button, holder)
+                self._kid_boxes.append(_widgets.VBox([_widgets.HBox([html, button]), holder]))
+            row[0].value = _part(f"<div class='lev-child'>{runview.child_row_html(child)}</div>")
+        more = len(state.children) - runview.CHILD_ROWS
+        self._kids_head.value = _part(runview.children_head_html(state))
+        self._kids_tail.value = _part(f"<div class='lev-id'>… and {more} more (run.children lists them all)</div>") if more > 0 else ""
+        if len(self.kids.children) != len(self._kid_boxes) + 2:
+            self.kids.children = (self._kids_head, *self._kid_boxes, self._kids_tail)
+
+    def toggle_child(self, run_id: str) -> None:
+        """Show (or hide again) the own view of the child run ``run_id`` under its row."""
+        row = self.kid_rows.get(run_id)
+        if row is None:
+            return
+        _, button, holder = row
+        if holder.children:
+            holder.children = ()
+            button.description = "show"
+            return
+        child = next((c for c in getattr(self._run, "children", []) if c.run_id == run_id), None)
+        if child is None:
+            return
+        holder.children = (RunWidget(child),)
+        button.description = "hide"
 
     # -- displaying -----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, str]:

@@ -175,6 +175,38 @@ class CostTotals:
         if model:
             self.models[model] = self.models.get(model, 0) + 1
 
+    def absorb(self, other: CostTotals) -> None:
+        """Fold another set of totals in (a worker run's, into its parent's)."""
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.priced_usd += other.priced_usd
+        self.unpriced_calls += other.unpriced_calls
+        for model, calls in other.models.items():
+            self.models[model] = self.models.get(model, 0) + calls
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> CostTotals:
+        """Totals read back from :meth:`to_dict` data (a run record's ``usage`` entry); missing or
+        malformed counts read as zero."""
+        data = data if isinstance(data, Mapping) else {}
+
+        def count(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        priced = data.get("priced_usd")
+        models = data.get("models")
+        return cls(
+            calls=count("calls"), prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
+            cached_tokens=count("cached_tokens"), cache_write_tokens=count("cache_write_tokens"),
+            priced_usd=float(priced) if isinstance(priced, (int, float)) and not isinstance(priced, bool) else 0.0,
+            unpriced_calls=count("unpriced_calls"),
+            models={str(k): v for k, v in models.items() if isinstance(v, int)} if isinstance(models, Mapping) else {},
+        )
+
     @property
     def cost_usd(self) -> float | None:
         """The total in USD, or None while any call could not be priced."""

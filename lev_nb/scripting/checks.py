@@ -12,6 +12,9 @@ or a wrong arity shows up when the blueprint is checked, not half-way through a 
 Each problem is an ``error`` finding with code ``script-error`` naming the file and line; a tool
 file that loads but cannot be used (name clash, unknown capability) is a ``script-tool-skipped``
 warning, since the run goes on without it.
+
+:func:`isolation_findings` says where the blueprint's commands will run on this machine
+(``sandbox-backend`` note, or ``sandbox-unavailable``: an error when ``[sandbox]`` is required).
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ import os
 from pathlib import Path
 
 from lev_nb.blueprint import pipeline
-from lev_nb.blueprint.constants import BUILTIN_TOOLS
+from lev_nb.blueprint.constants import BUILTIN_TOOLS, SUBAGENT_TOOLS
 from lev_nb.blueprint.lints import LintEnv
 from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.report import Finding, Report
+from lev_nb.sandbox import SandboxSpec
 from lev_nb.settings.grants import configured_lint_env
 from lev_nb.workspace import PathEscape, confine
 
@@ -35,6 +39,8 @@ from .validators import compile_validator
 
 SCRIPT_ERROR = "script-error"
 TOOL_SKIPPED = "script-tool-skipped"
+SANDBOX_BACKEND = "sandbox-backend"
+SANDBOX_UNAVAILABLE = "sandbox-unavailable"
 
 
 def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
@@ -45,13 +51,49 @@ def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool 
     ``env`` (default: the user's configuration) is the lint environment.
     """
     lint_env = env if env is not None else configured_lint_env
-    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=lint_env, checks=(script_findings,))
+    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=lint_env, checks=CHECKS)
 
 
 def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None) -> Report:
     """:func:`validate` for an already loaded blueprint."""
     lint_env = env if env is not None else configured_lint_env
-    return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=lint_env, checks=(script_findings,))
+    return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=lint_env, checks=CHECKS)
+
+
+def isolation_findings(bp: Blueprint) -> list[Finding]:
+    """Where the blueprint's commands will run on this machine (:mod:`lev_nb.sandbox`): for the
+    agent's ``[sandbox]`` and each stage's own, a ``sandbox-backend`` note naming the backend, or a
+    ``sandbox-unavailable`` finding saying what is missing (an error when the sandbox is required,
+    since the run would be refused; a warning when ``on_unavailable = "warn"``)."""
+    from lev_nb.sandbox import choose, describe, resolve
+
+    tables: list[tuple[str | None, SandboxSpec]] = [(None, resolve(bp.sandbox))]
+    tables += [(name, resolve(bp.sandbox, st.sandbox)) for name, st in bp.stages.items() if st.sandbox is not None]
+    findings = []
+    seen: set[SandboxSpec] = set()
+    for stage, spec in tables:
+        if not spec.isolated or spec in seen:
+            continue
+        seen.add(spec)
+        where = f"stage '{stage}'" if stage else "[sandbox]"
+        choice = choose(spec)
+        if not choice.reason:
+            findings.append(Finding(SANDBOX_BACKEND, "note", f"{where}: commands run {describe(choice)}", stage, None))
+        elif choice.refused:
+            findings.append(Finding(
+                SANDBOX_UNAVAILABLE, "error",
+                f"{where} requires a sandbox (kind = \"{spec.kind}\") and this machine has none: {choice.reason}; "
+                "runs of this blueprint are refused here", stage,
+                "install bubblewrap (bwrap) or a container runtime, or set on_unavailable = \"warn\"",
+            ))
+        else:
+            findings.append(Finding(
+                SANDBOX_UNAVAILABLE, "warning",
+                f"{where} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: {choice.reason}; "
+                f"commands would run {describe(choice)}", stage,
+                "install bubblewrap (bwrap) or a container runtime for the isolation asked for",
+            ))
+    return findings
 
 
 def script_findings(bp: Blueprint) -> list[Finding]:
@@ -91,7 +133,7 @@ def _shown(path: Path, base: Path) -> Path:
 
 
 def _tool_findings(base: Path) -> list[Finding]:
-    _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS))
+    _, skipped = discover_tools([base / "tools"], reserved=sorted(BUILTIN_TOOLS + SUBAGENT_TOOLS))
     findings = []
     for item in skipped:
         rel = _shown(Path(item.path), base)
@@ -171,3 +213,7 @@ def _region_findings(bp: Blueprint, base: Path) -> list[Finding]:
                     f"region '{region.name}': {exc}", stage, "the script must define fn render(ctx) and compile",
                 ))
     return findings
+
+
+# What ``lev validate`` adds to the blueprint format's pipeline, in order.
+CHECKS = (script_findings, isolation_findings)

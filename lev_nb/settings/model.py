@@ -18,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+
 __all__ = [
     "BUILTIN_PROVIDERS",
     "POLICIES",
@@ -28,6 +30,7 @@ __all__ = [
     "NudgeDefaults",
     "Policy",
     "ProviderSettings",
+    "Providers",
     "ReadPathGrants",
     "SafeCommands",
     "Security",
@@ -116,6 +119,18 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class Providers:
+    """``[providers]``: choices across providers (spec/runtime.md §13.3)."""
+
+    fallback_order: tuple[str, ...] = setting(
+        (), doc="provider/model entries every stage may fall back to, in order, after its own list and the default")
+    provider_failures_before_open: int = setting(
+        3, minimum=1, doc="unusable failures in a row after which a model's calls fail fast (its circuit opens)")
+    provider_circuit_cooldown_secs: int = setting(
+        300, minimum=0, doc="how long an open circuit fails calls fast before one probe call is let through")
+
+
+@dataclass(frozen=True)
 class Limits:
     """``[limits]``: the ceilings every run is bounded by."""
 
@@ -138,6 +153,9 @@ class Limits:
         4, env="LEV_INFERENCE_RETRY_ATTEMPTS", minimum=1,
         doc="tries of a model call, the first included, on transient errors")
     inference_retry_base_ms: int = setting(1000, minimum=0, doc="first retry delay in ms, doubling each retry")
+    max_child_depth: int = setting(
+        DEFAULT_MAX_CHILD_DEPTH, minimum=0,
+        doc="how deep sub-agents may nest when neither the blueprint nor the launch says (0 = none)")
     script_http_timeout_secs: int = setting(
         30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
 
@@ -213,6 +231,7 @@ class Settings:
     default_model: str | None = setting(
         env="LEV_DEFAULT_MODEL", doc="model id on default_provider, tried first where a stage allows it")
     model_providers: Mapping[str, ProviderSettings] = setting({}, doc="provider options and Rhai provider scripts")
+    providers: Providers = field(default_factory=Providers)
     limits: Limits = field(default_factory=Limits)
     tool_permissions: Mapping[str, Policy] = setting({}, doc="tool -> allow|ask|deny: a ceiling blueprints may only tighten")
     agent_tool_permissions: Mapping[str, Mapping[str, Policy]] = setting(

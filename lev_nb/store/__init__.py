@@ -11,8 +11,11 @@ from __future__ import annotations
 from lev_nb.store.files import (
     EVENTS,
     FINAL_OUTPUT,
+    JOURNAL,
+    LAUNCH,
     META,
     TRANSCRIPT,
+    RecordBusy,
     RecordUnwritable,
     RunStore,
     encode_line,
@@ -22,12 +25,14 @@ from lev_nb.store.files import (
     runs_dir,
     write_atomic,
 )
-from lev_nb.store.listing import RunNotFound, find_run, list_runs
+from lev_nb.store.listing import RunNotFound, find_run, list_runs, owner_gone, pid_alive
 from lev_nb.store.meta import RUN_STATUSES, TERMINAL_STATUSES, RunFlags, RunMeta, new_run_id, utc_now
 
 __all__ = [
     "EVENTS",
     "FINAL_OUTPUT",
+    "JOURNAL",
+    "LAUNCH",
     "META",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
@@ -35,11 +40,14 @@ __all__ = [
     "RunFlags",
     "RunMeta",
     "RunNotFound",
+    "RecordBusy",
     "RecordUnwritable",
     "RunStore",
     "find_run",
     "lev_home",
     "list_runs",
+    "owner_gone",
+    "pid_alive",
     "new_run_id",
     "read_jsonl",
     "encode_line",

@@ -9,11 +9,14 @@ one object per line; a torn last line (a crash mid-append) is skipped when readi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,9 @@ __all__ = [
     "TRANSCRIPT",
     "FINAL_OUTPUT",
     "INBOX",
+    "JOURNAL",
+    "LAUNCH",
+    "RecordBusy",
 ]
 
 META = "meta.json"
@@ -39,6 +45,9 @@ EVENTS = "events.jsonl"
 TRANSCRIPT = "transcript.jsonl"
 FINAL_OUTPUT = "final_output"
 INBOX = "inbox"
+JOURNAL = "journal.jsonl"  # what a resumed run replays (lev_nb.engine.journal)
+LAUNCH = "launch.json"  # how the run was started (lev_nb.engine.resume)
+_CLAIM_LOCK = ".claim.lock"
 
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -107,6 +116,10 @@ class RecordUnwritable(OSError):
     the run does not start. The message names the folder and the cause."""
 
 
+class RecordBusy(OSError):
+    """Another process is taking over the same run at this moment."""
+
+
 class RunStore:
     """One run's folder, and the only code that writes into it.
 
@@ -121,6 +134,8 @@ class RunStore:
         self.run_dir = runs_dir(home) / run_id
         self._lock = threading.Lock()
         self._made = False
+        self._sizes: dict[str, int] = {}  # .jsonl file -> its size after this store's last append
+        self._foreign: list[str] = []  # what was found written into them by anyone else
 
     @property
     def dir(self) -> Path:
@@ -139,6 +154,9 @@ class RunStore:
         :class:`RecordUnwritable` when either cannot be written."""
         try:
             self.write_meta(meta, durable=False)
+            for name in (EVENTS, TRANSCRIPT):  # a new record: any line in them is foreign
+                if not (self.dir / name).exists():
+                    self._sizes[name] = 0
         except OSError as exc:
             raise RecordUnwritable(
                 f"cannot write the run record in '{self.dir}': {exc.strerror or exc}; make the folder "
@@ -160,14 +178,44 @@ class RunStore:
         return json.loads((self.dir / META).read_text(encoding="utf-8"))
 
     def append_lines(self, name: str, lines: list[bytes]) -> None:
-        """Append encoded lines to the .jsonl file ``name`` in one write, so writers never interleave."""
+        """Append encoded lines to the .jsonl file ``name`` in one write, so writers never interleave.
+
+        Only this store writes these files. Bytes found appended by anyone else since its last append
+        (a command the agent ran, forging lines of its own record) are cut off before writing and
+        reported by :meth:`take_foreign`. A write the disk refuses part-way (full, over a size limit)
+        is undone, so the file keeps only whole lines, and the OSError is raised.
+        """
         self.ensure()
+        data = b"".join(lines)
         with self._lock:
             fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, b"".join(lines))
+                size = os.fstat(fd).st_size
+                expected = self._sizes.get(name)
+                if expected is not None and size != expected:
+                    if size > expected:
+                        os.ftruncate(fd, expected)
+                        self._foreign.append(f"{name} had {size - expected} bytes lev_nb did not write (removed)")
+                        size = expected
+                    else:
+                        self._foreign.append(f"{name} was cut by {expected - size} bytes lev_nb did not remove")
+                written = 0
+                try:
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError:
+                    os.ftruncate(fd, size)
+                    self._sizes[name] = size
+                    raise
+                self._sizes[name] = size + written
             finally:
                 os.close(fd)
+
+    def take_foreign(self) -> list[str]:
+        """What :meth:`append_lines` found written into the record by someone else since the last call."""
+        with self._lock:
+            found, self._foreign = self._foreign, []
+        return found
 
     def append_event(self, event: dict[str, Any]) -> None:
         """Append one event as a line of events.jsonl."""
@@ -176,6 +224,32 @@ class RunStore:
     def append_transcript(self, entry: dict[str, Any]) -> None:
         """Append one transcript entry as a line of transcript.jsonl."""
         self.append_lines(TRANSCRIPT, [encode_line(entry)])
+
+    def read_launch(self) -> dict[str, Any] | None:
+        """launch.json (how the run was started), or None when missing or unreadable."""
+        try:
+            value = json.loads((self.dir / LAUNCH).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def read_journal(self) -> list[dict[str, Any]]:
+        """Every journal entry recorded so far, in order (lev_nb.engine.journal)."""
+        return read_jsonl(self.dir / JOURNAL)
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator[None]:
+        """Hold the run's claim lock while deciding who owns it (one resume at a time, across
+        processes); raises RecordBusy when another process holds it."""
+        fd = os.open(self.dir / _CLAIM_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RecordBusy(f"another process is resuming run '{self.run_id}' right now") from None
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def read_events(self) -> list[dict[str, Any]]:
         """Every event recorded so far, in order."""

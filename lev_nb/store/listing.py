@@ -14,12 +14,34 @@ from typing import Any
 
 from lev_nb.store.files import META, RunStore, runs_dir
 
-__all__ = ["list_runs", "find_run", "RunNotFound"]
+__all__ = ["list_runs", "find_run", "RunNotFound", "pid_alive", "owner_gone"]
 
 
 class RunNotFound(LookupError):
     """No run (or more than one) matches an id prefix; the message says which."""
 
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] != ["Z"]
+    except OSError:
+        return True
+
+
+def owner_gone(meta: dict[str, Any]) -> bool:
+    """True when the process meta.json names as the run's owner (``pid``) no longer exists: a run
+    still ``running`` then was killed or crashed. False when the record names no pid."""
+    pid = meta.get("pid")
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and not pid_alive(pid)
 
 
 def _sort_key(entry: dict[str, Any], folder: Path) -> float:

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
-#: Every status a run can have, in the order a run passes through them.
-RUN_STATUSES = ("starting", "running", "waiting_input", "complete", "error", "cancelled")
+#: Every status a run can have, in the order a run passes through them. ``waiting_input`` (a person must
+#: answer: run.pending) and ``paused`` are not terminal; paused:
+#: the run stopped because a person must set something up (credits, the network) and
+#: ``lev resume`` / ``lev_nb.resume`` continues it from its record.
+RUN_STATUSES = ("starting", "running", "waiting_input", "paused", "complete", "error", "cancelled")
 #: The statuses a run never leaves.
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
@@ -102,6 +107,13 @@ class RunMeta:
     parent_run_id: str | None = None
     children: list[str] = field(default_factory=list)
     depth: int = 0
+    max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH
+    # One entry per child run, in start order: {run_id, kind (agent: spawn_agent; worker: fan_out),
+    # agent_name, blueprint, status, error}; the status moves when the child ends.
+    child_runs: list[dict[str, Any]] = field(default_factory=list)
+    # Why the run is holding still, while it is: {reason: "children", outstanding: N} (status
+    # running), or {reason: tool_approval|user_prompt|interaction_point} (status waiting_input).
+    waiting_on: dict[str, Any] | None = None
     flags: RunFlags = field(default_factory=RunFlags)
     final_output: dict[str, Any] | None = None
     output_request: dict[str, Any] | None = None
@@ -110,16 +122,17 @@ class RunMeta:
     # price), and tokens and cost per stage and in all (see lev_nb.providers.pricing).
     cost_usd: float | None = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
-    # Set when the run stopped because a person must set something up (an account out of
-    # credits, a provider out of reach): {blocker: credits|providers, remedy}.
+    # Set while the run is paused because a person must set something up (an account out of
+    # credits, a provider out of reach): {blocker: credits|providers, remedy, reason}.
     needs_setup: dict[str, Any] | None = None
     # Permissions given at launch (--yolo, --allow TOOL), inherited by child runs.
     yolo: bool = False
     allowed_tools: list[str] = field(default_factory=list)
-    # While status is waiting_input: why ({reason: tool_approval|user_prompt|interaction_point}) and
-    # the open requests (as run.pending shows them), so `lev respond` can answer from elsewhere.
-    waiting_on: dict[str, Any] | None = None
+    # While status is waiting_input: the open requests (as run.pending shows them), so
+    # `lev respond` can answer from elsewhere.
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # Set once the run has been resumed: {count, at: [timestamps], from: [status it was resumed from]}.
+    resumed: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -137,8 +150,8 @@ class RunMeta:
         self.last_progress_at = now
 
     def to_dict(self) -> dict[str, Any]:
-        """meta.json as a new dict: upstream field names in the upstream order, plus stage_history,
-        cost_usd, usage and needs_setup."""
+        """meta.json as a new dict: upstream field names in the upstream order, plus child_runs,
+        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending and resumed."""
         return {
             "run_id": self.run_id,
             "agent_name": self.agent_name,
@@ -165,6 +178,9 @@ class RunMeta:
             "parent_run_id": self.parent_run_id,
             "children": list(self.children),
             "depth": self.depth,
+            "max_child_depth": self.max_child_depth,
+            "child_runs": [dict(c) for c in self.child_runs],
+            "waiting_on": dict(self.waiting_on) if self.waiting_on is not None else None,
             "flags": self.flags.to_dict(),
             "final_output": dict(self.final_output) if self.final_output is not None else None,
             "output_request": dict(self.output_request) if self.output_request is not None else None,
@@ -174,6 +190,6 @@ class RunMeta:
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
             "yolo": self.yolo,
             "allowed_tools": list(self.allowed_tools),
-            "waiting_on": dict(self.waiting_on) if self.waiting_on is not None else None,
             "pending": copy.deepcopy(self.pending),
+            "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
         }

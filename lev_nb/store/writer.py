@@ -5,6 +5,8 @@ themselves are :class:`~lev_nb.store.files.RunStore` methods, the one implementa
 for the same run are batched (one open per file per batch) and only the newest meta.json of a
 run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
+Lines that cannot be written (a full disk) or a record someone else wrote into are reported to the
+run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from lev_nb.store.files import RunStore
@@ -29,6 +32,10 @@ class RecordWriter:
         self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
         self._waiters: list[concurrent.futures.Future[None]] = []
         self._meta_failures: dict[str, str] = {}  # run id -> why its newest meta.json is not on disk
+        # run id -> why its event or transcript lines stopped reaching the disk (the first reason)
+        self._line_failures: dict[str, str] = {}
+        self._watchers: dict[str, Callable[[str], None]] = {}
+        self._stopped: set[str] = set()  # runs whose lines are no longer written (a write failed)
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -76,7 +83,14 @@ class RecordWriter:
                 lines, self._lines = self._lines, {}
                 waiters, self._waiters = self._waiters, []
             for (run_id, name), (store, chunk) in lines.items():
-                self._safely(store.append_lines, name, chunk)
+                if run_id in self._stopped:
+                    continue  # the file keeps what was written before the failure, whole
+                failure = self._safely(store.append_lines, name, chunk)
+                if failure is not None:
+                    self._stopped.add(run_id)
+                    self._lines_failed(run_id, f"{failure} (writing {name})")
+                for found in store.take_foreign():
+                    self._lines_failed(run_id, f"{found}: something other than lev_nb wrote into the run record")
             for (run_id, name), (store, data) in files.items():
                 self._safely(store.write_file, name, data, False)
             for store, data, durable in metas.values():
@@ -90,6 +104,26 @@ class RecordWriter:
                 if not future.done():
                     future.set_result(None)
 
+    def _lines_failed(self, run_id: str, reason: str) -> None:
+        with self._cond:
+            if run_id in self._line_failures:
+                return
+            self._line_failures[run_id] = reason
+            watcher = self._watchers.get(run_id)
+        if watcher is not None:
+            watcher(reason)
+
+    def watch(self, run_id: str, callback: Callable[[str], None]) -> None:
+        """Call ``callback(reason)`` (on the writer's thread) when ``run_id``'s lines first fail to
+        reach the disk, or its record is found written by someone else."""
+        with self._cond:
+            self._watchers[run_id] = callback
+
+    def line_failure(self, run_id: str) -> str | None:
+        """Why ``run_id``'s event or transcript lines stopped reaching the disk, or None."""
+        with self._cond:
+            return self._line_failures.get(run_id)
+
     def meta_failure(self, run_id: str) -> str | None:
         """Why the newest meta.json queued for ``run_id`` could not be written, or None (call
         after :meth:`flush`)."""
@@ -100,6 +134,9 @@ class RecordWriter:
         """Drop what is remembered about ``run_id`` (its run is over)."""
         with self._cond:
             self._meta_failures.pop(run_id, None)
+            self._line_failures.pop(run_id, None)
+            self._watchers.pop(run_id, None)
+            self._stopped.discard(run_id)
 
     @staticmethod
     def _safely(fn: Any, *args: Any) -> str | None:

@@ -2,7 +2,9 @@
 
 Handlers are ``async def handler(ctx, args) -> str``. They report ordinary failures as result
 strings (``[error] ...``, ``[timed out] ...``, ``[exit code N] ...``); anything they raise is turned
-into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads.
+into an ``[error]`` result by the executor. Blocking file I/O runs in worker threads, at most
+``BLOCKING_PER_RUN`` at a time per run (``ToolContext.blocking``); commands (the shell tool) run in the
+stage's sandbox (:func:`command_line`, :mod:`lev_nb.sandbox`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
@@ -115,7 +118,7 @@ def read_capped(real: Path, cap: int) -> tuple[bytes, int]:
 
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Return a file's text (the first 256 KiB of a larger file, with a note)."""
-    return await asyncio.to_thread(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
+    return await ctx.blocking(_read_one, ctx, str(args.get("path", "")), READ_FILE_CAP)
 
 
 async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -135,7 +138,7 @@ async def read_files(ctx: ToolContext, args: dict[str, Any]) -> str:
 
     if not paths:
         return "[error] read_files needs at least one path in 'paths'."
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -154,7 +157,7 @@ async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.parent.mkdir(parents=True, exist_ok=True)
             real.write_bytes(data)
 
-    await asyncio.to_thread(work)
+    await ctx.blocking(work)
     return f"Wrote {len(data)} bytes to '{path}'."
 
 
@@ -190,7 +193,7 @@ async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
             real.write_text(text.replace(old, new, 1), encoding="utf-8")
             return f"Edited '{path}': replaced 1 occurrence."
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -216,7 +219,7 @@ async def list_dir(ctx: ToolContext, args: dict[str, Any]) -> str:
             return f"(empty directory: {path})"
         return "\n".join(lines)
 
-    return await asyncio.to_thread(work)
+    return await ctx.blocking(work)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -249,6 +252,17 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
         if len(kept) < cap:
             kept.extend(chunk[: cap - len(kept)])
     return bytes(kept), total
+
+
+def command_line(sandbox: Sandbox | None, command: str) -> list[str]:
+    """The argv that runs one shell command line for an agent (the shell tool, a seed command, a
+    script's ``shell()``): on the host, or inside ``sandbox`` (:mod:`lev_nb.sandbox`)."""
+    program = _shell_program()
+    if sandbox is None or not sandbox.isolated:
+        return [program, "-c", command]
+    if not program.startswith(("/usr/", "/bin/")):
+        program = "/bin/sh"  # a shell outside the system folders is not visible inside
+    return sandbox.wrap([program, "-c", command])
 
 
 def kill_group(pid: int) -> None:
@@ -311,9 +325,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
-        _shell_program(),
-        "-c",
-        command,
+        *command_line(ctx.sandbox, command),
         cwd=str(ctx.workspace.root),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -421,6 +433,40 @@ FAN_OUT_PARAMETERS = {
     },
 }
 
+_AGENT_ID = _str("The sub-agent's id, as spawn_agent returned it.")
+SUBAGENT_TOOL_DEFS = (
+    (
+        "spawn_agent",
+        "Start a sub-agent on a task of its own: another agent (by name, or by a path inside this agent's "
+        "folder) that runs beside you with its own record. You get its id back; collect its answer with "
+        "wait_for_agent, or pass wait=true to wait here.",
+        _obj(
+            {
+                "blueprint": _str("The agent to run: its name, or a path to its folder inside this agent's folder."),
+                "task": _str("What the sub-agent should do."),
+                "wait": {"type": "boolean", "description": "Wait for it to finish and return its answer (default false)."},
+                "seed_context": _str("Extra context appended to its task."),
+                "max_child_depth": _int("How many levels of agents it may start below itself (can only lower the limit)."),
+                "output_format": _str("The format its final answer should have (json, csv, markdown, ...)."),
+                "output_instructions": _str("What its final answer should contain."),
+            },
+            ["blueprint", "task"],
+        ),
+    ),
+    ("check_agent", "Look at a sub-agent: its status, and its answer once it has finished.", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+    ("wait_for_agent", "Wait until a sub-agent finishes; returns its status and its final answer.", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+    (
+        "send_to_agent",
+        "Send a message to a running sub-agent; it reads it before its next turn.",
+        _obj(
+            {"agent_id": _AGENT_ID, "message": _str("The message."),
+             "target_region": _str("Put it into this context region of the sub-agent instead of its conversation.")},
+            ["agent_id", "message"],
+        ),
+    ),
+    ("kill_agent", "Stop a running sub-agent (and any agents it started).", _obj({"agent_id": _AGENT_ID}, ["agent_id"])),
+)
+
 
 def builtin_tools() -> list[ToolDef]:
     """Every built-in ToolDef, freshly built."""
@@ -431,6 +477,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "content": _str("What to store."), "key": _str("Optional key to upsert by.")}, ["region", "content"]),
             _delegate("write", ("region", "content", "key")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_append",
@@ -438,6 +485,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "content": _str("What to add."), "key": _str("Optional key for the entry.")}, ["region", "content"]),
             _delegate("append", ("region", "content", "key")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_read",
@@ -446,6 +494,7 @@ def builtin_tools() -> list[ToolDef]:
             _delegate("read", ("region", "key")),
             readonly=True,
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_delete",
@@ -457,6 +506,7 @@ def builtin_tools() -> list[ToolDef]:
             ),
             _delegate("delete", ("region", "key", "index", "oldest")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "context_list",
@@ -465,6 +515,7 @@ def builtin_tools() -> list[ToolDef]:
             _delegate("list", ("region",)),
             readonly=True,
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_add",
@@ -472,6 +523,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "item": _str("The item's text.")}, ["region", "item"]),
             _delegate("todo_add", ("region", "item")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_done",
@@ -479,6 +531,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "id": _int("The item's number.")}, ["region", "id"]),
             _delegate("todo_done", ("region", "id")),
             default_policy="allow",
+            run_state=True,
         ),
         ToolDef(
             "todo_note",
@@ -486,6 +539,7 @@ def builtin_tools() -> list[ToolDef]:
             _obj({"region": _REGION, "id": _int("The item's number."), "note": _str("The note.")}, ["region", "id", "note"]),
             _delegate("todo_note", ("region", "id", "note")),
             default_policy="allow",
+            run_state=True,
         ),
     ]
     return [
@@ -563,6 +617,7 @@ def builtin_tools() -> list[ToolDef]:
             default_policy="allow",
             inline=True,
         ),
+        *(ToolDef(name, text, params, default_policy="allow", inline=True) for name, text, params in SUBAGENT_TOOL_DEFS),
     ]
 
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Protocol, Union, runtime_checkable
+from typing import Any, Awaitable, Protocol, TypeVar, Union, runtime_checkable
 
+from lev_nb.sandbox import Sandbox
 from lev_nb.workspace import Workspace
 
-__all__ = ["ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
+__all__ = ["BLOCKING_PER_RUN", "ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
 
 DEFAULT_SHELL_TIMEOUT_S = 60.0
+# Worker threads one run's blocking tool calls may hold at once (the engine's pool has 32).
+BLOCKING_PER_RUN = 4
+T = TypeVar("T")
 
 MaybeAwaitable = Union[str, Awaitable[str]]
 
@@ -63,4 +69,17 @@ class ToolContext:
     run_id: str = ""
     context: ContextAccess | None = None
     shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S
+    # Where commands run (the shell tool, a script's shell()): the current stage's sandbox, set by
+    # the engine; None runs them on the host.
+    sandbox: Sandbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    _blocking: asyncio.Semaphore | None = field(default=None, repr=False, compare=False)
+
+    async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on a worker thread of the shared pool, at most
+        :data:`BLOCKING_PER_RUN` at a time for this run: however many blocking calls one run makes,
+        the pool keeps threads for the others (a run's own calls queue behind each other)."""
+        if self._blocking is None:
+            self._blocking = asyncio.Semaphore(BLOCKING_PER_RUN)
+        async with self._blocking:
+            return await asyncio.to_thread(fn, *args)

@@ -3,8 +3,9 @@
 Allowed calls run concurrently; results come back in the order the model made the calls. Nothing a
 handler raises escapes: it becomes an ``[error] <tool>: <message>`` result.
 
-Inline tools (submit_output, fan_out, runtime_info) are checked (offered, arguments) but not run:
-their result has ``inline=True`` and empty content, for the engine to fill in. The fan-out batch
+Inline tools (submit_output, fan_out, runtime_info and the sub-agent tools) are checked (offered,
+arguments; the sub-agent tools also against the tool policy) but not run: their result has
+``inline=True`` and empty content, for the engine to fill in. The fan-out batch
 rules are applied here too: only one fan_out per turn, and it must be the only call of its turn.
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
+from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
 from lev_nb.tools.context import ToolContext
@@ -23,14 +25,14 @@ from lev_nb.tools.registry import MODIFYING_TOOLS, ToolRegistry
 from lev_nb.tools.validation import validate_arguments
 from lev_nb.workspace import WorkspaceError
 
-__all__ = ["ToolResult", "execute_calls", "is_inline", "is_failure", "FAILURE_PREFIXES"]
+__all__ = ["ToolResult", "ToolJournal", "execute_calls", "is_inline", "is_failure", "FAILURE_PREFIXES"]
 
 log = logging.getLogger(__name__)
 
 # Results starting with these had no effect (for accounting and for is_error).
 FAILURE_PREFIXES = ("[error]", "[denied]", "[unavailable]", "[blocked]", "[timed out]")
 _ERROR_PREFIXES = FAILURE_PREFIXES + ("[exit code",)
-INLINE_TOOLS = frozenset({"submit_output", "fan_out", "runtime_info"})
+INLINE_TOOLS = frozenset({"submit_output", "fan_out", "runtime_info", *SUBAGENT_TOOLS})
 
 
 @dataclass
@@ -47,6 +49,19 @@ class ToolResult:
     is_error: bool = False
     modified_path: str | None = None
     inline: bool = False
+
+
+class ToolJournal(Protocol):
+    """Where a batch's results are journaled as each one is known, and found again when a resumed
+    run replays the batch (the engine's run journal)."""
+
+    def replayed(self, call: ToolCall) -> ToolResult | None:
+        """The recorded result of ``call`` (it is not run or asked about again), or None."""
+        ...
+
+    def done(self, result: ToolResult) -> None:
+        """Record a result (a run call's, or a denial) before the engine uses it."""
+        ...
 
 
 def is_failure(content: str) -> bool:
@@ -117,16 +132,19 @@ async def execute_calls(
     *,
     on_start: Callable[[ToolCall], None] | None = None,
     on_finish: Callable[[ToolResult], None] | None = None,
+    journal: ToolJournal | None = None,
 ) -> list[ToolResult]:
     """Check and run one batch of calls; results are in call order (see the module docstring).
 
     ``offered`` is the stage's tool names as advertised; ``on_start``/``on_finish`` are told about
-    each call that actually runs (for live events).
+    each call that actually runs (for live events). ``journal`` records each permitted call's
+    result (or its denial) as soon as it is known, and gives back the results a previous life of
+    the run recorded, so a completed call is never run twice.
     """
     policies = policies or Policies()
     offered_keys = {registry.canonical(n) for n in offered}
     results: list[ToolResult | None] = [None] * len(calls)
-    pending: list[tuple[int, ToolCall, dict[str, Any]]] = []
+    pending: list[tuple[int, ToolCall, dict[str, Any], ToolJournal | None]] = []
     fan_outs = [i for i, c in enumerate(calls) if registry.canonical(c.name) == "fan_out"]
 
     for i, call in enumerate(calls):
@@ -150,24 +168,36 @@ async def execute_calls(
                 not is_inline(c.name, registry) for c in calls
             ):
                 results[i] = _result(call, "[error] fan_out has to be the only tool call in its turn; call it again on its own.")
+            elif canon in SUBAGENT_TOOLS and (denial := await authorise(call, registry, policies)) is not None:
+                results[i] = _result(call, denial)  # starting agents is allowed by default, and may be denied
             else:
                 results[i] = ToolResult(call_id=call.id, name=call.name, content="", inline=True)
+            continue
+        # A tool on the run's own state is run again (its effect is on the state being rebuilt).
+        journaled = journal if journal is not None and not tool.run_state else None
+        recorded = journaled.replayed(call) if journaled is not None else None
+        if recorded is not None:
+            results[i] = recorded
             continue
         # Authorisation is sequential, in call order, so approvals are asked one at a time.
         denial = await authorise(call, registry, policies)
         if denial is not None:
-            results[i] = _result(call, denial)
+            refused = results[i] = _result(call, denial)
+            if journaled is not None:
+                journaled.done(refused)
             continue
-        pending.append((i, call, args))
+        pending.append((i, call, args, journaled))
 
-    async def run(i: int, call: ToolCall, args: dict[str, Any]) -> None:
+    async def run(i: int, call: ToolCall, args: dict[str, Any], journaled: ToolJournal | None) -> None:
         _notify(on_start, call)
         result = await _run_one(call, args, registry, ctx)
+        if journaled is not None:
+            journaled.done(result)
         results[i] = result
         _notify(on_finish, result)
 
     if pending:
         # Each call stores its own result; return_exceptions keeps a call that fails while the batch
         # is being cancelled from leaving an unretrieved exception behind.
-        await asyncio.gather(*(run(i, c, a) for i, c, a in pending), return_exceptions=True)
+        await asyncio.gather(*(run(i, c, a, j) for i, c, a, j in pending), return_exceptions=True)
     return [r for r in results if r is not None]

@@ -27,7 +27,9 @@ class ToolDef:
 
     ``inline`` tools have no handler: the engine answers them itself (submit_output, fan_out,
     runtime_info). ``modifying`` marks tools whose success counts as changing a file;
-    ``readonly`` marks tools that only look.
+    ``readonly`` marks tools that only look. ``run_state`` marks tools that act on the run's own
+    state (its context regions and checklists), not the world: a resumed run runs them again as
+    it replays, instead of taking their result from its journal.
     """
 
     name: str
@@ -38,6 +40,7 @@ class ToolDef:
     readonly: bool = False
     default_policy: PolicyName = "ask"
     inline: bool = False
+    run_state: bool = False
 
     def spec(self, advertised_name: str | None = None) -> ToolSpec:
         """The ToolSpec sent to the model, under ``advertised_name`` when the stage used an alias."""

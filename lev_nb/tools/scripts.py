@@ -8,13 +8,14 @@ variables that look like credentials are refused, and network calls are not offe
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
+from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment, looks_like_credential
 from lev_nb.workspace import Workspace
 
@@ -30,9 +31,10 @@ __all__ = ["RunToolHost", "script_tool_defs"]
 class RunToolHost:
     """The I/O a script tool may do inside one run."""
 
-    def __init__(self, workspace: Workspace, shell_allowed: bool) -> None:
+    def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None) -> None:
         self.workspace = workspace
         self.shell_allowed = shell_allowed
+        self.sandbox = sandbox
 
     def read_file(self, path: str) -> str:
         from lev_nb.tools.builtin import read_capped
@@ -52,9 +54,12 @@ class RunToolHost:
                 "[denied] script host function 'shell' is denied: the stage's policy for the shell "
                 "tool is not 'allow'"
             )
-        # Its own process group, so a timeout stops what the command spawned too; no credentials.
+        from lev_nb.tools.builtin import command_line
+
+        # In the stage's sandbox; its own process group, so a timeout stops what the command
+        # spawned too; no credentials.
         proc = subprocess.Popen(
-            command, shell=True, cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            command_line(self.sandbox, command), cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, text=True, errors="replace", env=child_environment(),
             start_new_session=True,
         )
@@ -102,9 +107,9 @@ def _tool_def(tool: ToolScript) -> ToolDef:
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
-        host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")))
+        host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox)
         # run_tool validates the arguments itself; the executor already did, so skip it here.
-        return await asyncio.to_thread(run_tool, tool, args, host, validate_arguments=False)
+        return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))
 
     # A script that asks for no capability can only compute, so it runs without asking;
     # one that wants the shell, files or network is asked for like any other such tool.

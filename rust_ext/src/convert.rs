@@ -242,6 +242,43 @@ fn describe(obj: &Bound<'_, PyAny>) -> String {
 ///
 /// Accepted: None, bool, int, float, str, list, tuple, dict with str keys, bytes (as a BLOB).
 /// Anything else raises TypeError naming the value and its type.
+/// A Python str as Rust text. A lone surrogate (a Python str may hold one, e.g. from a model's
+/// output; UTF-8 cannot) becomes U+FFFD, one per surrogate, instead of failing the call.
+fn rust_text(s: &Bound<'_, PyString>) -> PyResult<String> {
+    if let Ok(text) = s.to_str() {
+        return Ok(text.to_string());
+    }
+    let encoded = s.call_method1("encode", ("utf-8", "surrogatepass"))?;
+    Ok(without_surrogates(encoded.cast::<PyBytes>()?.as_bytes()))
+}
+
+/// UTF-8 bytes in which surrogates are encoded as three bytes each (Python's `surrogatepass`),
+/// decoded with each such surrogate (or any other invalid byte) replaced by U+FFFD.
+pub fn without_surrogates(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                out.push_str(text);
+                return out;
+            }
+            Err(err) => {
+                let (good, bad) = rest.split_at(err.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push('\u{FFFD}');
+                let surrogate = bad.len() >= 3 && bad[0] == 0xED && (0xA0..=0xBF).contains(&bad[1]);
+                let skip = if surrogate {
+                    3
+                } else {
+                    err.error_len().unwrap_or(bad.len())
+                };
+                rest = &bad[skip..];
+            }
+        }
+    }
+}
+
 pub fn py_to_dynamic(obj: &Bound<'_, PyAny>) -> PyResult<Dynamic> {
     py_to_dynamic_at(obj, 0)
 }
@@ -256,7 +293,7 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
         return Ok(Dynamic::UNIT);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Dynamic::from(ImmutableString::from(s.to_str()?)));
+        return Ok(Dynamic::from(ImmutableString::from(rust_text(s)?)));
     }
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(Dynamic::from_bool(b.is_true()));
@@ -300,7 +337,10 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
                     describe(&key)
                 ))
             })?;
-            map.insert(key.to_str()?.into(), py_to_dynamic_at(&value, depth + 1)?);
+            map.insert(
+                rust_text(&key)?.into(),
+                py_to_dynamic_at(&value, depth + 1)?,
+            );
         }
         return Ok(Dynamic::from_map(map));
     }
@@ -377,6 +417,16 @@ fn dynamic_to_py_at<'py>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        // "a", U+D800 as surrogatepass encodes it, "b", then a stray continuation byte.
+        assert_eq!(
+            without_surrogates(b"a\xED\xA0\x80b\x80"),
+            "a\u{FFFD}b\u{FFFD}"
+        );
+        assert_eq!(without_surrogates("plain é".as_bytes()), "plain é");
+    }
 
     #[test]
     fn json_null_becomes_unit_and_back() {

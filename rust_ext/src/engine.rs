@@ -99,6 +99,23 @@ pub fn harden(engine: &mut Engine, limits: &Limits) {
     });
 }
 
+/// Whether a limit error of the capped first attempt (see `worker`) may come from its caps
+/// (operations, items, the calling thread's stack), so the script must run again past them. The
+/// deadline, the compile budget, the memory budget and the size of the source are the same in
+/// both attempts: running again would only take as long again.
+fn caps_may_explain(report: &crate::errors::ErrorReport) -> bool {
+    let text = &report.message;
+    ![
+        guard::TIMEOUT_PREFIX,
+        guard::COMPILE_TIMEOUT_MESSAGE,
+        guard::MEMORY_MESSAGE,
+        "Script too large",
+        "Number of functions",
+    ]
+    .iter()
+    .any(|known| text.contains(known))
+}
+
 /// A hardened engine with the shared helpers registered: what every script runs on.
 pub fn hardened_engine(limits: &Limits) -> Engine {
     let mut engine = Engine::new();
@@ -107,8 +124,9 @@ pub fn hardened_engine(limits: &Limits) -> Engine {
     engine
 }
 
-/// Compile `source` under the script-size limit; a compilation stopped by a guard is a limit
-/// error, not a syntax error.
+/// Compile `source` under the script-size limit and the compile budget (`max_compile_ms`, or the
+/// deadline in force if sooner); a compilation stopped by a guard is a limit error, not a syntax
+/// error.
 pub fn compile_with(
     engine: &Engine,
     source: &str,
@@ -121,12 +139,13 @@ pub fn compile_with(
             limits.max_script_size
         )));
     }
-    engine
-        .compile(source)
-        .map_err(|err| match guard::compile_abort() {
+    // The compile budget holds even without a deadline (it never extends one in force).
+    guard::with_deadline(Some(limits.max_compile_ms), || engine.compile(source)).map_err(|err| {
+        match guard::compile_abort() {
             Some(message) => terminated(message),
             None => err.into(),
-        })
+        }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +507,9 @@ impl PyEngine {
                     })
                 });
                 match first {
-                    Err(report) if report.class == ErrorClass::Limit => {
+                    Err(report)
+                        if report.class == ErrorClass::Limit && caps_may_explain(&report) =>
+                    {
                         if let Some(entry) = entry {
                             entry.remember_past_caps();
                         }
@@ -901,6 +922,28 @@ mod tests {
     }
 
     #[test]
+    fn only_the_first_attempts_caps_send_a_script_round_again() {
+        let report = |message: &str| crate::errors::ErrorReport {
+            class: crate::errors::ErrorClass::Limit,
+            display: message.to_string(),
+            message: message.to_string(),
+            line: None,
+            position: None,
+            thrown: None,
+        };
+        assert!(caps_may_explain(&report("Too many operations")));
+        assert!(caps_may_explain(&report(guard::STACK_MESSAGE)));
+        // The same in both attempts: running again would only take as long again.
+        for final_limit in [
+            guard::COMPILE_TIMEOUT_MESSAGE.to_string(),
+            guard::timeout_message(Some(50)),
+            guard::MEMORY_MESSAGE.to_string(),
+        ] {
+            assert!(!caps_may_explain(&report(&final_limit)), "{final_limit}");
+        }
+    }
+
+    #[test]
     fn compile_bounds_are_limit_errors() {
         let limits = Limits {
             timeout_ms: Some(100),
@@ -912,6 +955,16 @@ mod tests {
         let big = "1;".repeat(600_000);
         let err = outcome(&limits, &big).unwrap_err();
         assert!(err.contains("max_script_size"), "{err}");
+        // Without a deadline, the compile budget still bounds a script of many functions.
+        let unbounded = Limits {
+            timeout_ms: None,
+            max_functions: 100_000,
+            max_compile_ms: 50,
+            ..Limits::default()
+        };
+        let many: String = (0..40_000).map(|i| format!("fn f{i}(x){{x}}\n")).collect();
+        let err = outcome(&unbounded, &many).unwrap_err();
+        assert!(err.contains(guard::COMPILE_TIMEOUT_MESSAGE), "{err}");
         let fns: String = (0..1001).map(|i| format!("fn f{i}() {{ 0 }}\n")).collect();
         let engine = hardened_engine(&Limits::default());
         let err: Box<EvalAltResult> = engine.compile(&fns).unwrap_err().into();

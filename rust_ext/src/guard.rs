@@ -246,7 +246,7 @@ pub const STACK_MESSAGE: &str =
 pub const MEMORY_MESSAGE: &str = "Script used more memory than its max_memory limit";
 pub const TIMEOUT_PREFIX: &str = "Script timed out: wall-clock limit";
 pub const COMPILE_TIMEOUT_MESSAGE: &str =
-    "Script timed out while compiling: wall-clock limit exceeded";
+    "Script timed out while compiling: wall-clock limit (timeout_ms or max_compile_ms) exceeded";
 
 /// Which guard, if any, an operation starting now violates.
 fn violated(check_clock: bool) -> Option<&'static str> {

@@ -44,6 +44,9 @@ pub struct Limits {
     pub max_script_size: usize,
     /// Most functions a script may define.
     pub max_functions: usize,
+    /// Wall-clock budget of one compilation, in ms, whatever `timeout_ms` says (even None): the
+    /// parser's time grows faster than the script, so compiling is always bounded.
+    pub max_compile_ms: u64,
 }
 
 /// Stack one level of nested data may take in what recurses without passing the progress hook
@@ -146,6 +149,13 @@ const FUNCTIONS_RANGE: Range = Range {
     why: "compiling many functions takes time that grows faster than their number",
 };
 
+const COMPILE_RANGE: Range = Range {
+    name: "max_compile_ms",
+    min: 1,
+    max: 600_000,
+    why: "milliseconds one compilation may take; compiling is never unbounded",
+};
+
 impl Limits {
     /// The default of every limit: the upstream numbers of spec/rhai.md §1 plus lev_nb's
     /// wall-clock deadline, memory budget and compile bounds. The one statement of these
@@ -163,6 +173,7 @@ impl Limits {
         max_memory: 64 << 20,
         max_script_size: 1 << 20,
         max_functions: 1_000,
+        max_compile_ms: 5_000,
     };
 
     /// The limits as a dict keyed by the `Engine` constructor's keyword arguments.
@@ -179,6 +190,7 @@ impl Limits {
         d.set_item("max_memory", self.max_memory)?;
         d.set_item("max_script_size", self.max_script_size)?;
         d.set_item("max_functions", self.max_functions)?;
+        d.set_item("max_compile_ms", self.max_compile_ms)?;
         Ok(d)
     }
 
@@ -187,7 +199,7 @@ impl Limits {
         RANGES
             .iter()
             .map(|r| r.name)
-            .chain([FUNCTIONS_RANGE.name])
+            .chain([FUNCTIONS_RANGE.name, COMPILE_RANGE.name])
             .collect()
     }
 
@@ -203,7 +215,7 @@ impl Limits {
             let name = key.cast::<PyString>()?.to_str()?.to_string();
             let range = RANGES
                 .iter()
-                .chain([&FUNCTIONS_RANGE])
+                .chain([&FUNCTIONS_RANGE, &COMPILE_RANGE])
                 .find(|r| r.name == name)
                 .ok_or_else(|| {
                     PyTypeError::new_err(format!(
@@ -229,6 +241,7 @@ impl Limits {
                 "max_memory" => limits.max_memory = size,
                 "max_script_size" => limits.max_script_size = size,
                 "max_functions" => limits.max_functions = size,
+                "max_compile_ms" => limits.max_compile_ms = number,
                 _ => unreachable!("every range has a field"),
             }
         }
@@ -283,11 +296,12 @@ impl Limits {
             ("max_memory", self.max_memory as u64),
             ("max_script_size", self.max_script_size as u64),
             ("max_functions", self.max_functions as u64),
+            ("max_compile_ms", self.max_compile_ms),
         ];
         for (name, value) in values {
             let range = RANGES
                 .iter()
-                .chain([&FUNCTIONS_RANGE])
+                .chain([&FUNCTIONS_RANGE, &COMPILE_RANGE])
                 .find(|r| r.name == name)
                 .expect("every field has a range");
             if value < range.min || value > range.max {

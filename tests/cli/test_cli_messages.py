@@ -61,7 +61,7 @@ def no_record(home: Path) -> None:
         (["--modle", "mock"], "lev run: unknown option --modle (did you mean --model?)"),
         (["--quite"], "lev run: unknown option --quite (did you mean --quiet?)"),
         (["--output_format=json"], "lev run: unknown option --output_format (did you mean --output-format?)"),
-        (["--colour", "red"], "lev run: unknown option --colour: it is not an option of lev run, and blueprint "
+        (["--flavour", "red"], "lev run: unknown option --flavour: it is not an option of lev run, and blueprint "
                               "'triage' has no such input (it declares no inputs besides --task; see lev run --help)"),
     ],
 )
@@ -79,9 +79,9 @@ def test_an_unknown_option_before_the_path_does_not_eat_it(lev: Lev, home: Path)
 def test_a_misspelt_input_gets_a_guess_among_the_inputs(lev: Lev, home: Path, reviewer: Path) -> None:
     out = lev("run", str(reviewer), "--dif", "x", "--model", "mock")
     assert one_line(out, 2) == "lev run: unknown option --dif (did you mean --diff?)"
-    out = lev("run", str(reviewer), "--colour", "x", "--model", "mock")
+    out = lev("run", str(reviewer), "--flavour", "x", "--model", "mock")
     assert one_line(out, 2) == (
-        "lev run: unknown option --colour: it is not an option of lev run, and blueprint 'reviewer' has no such "
+        "lev run: unknown option --flavour: it is not an option of lev run, and blueprint 'reviewer' has no such "
         "input (its inputs are --diff, --criteria; see lev run --help)")
     no_record(home)
 
@@ -256,17 +256,31 @@ def test_a_webhook_that_is_not_a_url(lev: Lev, home: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 def test_a_failed_run_says_its_error_once_in_full(lev: Lev, tmp_path: Path) -> None:
     script = tmp_path / "script.json"
-    reason = ("the provider refused the request because the account has run out of credits for this month; "
-              "add credits in the console of the provider and try again")
-    script.write_text(json.dumps([{"error": {"kind": "credits", "message": reason}}] * 4), encoding="utf-8")
+    reason = ("HTTP 400: the provider refused the request because its messages are malformed in a way that "
+              "the provider explains at some length, more than a progress line holds")
+    script.write_text(json.dumps([{"error": {"kind": "api", "message": reason}}] * 4), encoding="utf-8")
     out = lev("run", TRIAGE, "--task", "hi", "--model", f"scripted:{script}")
     assert out.returncode == 1
     lines = out.stderr.splitlines()
     assert lines[-1].startswith("lev run: the run ended error: ") and reason in lines[-1]
-    assert "needs setup (resumable)" in lines[-1]  # out of credits: the run says what to do
     assert sum(reason in line for line in lines) == 1  # progress lines cut it at a word, with an ellipsis
     progress_errors = [line for line in lines[:-1] if " · error: " in line]
     assert progress_errors and all(line.endswith(" …") for line in progress_errors)
+
+
+def test_a_paused_run_says_why_and_how_to_resume_it(lev: Lev, tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    reason = "the account has run out of credits for this month"
+    script.write_text(json.dumps([{"error": {"kind": "credits", "message": reason}}]), encoding="utf-8")
+    out = lev("run", TRIAGE, "--task", "hi", "--model", f"scripted:{script}")
+    assert out.returncode == 3, out.stderr
+    run_id = out.stdout.strip()
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("lev run: the run paused in stage ") and reason in last
+    assert "top up the account" in last and f"lev resume {run_id}" in last
+    ps = lev("ps")
+    row = next(line for line in ps.stdout.splitlines() if line.startswith(run_id))
+    assert "paused: needs credits" in row
 
 
 def test_progress_details_are_cut_at_a_word() -> None:
@@ -276,3 +290,18 @@ def test_progress_details_are_cut_at_a_word() -> None:
     long = "word " * 40
     cut = _short(long, limit=30)
     assert cut == "word word word word word word …" and len(cut) <= 32
+
+
+def test_lev_resume_continues_a_paused_run_with_progress_from_where_it_resumes(lev: Lev, tmp_path: Path) -> None:
+    empty, answer = tmp_path / "empty.json", tmp_path / "answer.json"
+    empty.write_text(json.dumps([{"error": {"kind": "credits", "message": "credit balance too low"}}]), encoding="utf-8")
+    answer.write_text(json.dumps([{"error": {"kind": "credits", "message": "still too low"}}]), encoding="utf-8")
+    run_id = lev("run", TRIAGE, "--task", "hi", "--model", f"scripted:{empty}").stdout.strip()
+    again = lev("resume", run_id, "--model", f"scripted:{answer}")
+    assert again.returncode == 3 and again.stdout.strip() == run_id
+    assert again.stderr.splitlines()[-1].startswith("lev resume: the run paused in stage 'read'")
+    assert "credit balance too low" not in again.stderr  # the first life's progress is not told again
+    assert "still too low" in again.stderr
+    done = lev("resume", run_id[:16], "--model", "mock")
+    assert done.returncode == 0, done.stderr
+    assert lev("resume", run_id).stderr.startswith(f"lev resume: run '{run_id}' ended (complete)")

@@ -404,3 +404,11 @@ def test_region_scripts_need_a_blueprint_folder(engine):
     bp = blueprint(HEADER.format(budget=1000).replace('[agent]\nname = "regions-test"\n', ""))
     with pytest.raises(ScriptError, match="loaded from text"):
         engine.start(bp, [say("x")])
+
+
+def test_a_lone_surrogate_in_an_entry_reaches_render_as_a_replacement_character() -> None:
+    # Issue 12 item 10: a model's text may hold a lone surrogate; render used to fail on it.
+    region, warnings = scripted(RENDER_ENTRIES)
+    region.add(Entry.make("bad \ud800 text"))
+    system, _ = region.render_parts()
+    assert system == ["bad \ufffd text;"] and warnings == []

@@ -79,8 +79,11 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
     assert [text_of(v.value).split()[0] for v in view.visits.children] == ["read", "check", "table"]
     assert "<table>" in view.output.value and "dry run" in view.output.value
     assert view.error.value == ""
-    assert list(view.children) == [view.header, view.progress, view.requests, view.visits, view.output, view.error]
+    assert list(view.children) == [
+        view.header, view.progress, view.requests, view.visits, view.kids, view.output, view.error
+    ]
     assert view.requests.children == ()  # nothing was asked
+    assert view.kids.children == ()  # this run started no other run
 
 
 def test_events_read_as_sentences_with_call_outs() -> None:
@@ -135,6 +138,34 @@ def test_the_error_is_shown_once_with_its_stage() -> None:
     assert "width:100%" not in page  # a failed run's progress is not full
     plain = runview.snapshot_text(state)
     assert plain.count(run.error) == 1
+
+
+def test_a_paused_run_says_why_once_and_its_resumed_run_goes_on() -> None:
+    empty = lev_nb.ScriptedModel([{"error": {"kind": "credits", "message": "credit balance too low"}}])
+    run = lev_nb.load(TRIAGE).run("R-1", model=empty).wait(RUN_TIMEOUT_S)
+    assert run.status == "paused"
+    state = widget_module.follow(run, new_state(run))
+    assert state.finished  # nothing moves until it is resumed
+    page = runview.snapshot_html(state)
+    assert "data-status='paused'" in page and "Paused in " in text_of(page)
+    assert text_of(page).count("then `lev resume") == 1
+    assert "⏸" in page and "width:100%" not in page
+    assert f"paused in {run.stage}: " in runview.snapshot_text(state)
+    resumed = lev_nb.resume(run.run_id, model="mock").wait(RUN_TIMEOUT_S)
+    state = widget_module.follow(resumed, new_state(resumed))
+    assert state.status == "complete" and state.error is None
+    assert "Run resumed" in text_of(runview.snapshot_html(state))
+
+
+def test_pause_resume_and_circuit_events_read_as_sentences() -> None:
+    from lev_nb.notebook.story import sentence
+
+    paused = sentence(ev.Paused("r", "s", reason="paused in stage 's': out of credits", blocker="credits"))
+    assert paused.text.startswith("Run paused: paused in stage 's'") and paused.callout == "warning"
+    resumed = sentence(ev.Resumed("r", None, count=2, from_status="running", replayed_model_calls=3, replayed_tool_calls=1))
+    assert resumed.text == "Run resumed (resume 2): 3 model turns and 1 tool result replayed from its record."
+    circuit = sentence(ev.CircuitOpen("r", "s", model="anthropic/m", failures=3, cooldown_s=300))
+    assert circuit.text == "anthropic/m failed 3 times in a row; calls to it fail fast for 300 s."
 
 
 # -- honest progress ----------------------------------------------------------------------------

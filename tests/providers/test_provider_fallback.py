@@ -1,7 +1,7 @@
 """A stage's ``models`` list tried in order when a model is unusable (spec/runtime.md §13.3), against
 the Messages API stand-in: credits, auth and unknown-model answers move to the next model with a
 ``model_fallback`` event; credits or an unreachable provider with nothing left stop the run with
-what to set up (lev_nb has no paused runs); anything else takes the error edge."""
+what to set up (status paused, resumable); anything else takes the error edge."""
 
 from __future__ import annotations
 
@@ -107,29 +107,33 @@ def test_the_configured_default_is_the_last_fallback(stand_in: StandIn, tmp_path
         ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-6")]
 
 
-def test_credits_with_no_fallback_left_stop_the_run_saying_what_to_set_up(
+def test_credits_with_no_fallback_left_pause_the_run_saying_what_to_set_up(
     stand_in: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stand_in.responder = by_model({"claude-opus-4-6": Reply(402, error_body("billing_error", "out of credits"))})
     toml = two_stages("claude-opus-4-6", allow_default=False, error_edge=True)
     run = start(toml, tmp_path / "home", stand_in.url, monkeypatch)
-    assert run.status == "error"
-    assert "out of credits or quota" in run.error and "needs setup (resumable)" in run.error
-    assert "top up the account" in run.error
+    assert run.status == "paused" and run.error is None
+    assert "out of credits or quota" in run.pause_reason and f"lev resume {run.run_id}" in run.pause_reason
+    assert "top up the account" in run.pause_reason
     assert run.stage_history == ["draft"]  # the error edge is not taken: another stage would fail the same way
     meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
-    assert meta["needs_setup"]["blocker"] == "credits"
+    assert meta["status"] == "paused" and meta["needs_setup"]["blocker"] == "credits"
+    assert meta["needs_setup"]["reason"] == run.pause_reason
+    [paused] = of_kind(run, "paused")
+    assert (paused.stage, paused.blocker) == ("draft", "credits")
+    assert of_kind(run, "completed") == []  # not an end
     assert len(stand_in.requests) == 1  # credits are not retried
 
 
-def test_an_unreachable_provider_is_retried_then_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_provider_is_retried_then_pauses_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as sock:  # a port that was free a moment ago and has no listener now
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     toml = two_stages("claude-opus-4-6", allow_default=False, error_edge=True)
     run = start(toml, tmp_path / "home", f"http://127.0.0.1:{port}", monkeypatch)
-    assert run.status == "error"
-    assert "could not be reached" in run.error and "resumable" in run.error
+    assert run.status == "paused"
+    assert "could not be reached" in run.pause_reason and "lev resume" in run.pause_reason
     assert [r.attempt for r in of_kind(run, "model_retry")] == [1]
     assert run.meta["needs_setup"]["blocker"] == "providers"
 
@@ -159,7 +163,7 @@ def test_a_model_fixed_at_launch_has_no_fallback(stand_in: StandIn, tmp_path: Pa
     stand_in.responder = by_model({"claude-opus-4-6": Reply(402, error_body("billing_error", "no credits"))})
     run = start(two_stages("claude-opus-4-6,claude-haiku-4-5"), tmp_path / "home", stand_in.url, monkeypatch,
                 model="anthropic/claude-opus-4-6")
-    assert run.status == "error" and "needs setup" in run.error
+    assert run.status == "paused" and "out of credits" in run.pause_reason
     assert {r.body["model"] for r in stand_in.requests} == {"claude-opus-4-6"}
 
 

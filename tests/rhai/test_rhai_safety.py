@@ -99,7 +99,9 @@ def deep_script(build: str) -> str:
     ids=["arrays", "maps"],
 )
 def test_operations_on_deeply_nested_values_do_not_crash(build: str) -> None:
-    outcome = run_isolated(deep_script(build))
+    # Fourteen passes over a 5000-deep value take seconds; on a loaded machine the default 10 s
+    # deadline could end the script first, which is not what this test is about.
+    outcome = run_isolated(deep_script(build), timeout=300, timeout_ms=240_000)
     results = json.loads(str(outcome["value"]))
     assert results["eq"] is True and results["ne"] is False and results["clone"] is True
     assert results["print"] is True and results["debug"] is True and results["keep"] is True
@@ -284,6 +286,21 @@ def test_compilation_runs_under_the_deadline() -> None:
         assert time.monotonic() - start < 3
 
 
+def test_compilation_is_bounded_even_without_a_deadline() -> None:
+    # timeout_ms=None used to leave compiling unbounded: 40,000 functions (max_functions raised)
+    # or 80,000 variables (1 MiB, inside the default size) compiled for 5 to 30 s. The compile
+    # budget (max_compile_ms, 5 s by default) holds whatever the deadline says.
+    assert DEFAULT_LIMITS["max_compile_ms"] == 5000
+    functions = "".join(f"fn f{i}(x){{x}}\n" for i in range(40_000))
+    variables = "".join(f"let v{i}=0;" for i in range(80_000))
+    for source in (functions, variables):
+        engine = Engine(timeout_ms=None, max_functions=100_000, max_script_size=1 << 21, max_compile_ms=100)
+        with pytest.raises(RhaiLimitError, match="max_compile_ms"):
+            engine.compile(source)
+    with pytest.raises(ValueError, match="max_compile_ms"):
+        Engine(max_compile_ms=0)
+
+
 # --- callbacks still run on the calling thread -----------------------------------------------
 
 
@@ -405,7 +422,69 @@ print("fuzzed")
 def test_fuzzed_scripts_return_a_value_or_a_rhai_error() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run(
-        [sys.executable, "-c", FUZZ_CHILD, "200"], capture_output=True, text=True, timeout=300, env=env, check=False
+        [sys.executable, "-c", FUZZ_CHILD, "400"], capture_output=True, text=True, timeout=300, env=env, check=False
+    )
+    assert done.returncode == 0 and "fuzzed" in done.stdout, (
+        f"status {done.returncode}: {done.stdout[-2000:]} {done.stderr[-4000:]}"
+    )
+
+
+# Python values into scripts and back: any plain value (deep, large, odd floats, huge ints, lone
+# surrogates, bytes) through the operations that recurse on values gives back a value or a
+# RhaiError; a value that is not plain data (a set, a non-str key, nesting deeper than MAX_NESTING)
+# is a TypeError at the boundary.
+VALUES_CHILD = r'''
+import math, sys
+from hypothesis import HealthCheck, given, settings, strategies as st
+from lev_nb.rhai import Engine, NotPlainDataError, RhaiError
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
+    st.sampled_from(["\ud800", "a\udfffb", "\U0001F600", "x" * 5000]), st.binary(max_size=40),
+)
+plain = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.tuples(inner, inner),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=5)),
+    max_leaves=40,
+)
+OPERATIONS = ["v", "to_json(v)", "v == v", "`${v}`", "[v, v]", "#{k: v}", "v.to_debug()", "[v].contains(v)",
+              "parse_json(to_json(v))", "let w = v; w"]
+engines = [Engine(), Engine(max_string_size=100, max_array_size=10, max_map_size=10, max_memory=1 << 20)]
+
+def nest(value, depth):
+    for _ in range(depth):
+        value = [value]
+    return value
+
+@settings(max_examples=int(sys.argv[1]), deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(plain, st.sampled_from(OPERATIONS), st.sampled_from([0, 1, 200, 5000]), st.integers(0, 1))
+def fuzz(value, op, depth, which):
+    try:
+        engines[which].eval(op, v=nest(value, depth))
+    except (RhaiError, NotPlainDataError):
+        pass
+    except TypeError as exc:  # deeper than MAX_NESTING: refused at the boundary, by contract
+        if depth <= 200 or "nested deeper" not in str(exc):
+            raise
+
+fuzz()
+for bad in ({1: 2}, {1, 2}, object()):
+    try:
+        engines[0].eval("v", v=bad)
+        raise SystemExit(f"{bad!r} crossed into a script")
+    except TypeError:
+        pass
+print("fuzzed")
+'''
+
+
+def test_fuzzed_values_return_a_value_or_a_rhai_error() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-c", VALUES_CHILD, "1000"], capture_output=True, text=True, timeout=300, env=env, check=False
     )
     assert done.returncode == 0 and "fuzzed" in done.stdout, (
         f"status {done.returncode}: {done.stdout[-2000:]} {done.stderr[-4000:]}"
@@ -506,3 +585,16 @@ def test_what_callbacks_hand_to_a_script_counts_against_its_memory() -> None:
     )
     with pytest.raises(RhaiLimitError, match="max_memory"):
         engine.eval(source)
+
+
+# --- a lone surrogate (a model's text may hold one) reaches a script as U+FFFD ------------------
+
+
+def test_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # It used to raise UnicodeEncodeError out of every call: a hook, a validator or a region
+    # script given a model's text ended the run as an "internal error".
+    engine = Engine()
+    assert engine.eval("s", s="a\ud800b\udfff") == "a\ufffdb\ufffd"
+    assert engine.eval("m.keys()", m={"k\udc00": 1}) == ["k\ufffd"]
+    ast = engine.compile("fn f(x) { x.len() }")
+    assert engine.call(ast, "f", "\ud83d") == 1

@@ -565,3 +565,9 @@ def test_concurrent_tools_each_see_their_own_host() -> None:
     for t in threads:
         t.join()
     assert results == {k: [f"h{k}:2000"] * 10 for k in range(8)}
+
+
+def test_a_lone_surrogate_reaches_a_validator_as_a_replacement_character() -> None:
+    # Issue 12 item 10: it used to raise UnicodeEncodeError out of check().
+    verdict = compile_validator(source='fn validate(c) { if c.contains("\ufffd") { "odd character" } }').check("a\ud800b")
+    assert verdict == Invalid("odd character")

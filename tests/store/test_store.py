@@ -47,8 +47,9 @@ def test_new_meta_has_every_upstream_field():
         "run_id", "agent_name", "agent_path", "task", "model", "pid", "status", "current_stage", "stage_index",
         "num_stages", "iteration", "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens",
         "tool_calls", "workdir", "started_at", "updated_at", "last_progress_at", "error", "metadata",
-        "parent_run_id", "children", "depth", "flags", "final_output", "output_request", "stage_history",
-        "cost_usd", "usage", "needs_setup", "yolo", "allowed_tools", "waiting_on", "pending",
+        "parent_run_id", "children", "depth", "max_child_depth", "child_runs", "waiting_on", "flags",
+        "final_output", "output_request", "stage_history", "cost_usd", "usage", "needs_setup", "yolo",
+        "allowed_tools", "pending", "resumed",
     }
     assert set(meta) == expected
     assert (meta["cost_usd"], meta["usage"]) == (0.0, {})  # no call yet: a known zero

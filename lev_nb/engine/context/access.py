@@ -7,7 +7,9 @@ The tool layer declares these tools and calls them through its ``ContextAccess``
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from lev_nb.engine.context.regions import Entry, Region, RegionFullError
@@ -42,8 +44,24 @@ class ContextTools:
     start with ``[error]`` and change nothing. Only regions the current stage sees are reachable.
     """
 
-    def __init__(self, window: ContextWindow) -> None:
+    def __init__(self, window: ContextWindow, *, scripts_off_loop: bool = False) -> None:
         self.window = window
+        # In a run: a write a custom-region script shapes (on_write, on_overflow) runs on a worker
+        # thread, one at a time, and the tool awaits it, so a slow script stalls no other run.
+        self.scripts_off_loop = scripts_off_loop
+        self._script_lock: asyncio.Lock | None = None
+
+    def _scripted(self, region: str | None) -> bool:
+        if not self.scripts_off_loop or not region or not self.window.is_visible(region):
+            return False
+        script = getattr(self.window.region(region), "script", None)
+        return script is not None and (script.has_on_write or script.has_on_overflow)
+
+    async def _in_thread(self, fn: Callable[..., str], *args: Any) -> str:
+        if self._script_lock is None:
+            self._script_lock = asyncio.Lock()
+        async with self._script_lock:
+            return await asyncio.to_thread(fn, *args)
 
     # -- shared checks --------------------------------------------------------------------------
     def _lookup(self, region: str | None, *, writing: bool = False) -> Region | str:
@@ -108,9 +126,14 @@ class ContextTools:
         return target
 
     def write(self, region: str | None = None, content: str | None = None,
-              key: str | None = None) -> str:
+              key: str | None = None) -> str | Awaitable[str]:
         """``context_write``: store ``content`` under ``key`` (replacing that entry), or replace
         the whole region when no key is given. Hashmap regions need a key."""
+        if self._scripted(region):
+            return self._in_thread(self._write, region, content, key)
+        return self._write(region, content, key)
+
+    def _write(self, region: str | None, content: str | None, key: str | None) -> str:
         target = self._writable(region, content, key)
         if isinstance(target, str):
             return target
@@ -122,8 +145,13 @@ class ContextTools:
         return f"Stored {where}in region '{target.name}' ({self._usage(target)})."
 
     def append(self, region: str | None = None, content: str | None = None,
-               key: str | None = None) -> str:
+               key: str | None = None) -> str | Awaitable[str]:
         """``context_append``: add an entry (or extend the entry under ``key``)."""
+        if self._scripted(region):
+            return self._in_thread(self._append, region, content, key)
+        return self._append(region, content, key)
+
+    def _append(self, region: str | None, content: str | None, key: str | None) -> str:
         target = self._writable(region, content, key)
         if isinstance(target, str):
             return target

@@ -162,8 +162,15 @@ class RegionHost:
                 "window": {"total_tokens": state.ctx.total_tokens(), "max_tokens": state.ctx.window_tokens},
             }
 
+        from lev_nb.engine.loop import engine_loop
+
         def warn(region: str, message: str) -> None:
-            state.warn(f"region '{region}': {message}")
+            text = f"region '{region}': {message}"
+            loop = engine_loop()
+            if loop.in_engine_thread():
+                state.warn(text)
+            else:  # rendering runs off the engine thread; events are emitted on it, in order
+                loop.call_soon(state.warn, text)
 
         self.facts, self.warn = facts, warn
 

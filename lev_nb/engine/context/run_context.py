@@ -23,6 +23,11 @@ class RunContext(ContextWindow):
         self.region_host = region_host  # before the base class declares the regions
         super().__init__(layout, window_tokens)
 
+    @property
+    def scripted(self) -> bool:
+        """True when custom-region scripts shape some region (rendering then runs off the engine thread)."""
+        return self.region_host is not None and bool(self.region_host.scripts)
+
     def _new_region(self, config: Any) -> Any:
         host = self.region_host
         if host is not None and config.name in host.names:

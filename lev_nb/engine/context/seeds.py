@@ -1,7 +1,8 @@
 """Filling regions when a run starts, from their ``seed`` (spec/blueprint.md §6.4).
 
 Caller seeds take a launch input; ``literal`` is text in the blueprint; ``files`` and ``glob`` read
-files of the workdir; ``command`` runs a shell command in the workdir; ``tools`` calls built-in or
+files of the workdir; ``command`` runs a shell command in the workdir (inside the agent's
+``[sandbox]``, :mod:`lev_nb.sandbox`); ``tools`` calls built-in or
 script tools; ``rhai`` runs a workdir script with ``input = #{task, workdir}`` in scope. A seed that
 fails leaves a bracketed note in its region instead of stopping the run, except a ``rhai`` seed,
 which fails the run as upstream does (its script is part of the blueprint's contract).
@@ -25,6 +26,7 @@ from lev_nb.workspace import PathEscape, confine
 if TYPE_CHECKING:
     from lev_nb.engine.plan.types import SeedPlan
     from lev_nb.engine.state import RunState
+    from lev_nb.sandbox import Sandbox
     from lev_nb.tools.context import ToolContext
     from lev_nb.tools.registry import ToolRegistry
 
@@ -45,16 +47,22 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
     inputs = dict(state.inputs)
     inputs.setdefault("task", state.task)
     used: set[str] = set()
-    for seed in state.plan.seeds:
+    journal = state.journal
+    for index, seed in enumerate(state.plan.seeds):
         if seed.kind == "caller":
             used.add(seed.key or seed.region)
-        try:
-            text = await seed_text(
-                seed, inputs, state.workdir, state.task, registry, tool_context,
-                allow_commands=state.settings.security.allow_seed_commands,
-            )
-        except SeedFailure as exc:
-            raise RunFailure(str(exc)) from None
+        # A resumed run reads what its seeds gave the first time (a command seed is not run again).
+        text = journal.replay_seed(index) if journal is not None else None
+        if text is None:
+            try:
+                text = await seed_text(
+                    seed, inputs, state.workdir, state.task, registry, tool_context,
+                    allow_commands=state.settings.security.allow_seed_commands,
+                )
+            except SeedFailure as exc:
+                raise RunFailure(str(exc)) from None
+            if journal is not None:
+                journal.record_seed(index, text or "")
         if text and state.ctx.has_region(seed.region):
             state.ctx.seed(seed.region, text)
         elif seed.required and seed.kind == "caller":
@@ -97,7 +105,7 @@ async def seed_text(
     if seed.kind == "command":
         if not allow_commands:
             return f"[seed command not run: this machine's config.toml sets [security] allow_seed_commands = false: {seed.value}]"
-        return await _command(workdir, seed.value or "")
+        return await _command(workdir, seed.value or "", tool_context.sandbox)
     if seed.kind == "tools":
         return await _tools(seed, registry, tool_context)
     if seed.kind == "rhai":
@@ -122,13 +130,14 @@ def _read_files(workdir: Path, paths: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-async def _command(workdir: Path, command: str) -> str:
+async def _command(workdir: Path, command: str, sandbox: Sandbox | None) -> str:
     from lev_nb.secrets import child_environment
-    from lev_nb.tools.builtin import kill_group, start_in_group
+    from lev_nb.tools.builtin import command_line, kill_group, start_in_group
 
-    # No credential-shaped variable; its own process group, so stopping it stops what it spawned.
+    # In the agent's sandbox; no credential-shaped variable; its own process group, so stopping it
+    # stops what it spawned.
     proc = await start_in_group(
-        command, shell=True, cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        *command_line(sandbox, command), cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL, env=child_environment(),
     )
     try:

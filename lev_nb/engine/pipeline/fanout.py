@@ -19,6 +19,8 @@ from lev_nb.blueprint.bundled import bundled_agents_dir
 from lev_nb.blueprint.constants import MANIFEST_NAME
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import FanOutPlan, RunPlan
+from lev_nb.engine.record import roll_up_usage
+from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
 from lev_nb.store import lev_home
 from lev_nb.text import cut_text_marked
@@ -38,6 +40,18 @@ class WorkerResult:
     ok: bool
     text: str
     run_id: str = ""
+    usage: dict[str, Any] | None = None  # the worker run's usage totals (meta.json usage.total)
+    setup: dict[str, Any] | None = None  # a paused worker's needs_setup (blocker, remedy, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as journal data."""
+        return {"item_id": self.item_id, "ok": self.ok, "text": self.text, "run_id": self.run_id, "usage": self.usage}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerResult:
+        """A journaled result, rebuilt."""
+        return cls(str(data.get("item_id")), bool(data.get("ok")), str(data.get("text") or ""),
+                   str(data.get("run_id") or ""), data.get("usage"))
 
 
 def parse_items(arguments: Any) -> list[dict[str, Any]] | str:
@@ -143,7 +157,25 @@ class FanOut:
             return f"[error] fan_out: {exc}"
         state.progress.fanned_out = True  # only once workers can really start
         state.rec.emit(ev.FanOutStarted(state.run_id, stage.name, workers=len(items)))
-        results = await self._run_workers(plan, entry, items, max_workers)
+        journal = state.journal
+        recorded = journal.replay_fan_out(call) if journal is not None else None
+        if recorded is not None:  # a resumed run: the workers ran in its previous life
+            results = [WorkerResult.from_json(w) for w in recorded]
+            for result in results:
+                if result.run_id:
+                    state.meta.children.append(result.run_id)
+                if result.usage:
+                    roll_up_usage(state, result.usage, stage.name)
+        else:
+            # Workers of an earlier try that paused (see below) cost what they cost.
+            for usage in journal.spent(call) if journal is not None else []:
+                roll_up_usage(state, usage, stage.name)
+            results = await self._run_workers(plan, entry, items, max_workers)
+            paused = [r for r in results if r.setup is not None]
+            if paused:
+                self._pause(call, results, paused[0])
+            if journal is not None:
+                journal.record_fan_out(call, [r.to_json() for r in results])
         failures = [r for r in results if not r.ok]
         state.rec.emit(
             ev.FanOutFinished(
@@ -174,6 +206,21 @@ class FanOut:
             f"report is in the '{region}' region."
         )
 
+    def _pause(self, call: ToolCall, results: list[WorkerResult], first: WorkerResult) -> None:
+        """A worker paused (out of credits, a provider out of reach): so does this run, and a
+        resume starts the fan-out's workers again (what the paused try cost is journaled)."""
+        state = self.state
+        if state.journal is not None:
+            state.journal.record_spent(call, [r.usage for r in results if r.usage])
+        setup = first.setup or {}
+        remedy = setup.get("remedy") or "set up what the worker's record says"
+        raise RunPaused(
+            f"paused in stage '{state.stage.name}': fan-out worker '{first.item_id}' (run {first.run_id}) "
+            f"cannot go on: {first.text}. To continue: {remedy}, then `lev resume {state.run_id}` "
+            f"(or lev_nb.resume(\"{state.run_id}\")); the fan-out then starts its workers again.",
+            str(setup.get("blocker") or "providers"), remedy,
+        )
+
     def _worker_plan(self, config: FanOutPlan, agent: str | None) -> tuple[RunPlan, str]:
         plan = self.state.plan
         name = agent or config.worker_agent
@@ -186,7 +233,7 @@ class FanOut:
         from lev_nb.blueprint import load
         from lev_nb.engine.plan.build import plan_from_blueprint
 
-        worker = plan_from_blueprint(load(_find_agent(plan, name)))
+        worker = plan_from_blueprint(load(find_agent(plan, name)))
         return worker, worker.entry
 
     async def _run_workers(
@@ -203,7 +250,21 @@ class FanOut:
                     )
                 child = self.spawn(plan, entry, worker_task(item))
                 await child.main()
-                return _worker_outcome(item["id"], child.state)
+                result = _worker_outcome(item["id"], child.state)
+                if result.setup is not None:
+                    # A worker is never resumed on its own: its parent pauses, and its resume
+                    # starts a new worker. This one's record ends here, saying so.
+                    meta = child.state.meta
+                    meta.status = "cancelled"
+                    meta.error = (f"paused ({result.text}); its parent run {self.state.run_id} paused too "
+                                  "and starts a new worker when it is resumed")
+                    child.state.rec.save(final=True)
+                result.usage = child.state.meta.usage.get("total")
+                if result.usage:
+                    roll_up_usage(self.state, result.usage, stage)
+                return result
+
+        stage = self.state.stage.name
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 
@@ -218,12 +279,17 @@ def _agent_dirs(plan: RunPlan) -> list[Path]:
     return dirs
 
 
-def _find_agent(plan: RunPlan, name: str) -> Path:
+def find_agent(plan: RunPlan, name: str) -> Path:
+    """The agent.leviath of the agent ``name``: beside this blueprint (or in its parent folder), in
+    ``$LEV_HOME/agents``, or bundled with lev_nb; LookupError when none has that name."""
     for folder in _agent_dirs(plan):
         candidate = folder / name / MANIFEST_NAME
         if candidate.is_file():
             return candidate
-    raise LookupError(f"no agent named '{name}' was found beside this blueprint or in $LEV_HOME/agents")
+    raise LookupError(
+        f"no agent named '{name}' was found beside this blueprint, in $LEV_HOME/agents or among the "
+        "agents bundled with lev_nb"
+    )
 
 
 def _find_agent_by_query(plan: RunPlan, query: str) -> str | None:
@@ -249,4 +315,8 @@ def _worker_outcome(item_id: str, child: RunState) -> WorkerResult:
         return WorkerResult(item_id, True, child.progress.last_text, child.run_id)
     if status == "cancelled":
         return WorkerResult(item_id, False, "worker cancelled", child.run_id)
+    if status == "paused":
+        setup = dict(child.meta.needs_setup or {})
+        what = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
+        return WorkerResult(item_id, False, what.get(setup.get("blocker", ""), "it paused"), child.run_id, setup=setup)
     return WorkerResult(item_id, False, child.meta.error or "worker failed", child.run_id)

@@ -1,6 +1,9 @@
-"""Model calls of one run: which provider and model a stage uses, the request built from the
-context, the retry loop for transient errors, and the record of every call (the ``model_call``
-event, token usage on meta.json, the transcript entry) (spec/runtime.md §2.2, §3.2, §13.2-13.3).
+"""Model calls of one run: which provider and model a stage uses (its list, the default, then
+``[providers] fallback_order``), the request built from the context, each model's circuit breaker,
+the retry loop for transient errors, the journal entry of every call's outcome (replayed instead
+of asked when a run is resumed), the pause when no model is left for credits or the network, and
+the record of every call (the ``model_call`` event, token usage on meta.json, the transcript
+entry) (spec/runtime.md §2.2, §3.2, §13.2-13.3).
 
 The run loop holds one :class:`Inference` and asks it for a stage turn (:meth:`Inference.stage_turn`)
 or, from the transitions, for a routing answer (:meth:`Inference.routing_turn`). A failed call is
@@ -18,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
-from lev_nb.engine.state import Outcome, RunFailure
+from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
-from lev_nb.providers.pricing import CostTotals, call_cost, price_for
+from lev_nb.providers.pricing import call_cost, price_for
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -115,13 +118,12 @@ class InferencePool:
 
 INFERENCE_POOL = InferencePool()
 
-# An unusable model with no fallback left ends the run instead of taking the error edge: the
-# account or the network needs a person (spec/runtime.md §13.3 pauses the run; lev_nb has no
-# paused runs yet, so it ends in error saying what to set up).
-NEEDS_SETUP: dict[str, tuple[str, str]] = {
-    "credits": ("is out of credits or quota", "top up the account or name another model in the stage's list"),
-    "unreachable": ("could not be reached after its retries",
-                    "check the network and the provider's base_url (or name another model in the stage's list)"),
+# An unusable model with no fallback left pauses the run: the account or the network needs a
+# person, and `lev resume` continues it from its record afterwards (spec/runtime.md §13.3).
+NEEDS_SETUP: dict[str, tuple[str, str, str]] = {
+    "credits": ("credits", "is out of credits or quota", "top up the account or name another model in the stage's list"),
+    "unreachable": ("providers", "could not be reached after its retries",
+                    "check the network and the provider's base_url, or name another model in the stage's list"),
 }
 
 
@@ -159,15 +161,14 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
 
     The stage's list in order, the configured ``default_provider``'s entries first, keeping those
-    whose provider lev_nb can reach; then the configured default, unless the stage sets
-    ``allow_user_default = false``. The head is the starting model, the rest its fallbacks.
+    whose provider lev_nb can reach; then the configured default and then the ``[providers]
+    fallback_order`` entries, unless the stage sets ``allow_user_default = false``. The head is
+    the starting model, the rest its fallbacks.
     """
     from lev_nb.providers.resolve import is_registered
 
     preferred = settings.default_provider
     provider, model = default_model(settings)
-    if not stage.models:
-        return [ModelPick(provider, model)], None
     picks: list[ModelPick] = []
     seen: set[tuple[str, str]] = set()
     for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
@@ -176,17 +177,23 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
             note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
             picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
     named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
-    if not stage.allow_user_default:
+    if stage.models and not stage.allow_user_default:
         if picks:
             return picks, None
         return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
             "(allow_user_default = false)")
     if (provider, model) not in seen:
-        note = None if picks else (
+        note = None if picks or not stage.models else (
             f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
             f"{provider}/{model} (set allow_user_default = false to fail instead)")
+        seen.add((provider, model))
         picks.append(ModelPick(provider, model, note))
+    for entry in settings.providers.fallback_order:
+        extra, sep, extra_model = entry.partition("/")
+        if sep and extra_model and (extra, extra_model) not in seen and is_registered(extra, settings):
+            seen.add((extra, extra_model))
+            picks.append(ModelPick(extra, extra_model))
     return picks, None
 
 
@@ -238,8 +245,8 @@ class Inference:
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
-        self.usage_total = CostTotals()
-        self.usage_by_stage: dict[str, CostTotals] = {}
+        self._circuits_told: set[str] = set()  # models whose open circuit this run reported
+        self._last_model = ""  # provider/model of the last call (named when the run pauses)
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -277,7 +284,7 @@ class Inference:
         (a ``model_fallback`` event says why) and send again. Raises _CallFailed."""
         while True:
             try:
-                request, provider = self._request(purpose, **overrides)
+                request, provider = self._request(purpose, await self._assemble(), **overrides)
             except ProviderError as exc:
                 raise _CallFailed(exc) from None
             try:
@@ -308,17 +315,19 @@ class Inference:
 
     def _failure(self, error: ProviderError) -> Outcome:
         """The Outcome of a call no model could serve: the error edge may catch it, except when
-        the account or the network needs setting up, which ends the run (RunFailure)."""
+        the account or the network needs setting up, which pauses the run (RunPaused)."""
         reason = error.unusable_reason
         if reason in NEEDS_SETUP:
             state = self.state
             stage = state.stage.name
-            what, remedy = NEEDS_SETUP[reason]
+            blocker, what, remedy = NEEDS_SETUP[reason]
             state.rec.emit(ev.StageError(state.run_id, stage, message=error.message))
-            state.meta.needs_setup = {"blocker": "credits" if reason == "credits" else "providers", "remedy": remedy}
-            raise RunFailure(
-                f"stopped in stage '{stage}': the model {what} ({error.message}) and no other model in the "
-                f"stage's list can take over. The run needs setup (resumable): {remedy}, then start it again."
+            model = f" {self._last_model}" if self._last_model else ""
+            raise RunPaused(
+                f"paused in stage '{stage}': the model{model} {what} ({error.message}) and no other model in the "
+                f"stage's list can take over. To continue: {remedy}, then `lev resume {state.run_id}` "
+                f"(or lev_nb.resume(\"{state.run_id}\")).",
+                blocker, remedy,
             )
         return self.failed(error.message)
 
@@ -355,10 +364,18 @@ class Inference:
             self.state.warn(pick.note)
         return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
 
-    def _request(self, purpose: str, **overrides: Any) -> tuple[ModelRequest, Provider]:
+    async def _assemble(self) -> tuple[list[Any], list[Any]]:
+        """The request's system blocks and messages. A run with custom-region scripts renders them
+        off the engine thread (a slow render must not stall every other run); others assemble here."""
+        ctx = self.state.ctx
+        if getattr(ctx, "scripted", False):
+            return await asyncio.to_thread(ctx.assemble_blocks)
+        return ctx.assemble_blocks()
+
+    def _request(self, purpose: str, assembled: tuple[list[Any], list[Any]], **overrides: Any) -> tuple[ModelRequest, Provider]:
         stage = self.state.stage
         provider, provider_name, model_name = self._provider_for(stage)
-        blocks, messages = self.state.ctx.assemble_blocks()
+        blocks, messages = assembled
         system = [block.text for block in blocks]
         system_key = hash(tuple(system))
         flag_cache_breakpoint(messages, system_key != self._last_request_system)
@@ -404,8 +421,57 @@ class Inference:
         return duties
 
     async def _complete(self, request: ModelRequest, provider: Provider) -> ModelResponse:
-        """One model call with the run's retry policy for transient errors; streamed text becomes
-        ``model_text`` events and every retry a ``model_retry`` event."""
+        """One model call, journaled before anyone uses its outcome; a resumed run replaying its
+        journal gets the recorded outcome instead (the provider is not asked)."""
+        self._last_model = f"{request.provider}/{request.model}"
+        journal = self.state.journal
+        if journal is not None:
+            replayed = journal.replay_model(request)  # raises a journaled failure
+            if replayed is not None:
+                return replayed
+        try:
+            response = await self._ask(request, provider)
+        except ProviderError as exc:
+            if journal is not None:
+                journal.record_model(request, error=exc)
+            raise
+        if journal is not None:
+            journal.record_model(request, response)
+        return response
+
+    async def _ask(self, request: ModelRequest, provider: Provider) -> ModelResponse:
+        """One model call through the model's circuit breaker, with the run's retry policy for
+        transient errors; streamed text becomes ``model_text`` events and every retry a
+        ``model_retry`` event."""
+        from lev_nb.providers.circuit import CIRCUITS
+
+        key = f"{request.provider}/{request.model}"
+        config = self.state.settings.providers
+        refusal = CIRCUITS.before_call(key, config.provider_failures_before_open)
+        if refusal is not None:
+            self._circuit_event(key, refusal.failures, refusal.cooldown_s, refusal.error.message)
+            raise refusal.error
+        try:
+            response = await self._attempts(request, provider)
+        except ProviderError as exc:
+            if CIRCUITS.failure(key, exc, config.provider_failures_before_open, config.provider_circuit_cooldown_secs):
+                self._circuit_event(key, config.provider_failures_before_open,
+                                    float(config.provider_circuit_cooldown_secs), exc.message, opened=True)
+            raise
+        CIRCUITS.success(key)
+        return response
+
+    def _circuit_event(self, key: str, failures: int, cooldown_s: float, reason: str, opened: bool = False) -> None:
+        """Say once per run and model that its calls fail fast (and again whenever this run opens it)."""
+        if not opened and key in self._circuits_told:
+            return
+        self._circuits_told.add(key)
+        state = self.state
+        state.rec.emit(ev.CircuitOpen(state.run_id, state.stage.name, model=key, failures=failures,
+                                      cooldown_s=cooldown_s, reason=reason))
+
+    async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
+        """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
         retry = self.retry
         attempt = 0
         while True:
@@ -485,16 +551,8 @@ class Inference:
         settings = self.state.settings
         pricing = price_for(request.provider, request.model, settings.provider(request.provider).prices)
         cost = call_cost(usage, pricing)
-        label = f"{request.provider}/{request.model}"
-        stage = self.state.stage.name
-        self.usage_total.add(usage, cost, label)
-        self.usage_by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
-        meta = self.state.meta
-        meta.cost_usd = self.usage_total.cost_usd
-        meta.usage = {
-            "total": self.usage_total.to_dict(),
-            "by_stage": {name: totals.to_dict() for name, totals in self.usage_by_stage.items()},
-        }
+        self.state.usage.add_call(self.state.stage.name, usage, cost, f"{request.provider}/{request.model}")
+        self.state.usage.write(self.state.meta)
         return cost
 
     def _transcript_entry(

@@ -1,11 +1,12 @@
 """A stage's tools inside a run: what is advertised, how a batch of calls runs, and the
 bookkeeping that follows (modification tracking, events, context routing, repetition nudges), plus
-the tools the engine answers itself: ``submit_output``, ``runtime_info`` and ``fan_out``
-(spec/runtime.md §4, §8.1-8.3, §11.2).
+the tools the engine answers itself: ``submit_output``, ``runtime_info``, ``fan_out`` and the
+sub-agent tools (spec/runtime.md §4, §8.1-8.3, §11).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -18,15 +19,18 @@ from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
 from lev_nb.engine.pipeline.submission import evaluate_submission
+from lev_nb.engine.pipeline.subagents import SUBAGENT_TOOL_NAMES
 from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
@@ -38,7 +42,8 @@ class StageTools:
 
     Receives the run state, the launch's ``approver`` (asked for tools whose policy is ``ask``),
     the compiled output ``validators`` (keyed as the output specs name them), the launch's
-    ``output_request`` and ``fan_out`` (answers a ``fan_out`` call). Public: ``registry`` (every
+    ``output_request``, ``fan_out`` (answers a ``fan_out`` call) and ``subagents`` (answers the
+    sub-agent tools, given the call and its canonical name). Public: ``registry`` (every
     tool of the run, built-in and script) and ``tool_context`` (what a tool handler receives).
     """
 
@@ -50,16 +55,18 @@ class StageTools:
         validators: dict[str, Any],
         output_request: OutputSpec | None,
         fan_out: Callable[[ToolCall], Awaitable[str]],
+        subagents: Callable[[ToolCall, str], Awaitable[str]] | None = None,
     ) -> None:
         self.state = state
         self.approver = approver
         self.validators = validators
         self.output_request = output_request
         self.fan_out = fan_out
+        self.subagents = subagents
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
-        self.context_tools = ContextTools(state.ctx)
+        self.context_tools = ContextTools(state.ctx, scripts_off_loop=getattr(state.ctx, "scripted", False))
         self.tool_context = ToolContext(
             workspace=Workspace(
                 state.workdir,
@@ -69,6 +76,27 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        # Commands never see the run record nor $LEV_HOME, even when they lie in the workdir.
+        self.sandboxes = Sandboxes(state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent))
+        self._sandbox_warned: set[SandboxSpec] = set()
+
+    async def prepare_sandboxes(self) -> None:
+        """Find the backend of every sandbox the run may use, off the engine thread (looking for
+        one may start a probe process), so switching stages never waits on it."""
+        plan = self.state.plan
+        specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
+        if any(spec.isolated for spec in specs):
+            await asyncio.to_thread(lambda: [self.sandboxes.get(spec) for spec in specs])
+
+    def use_sandbox(self, spec: SandboxSpec, who: str) -> None:
+        """Run the next commands in the sandbox of ``spec`` (``who``: whose it is, for the warning a
+        sandbox weaker than asked for gives once per run)."""
+        sandbox, _ = self.sandboxes.get(spec)
+        if spec not in self._sandbox_warned and sandbox.choice.degraded:
+            self._sandbox_warned.add(spec)
+            self.state.warn(f"{who} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: "
+                            f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
+        self.tool_context.sandbox = sandbox
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
@@ -135,29 +163,43 @@ class StageTools:
             launch_allow=frozenset(state.meta.allowed_tools),
             yolo=state.meta.yolo,
         )
+        self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
+        journal = _BatchJournal(state.journal) if state.journal is not None else None
         results = await execute_calls(
-            calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start
+            calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
+            journal=journal,
         )
+        replayed = journal.replayed_ids if journal is not None else set()
         by_id = {c.id: c for c in calls}
         for i, result in enumerate(results):
             if result.inline:
                 on_start(by_id[result.call_id])
                 results[i] = await self._run_inline(by_id[result.call_id], result)
-        state.ctx.add_assistant(response.text, calls)
-        nudges = self._repetition_nudges(calls)
         routing = _routing(stage)
+
+        def merge() -> None:
+            state.ctx.add_assistant(response.text, calls)
+            for result in results:
+                state.ctx.route_tool_result(
+                    result.call_id,
+                    self.registry.canonical(result.name),
+                    result.content,
+                    is_error=result.is_error,
+                    routing=routing,
+                )
+
+        if getattr(state.ctx, "scripted", False):
+            await asyncio.to_thread(merge)  # custom-region scripts (on_write, on_overflow) run off the engine thread
+        else:
+            merge()
+        nudges = self._repetition_nudges(calls)
         counted = modifying_tools(stage)
         for result in results:
             self._account(result, counted)
-            state.ctx.route_tool_result(
-                result.call_id,
-                self.registry.canonical(result.name),
-                result.content,
-                is_error=result.is_error,
-                routing=routing,
-            )
+            if result.call_id in replayed:
+                continue  # its events are in the record from the run's previous life
             if result.call_id not in started:
                 call = by_id[result.call_id]
                 state.rec.emit(
@@ -211,25 +253,30 @@ class StageTools:
     async def _run_inline(self, call: ToolCall, result: ToolResult) -> ToolResult:
         canon = self.registry.canonical(call.name)
         if canon == "submit_output":
-            content = self._submit_output(call)
+            content = await self._submit_output(call)
         elif canon == "runtime_info":
             content = self._runtime_info()
         elif canon == "fan_out":
             content = await self.fan_out(call)
         elif canon in BLOCKING_TOOLS and self.state.interaction is not None:
             content = await self.state.interaction.blocking_tool(call)
+        elif canon in SUBAGENT_TOOL_NAMES and self.subagents is not None:
+            content = await self.subagents(call, canon)
         else:
             content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
         return ToolResult(
             call_id=call.id, name=call.name, content=content, is_error=is_failure(content)
         )
 
-    def _submit_output(self, call: ToolCall) -> str:
+    async def _submit_output(self, call: ToolCall) -> str:
         state = self.state
         stage = state.stage
         spec = self.output_spec(stage)
         validator = self.validators.get(spec.validator) if spec and spec.validator else None
-        outcome = evaluate_submission(
+        # Off the engine thread: a validator (or a large answer's format and schema checks) may
+        # take seconds, and every other run shares that thread.
+        outcome = await asyncio.to_thread(
+            evaluate_submission,
             call.arguments or {},
             spec=spec,
             stage=stage.name,
@@ -274,6 +321,25 @@ class StageTools:
             "has_final_output": state.final_output is not None,
         }
         return json.dumps(info, indent=2)
+
+
+class _BatchJournal:
+    """The run journal as the tool executor sees it (lev_nb.tools.executor.ToolJournal)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.replayed_ids: set[str] = set()
+
+    def replayed(self, call: ToolCall) -> ToolResult | None:
+        entry = self.journal.replay_tool(call)
+        if entry is None:
+            return None
+        self.replayed_ids.add(call.id)
+        return ToolResult(call_id=call.id, name=str(entry.get("name") or call.name), content=str(entry.get("content") or ""),
+                          is_error=bool(entry.get("is_error")), modified_path=entry.get("modified_path"))
+
+    def done(self, result: ToolResult) -> None:
+        self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path)
 
 
 def _routing(stage: StagePlan) -> ToolRouting | None:

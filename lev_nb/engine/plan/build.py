@@ -27,6 +27,7 @@ from lev_nb.engine.plan.types import (
 )
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.regions import RegionConfig
+from lev_nb.sandbox import resolve as resolve_sandbox
 
 
 
@@ -58,11 +59,24 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         skipped_scripts=tuple(skipped),
         seeds=_seed_plans(bp),
         repetition=_repetition(bp),
-        max_child_depth=bp.agent.max_child_depth if bp.agent.max_child_depth is not None else 3,
+        max_child_depth=bp.agent.max_child_depth,
         read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
         compaction=_compaction(bp),
         window_tokens=window,
+        sandbox=resolve_sandbox(bp.sandbox),
+        taint_tracking=_taint_tracking(bp),
     )
+
+
+def _taint_tracking(bp: Any) -> tuple[str, ...]:
+    """The [security] tables that turn taint tracking on (present, and taint_tracking not false)."""
+    out = []
+    if bp.security is not None and bp.security.taint_tracking:
+        out.append("[security]")
+    for name, stage in bp.stages.items():
+        if stage.security is not None and stage.security.taint_tracking:
+            out.append(f"stage '{name}': security")
+    return tuple(out)
 
 
 def _window(bp: Any, stage_name: str) -> int:
@@ -154,13 +168,15 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         tool_routing=stage.tool_routing.model_dump() if stage.tool_routing else None,
         fan_out=fan_out,
         allow_as_worker=stage.allow_as_worker,
+        requires_children=stage.requires_children,
+        accepts_messages=stage.accepts_messages,
         hooks=hooks,
         interaction_points=tuple(_point_plan(pt) for pt in stage.interaction_points)
         if stage.mode == "interactive_points"
         else (),
         required_tools=tuple(stage.required_tools),
-        accepts_messages=stage.accepts_messages,
         window_tokens=window,
+        sandbox=resolve_sandbox(bp.sandbox, stage.sandbox),
     )
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from lev_nb.blueprint.constants import (
     DEFAULT_FAN_OUT_ATTEMPTS,
     DEFAULT_GATE_ATTEMPTS,
-    DEFAULT_MAX_CHILD_DEPTH,
     DEFAULT_MAX_WORKERS,
     DEFAULT_WINDOW_TOKENS,
 )
+from lev_nb.sandbox import SandboxSpec
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
 DEFAULT_MAX_NUDGES = 3
@@ -207,12 +207,15 @@ class StagePlan:
     tool_routing: dict[str, Any] | None = None
     fan_out: FanOutPlan | None = None
     allow_as_worker: bool = False
+    requires_children: bool = False  # the stage does not leave while a sub-agent it spawned runs
+    accepts_messages: bool = True  # messages sent to the run are delivered only in such a stage
     hooks: dict[str, str] = field(default_factory=dict)
     # the interaction points of an interactive_points stage, in order
     interaction_points: tuple[PointPlan, ...] = ()
     required_tools: tuple[str, ...] = ()  # blocking tools the stage keeps under --yolo
-    accepts_messages: bool = True  # whether messages sent to the run reach this stage
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
+    # Where the stage's commands run: the stronger of the agent's and its own [sandbox]
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -241,10 +244,15 @@ class RunPlan:
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
     seeds: tuple[SeedPlan, ...] = ()  # the global layout's seeds, in declaration order
     repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
-    max_child_depth: int = DEFAULT_MAX_CHILD_DEPTH  # how deep worker runs may nest
+    # How deep sub-agents and workers may nest ([agent] max_child_depth); None: the blueprint
+    # sets none, so the launch or the configuration ([limits] max_child_depth) decides.
+    max_child_depth: int | None = None
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
+    # The [security] tables that turn taint tracking on (lev_nb has no taint gate: refused at launch)
+    taint_tracking: tuple[str, ...] = ()
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""

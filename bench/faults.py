@@ -1,0 +1,555 @@
+"""Fault injection: each fault of issue 12 thrown at lev_nb, and what happened.
+
+Every fault runs in a fresh child process (``faults.py --one NAME``), so a crash shows up as a row
+("the process died") instead of ending the table. A row says what was injected, the input, the
+outcome lev_nb gave, whether the outcome is the one it owes (``held``: no crash, no stall, no leak,
+one clear error) and how long the child took. Runs, homes and working directories live in a
+temporary folder; nothing reaches the network (the webhook receiver listens on 127.0.0.1).
+Prints the table and writes bench/results/faults.json.
+
+    .venv/bin/python bench/faults.py            # every fault
+    .venv/bin/python bench/faults.py --one NAME # one fault, its row as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).parent / "results" / "faults.json"
+CHILD_TIMEOUT_S = 180
+
+Row = dict[str, Any]
+FAULTS: dict[str, Callable[[Path], Row]] = {}
+
+
+def fault(name: str) -> Callable[[Callable[[Path], Row]], Callable[[Path], Row]]:
+    """Register a fault: a function of a scratch folder returning ``{input, outcome, held}``."""
+
+    def register(fn: Callable[[Path], Row]) -> Callable[[Path], Row]:
+        FAULTS[name] = fn
+        return fn
+
+    return register
+
+
+def _short(text: Any, width: int = 110) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _blueprint(body: str) -> Any:
+    import lev_nb
+
+    return lev_nb.load('[agent]\nname = "faults"\n' + textwrap.dedent(body))
+
+
+def _run(tmp: Path, body: str | Any, turns: Any, **kw: Any) -> Any:
+    """Run a blueprint on scripted turns in ``tmp`` and wait for it."""
+    from lev_nb.providers import ScriptedModel
+
+    bp = _blueprint(body) if isinstance(body, str) else body
+    work = Path(tempfile.mkdtemp(dir=tmp, prefix="work-"))
+    model = turns if hasattr(turns, "complete") else ScriptedModel(turns)
+    run = bp.run("the task", model=model, workdir=work, home=tmp / "home", **kw)
+    run.wait(120)
+    return run
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def _say(text: str) -> dict[str, Any]:
+    return {"text": text}
+
+
+def _rhai(source: str, **limits: Any) -> tuple[str, bool]:
+    """Evaluate on Engine(**limits): (what came back, whether it was a value or a Rhai error)."""
+    from lev_nb.rhai import Engine, RhaiError
+
+    try:
+        value = Engine(**limits).eval(source)
+        return f"value {_short(repr(value), 40)}", True
+    except RhaiError as exc:
+        return f"{type(exc).__name__}: {exc}", True
+    except ValueError as exc:
+        return f"ValueError: {exc}", True
+
+
+ALLOW_SHELL = "[security]\nallow_blueprint_permissions = true\n"
+SHELL_STAGE = """
+[stages.work]
+available_tools = ["shell", "list_dir"]
+tool_permissions = { shell = "allow" }
+nudge = { enabled = false }
+[stages.work.transitions]
+"""
+QUICK = '[stages.work]\navailable_tools = ["list_dir", "read_file", "write_file"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
+
+
+def _allow_shell(tmp: Path) -> None:
+    (tmp / "home").mkdir(parents=True, exist_ok=True)
+    (tmp / "home" / "config.toml").write_text(ALLOW_SHELL)
+
+
+# ------------------------------------------------------------------------------------------------
+# Rhai: hostile scripts and limits
+
+
+@fault("rhai-deep-nesting")
+def _deep(tmp: Path) -> Row:
+    src = "let a = []; for i in 0..5000 { a = [a]; } a == a"
+    outcome, ok = _rhai(src)
+    return {"input": src, "outcome": outcome, "held": ok}
+
+
+@fault("rhai-absurd-limits")
+def _limits(tmp: Path) -> Row:
+    from lev_nb.rhai import Engine
+
+    try:
+        Engine(max_call_levels=100_000)
+        return {"input": "Engine(max_call_levels=100000)", "outcome": "accepted", "held": False}
+    except ValueError as exc:
+        return {"input": "Engine(max_call_levels=100000)", "outcome": f"ValueError: {exc}", "held": True}
+
+
+@fault("rhai-join-bomb")
+def _join(tmp: Path) -> Row:
+    src = 'let s = ""; s.pad(999000, "x"); let a = []; a.pad(10000, 1); join(a, s).len()'
+    outcome, ok = _rhai(src)
+    return {"input": "join() of 10,000 items with a 1 MB separator (10 GB)", "outcome": outcome,
+            "held": ok and "too large" in outcome}
+
+
+@fault("rhai-closure-memory")
+def _closures(tmp: Path) -> Row:
+    src = ('let s = ""; s.pad(999000, "x"); let fs = []; for i in 0..1000 { let t = s; t += i; fs.push(|| t); } '
+           "fs.len()")
+    outcome, ok = _rhai(src)
+    return {"input": "1,000 closures each holding a 1 MB string (1 GB)", "outcome": outcome,
+            "held": ok and "max_memory" in outcome}
+
+
+@fault("rhai-compile-bomb")
+def _compile(tmp: Path) -> Row:
+    from lev_nb.rhai import Engine, RhaiError
+
+    source = "".join(f"fn f{i}(x){{x}}\n" for i in range(40_000))
+    start = time.monotonic()
+    try:
+        Engine(timeout_ms=None, max_functions=100_000).compile(source)
+        outcome = "compiled"
+    except RhaiError as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    took = time.monotonic() - start
+    return {"input": "40,000 functions, max_functions raised, timeout_ms=None",
+            "outcome": f"{outcome} after {took:.1f} s", "held": took < 6.5}
+
+
+@fault("rhai-variables-bomb")
+def _variables(tmp: Path) -> Row:
+    from lev_nb.rhai import Engine, RhaiError
+
+    source = "".join(f"let v{i}=0;" for i in range(80_000))
+    start = time.monotonic()
+    try:
+        Engine(timeout_ms=None).compile(source)
+        outcome = "compiled"
+    except RhaiError as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    took = time.monotonic() - start
+    return {"input": "80,000 variables (1 MiB, default size limit), timeout_ms=None",
+            "outcome": f"{outcome} after {took:.1f} s", "held": "compiling" in outcome and took < 6.5}
+
+
+@fault("lone-surrogate")
+def _surrogate(tmp: Path) -> Row:
+    from lev_nb.scripting import compile_validator
+
+    verdict = compile_validator(source='fn validate(c) { if c.contains("\ufffd") { "odd" } }').check("a\ud800b")
+    return {"input": "a lone surrogate in text given to a validator", "outcome": repr(verdict),
+            "held": "odd" in repr(verdict)}
+
+
+# ------------------------------------------------------------------------------------------------
+# Blueprints
+
+
+@fault("gate-spin")
+def _gate(tmp: Path) -> Row:
+    import lev_nb
+
+    bp = _blueprint("""
+        [stages.work]
+        available_tools = ["list_dir"]
+        [stages.work.transitions.done]
+        gate = { require_regions = ["conversation"], max_attempts = 1000000 }
+        [stages.done]
+        [stages.done.transitions]
+    """)
+    report = lev_nb.validate(bp)
+    errors = [f for f in report.findings if f.severity == "error"] if report.error is None else []
+    text = report.error or "; ".join(f.message for f in errors)
+    return {"input": "gate max_attempts = 1000000", "outcome": _short(text or "valid"), "held": bool(text)}
+
+
+@fault("deep-toml")
+def _toml(tmp: Path) -> Row:
+    import lev_nb
+    from lev_nb.blueprint import BlueprintError
+
+    text = '[agent]\nname = "x"\n[stages.a]\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n"
+    try:
+        lev_nb.load(text)
+        return {"input": "a value nested 100,000 arrays deep", "outcome": "loaded", "held": False}
+    except BlueprintError as exc:
+        return {"input": "a value nested 100,000 arrays deep", "outcome": f"BlueprintError: {_short(exc, 70)}",
+                "held": True}
+
+
+# ------------------------------------------------------------------------------------------------
+# The engine: callees that misbehave, and fairness
+
+
+@fault("systemexit-provider")
+def _systemexit(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+
+    class Exiting(ScriptedModel):
+        async def complete(self, request: Any) -> Any:  # type: ignore[override]
+            raise SystemExit(3)
+
+    run = _run(tmp, QUICK, Exiting([_say("never")]))
+    after = _run(tmp, QUICK, [_call("list_dir", path="."), _say("fine")])
+    return {"input": "a provider raising SystemExit(3)", "outcome": f"{run.status}: {run.error}; next run {after.status}",
+            "held": run.status == "error" and after.status == "complete"}
+
+
+def _held_while(tmp: Path, start_a: Callable[[threading.Event, threading.Event], Any]) -> tuple[str, bool]:
+    """Start run A (which blocks on ``entered``/``release``), finish a one-turn run B meanwhile."""
+    entered, release = threading.Event(), threading.Event()
+    run_a = start_a(entered, release)
+    if not entered.wait(60):
+        return "run A never reached the slow part", False
+    start = time.monotonic()
+    run_b = _run(tmp, QUICK, [_call("list_dir", path="."), _say("done")])
+    took = time.monotonic() - start
+    a_waiting = not run_a.done()
+    release.set()
+    run_a.wait(120)
+    ok = run_b.status == "complete" and a_waiting and run_a.status == "complete"
+    return f"run B {run_b.status} in {took * 1000:.0f} ms while A was held; A then {run_a.status}", ok
+
+
+@fault("slow-validator")
+def _slow_validator(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.scripting import Validator
+
+    original = Validator.check
+
+    def start_a(entered: threading.Event, release: threading.Event) -> Any:
+        def slow(self: Validator, content: str) -> Any:
+            entered.set()
+            release.wait(120)
+            return original(self, content)
+
+        Validator.check = slow  # type: ignore[method-assign]
+        bp = _blueprint('[stages.answer]\nmode = "output"\navailable_tools = ["submit_output"]\n'
+                        'nudge = { enabled = false }\n[stages.answer.transitions]\n')
+        model = ScriptedModel([_call("submit_output", content="slow"), _say("ok")])
+        return bp.run("t", model=model, workdir=tmp / "a", home=tmp / "home", output_validator="fn validate(c) { () }")
+
+    outcome, ok = _held_while(tmp, start_a)
+    return {"input": "run A's output validator blocks; run B has one turn", "outcome": outcome, "held": ok}
+
+
+@fault("blocking-tools")
+def _blocking(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.tools import builtin
+
+    original = builtin._read_one
+
+    def start_a(entered: threading.Event, release: threading.Event) -> Any:
+        def read_one(ctx: Any, path: str, cap: int) -> str:
+            if path.startswith("held"):
+                entered.set()
+                release.wait(120)
+            return original(ctx, path, cap)
+
+        builtin._read_one = read_one  # type: ignore[assignment]
+        many = {"tool_calls": [{"name": "read_file", "arguments": {"path": f"held-{i}"}} for i in range(40)]}
+        bp = _blueprint(QUICK)
+        return bp.run("t", model=ScriptedModel([many, _say("done")]), workdir=tmp / "a", home=tmp / "home")
+
+    outcome, ok = _held_while(tmp, start_a)
+    return {"input": "run A makes 40 blocking reads at once; run B calls list_dir", "outcome": outcome, "held": ok}
+
+
+@fault("secret-echo")
+def _secret(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.providers.base import ProviderError
+
+    key = "sk-ant-fault-0123456789abcdef"
+    os.environ["ANTHROPIC_API_KEY"] = key
+
+    class Echoing(ScriptedModel):
+        async def complete(self, request: Any) -> Any:  # type: ignore[override]
+            raise ProviderError("auth", f"HTTP 401: invalid x-api-key {key}")
+
+    run = _run(tmp, QUICK, Echoing([]))
+    folder = Path(run.run_dir)
+    leaked = [p.name for p in folder.iterdir() if p.is_file() and key in p.read_text(errors="replace")]
+    return {"input": "a 401 body quoting the API key", "outcome": f"{run.status}: …{(run.error or '')[-40:]}; "
+            f"files holding the key: {leaked or 'none'}", "held": not leaked and key not in (run.error or "")}
+
+
+# ------------------------------------------------------------------------------------------------
+# Files, the shell and the sandbox
+
+
+@fault("fifo-read")
+def _fifo(tmp: Path) -> Row:
+    bp = _blueprint(QUICK)
+    work = tmp / "w"
+    work.mkdir()
+    os.mkfifo(work / "pipe")
+    from lev_nb.providers import ScriptedModel
+
+    model = ScriptedModel([_call("read_file", path="pipe"), _say("done")])
+    run = bp.run("t", model=model, workdir=work, home=tmp / "home")
+    run.wait(60)
+    result = next((e for e in run.events.snapshot() if e.kind == "tool_finished"), None)
+    return {"input": "read_file on a FIFO", "outcome": f"{run.status}; {_short(getattr(result, 'summary', ''), 70)}",
+            "held": run.status == "complete"}
+
+
+@fault("hard-link")
+def _hardlink(tmp: Path) -> Row:
+    outside = tmp / "outside.txt"
+    outside.write_text("original")
+    work = tmp / "w"
+    work.mkdir()
+    os.link(outside, work / "linked.txt")
+    from lev_nb.providers import ScriptedModel
+
+    bp = _blueprint(QUICK)
+    model = ScriptedModel([_call("write_file", path="linked.txt", content="changed"), _say("done")])
+    run = bp.run("t", model=model, workdir=work, home=tmp / "home")
+    run.wait(60)
+    return {"input": "write_file through a hard link to a file outside the workdir",
+            "outcome": f"{run.status}; outside file still '{outside.read_text()}'",
+            "held": outside.read_text() == "original"}
+
+
+@fault("sandbox-read-outside")
+def _sandbox(tmp: Path) -> Row:
+    from lev_nb.sandbox import SandboxSpec, choose
+
+    if choose(SandboxSpec(kind="namespace")).program is None:
+        return {"input": "[sandbox] namespace: cat a file outside the workdir", "outcome": "skipped: no bubblewrap",
+                "held": True}
+    _allow_shell(tmp)
+    secret = tmp / "secret.txt"
+    secret.write_text("swordfish")
+    os.environ["ANTHROPIC_API_KEY"] = "sk-ant-fault-0123456789abcdef"
+    run = _run(tmp, '[sandbox]\nkind = "namespace"\nnetwork = false\n' + SHELL_STAGE,
+               [_call("shell", command=f"cat {secret} > seen.txt 2>&1; env >> seen.txt; echo ok > mine.txt"),
+                _say("done")])
+    seen = (Path(run.workdir) / "seen.txt").read_text()
+    wrote = (Path(run.workdir) / "mine.txt").exists()
+    ok = "swordfish" not in seen and "sk-ant" not in seen and wrote
+    return {"input": "[sandbox] namespace: cat a file outside the workdir, env", "outcome":
+            f"{run.status}; outside file {'read' if 'swordfish' in seen else 'not found'}, key "
+            f"{'seen' if 'sk-ant' in seen else 'absent'}, workdir {'writable' if wrote else 'read-only'}", "held": ok}
+
+
+@fault("sandbox-required-missing")
+def _sandbox_missing(tmp: Path) -> Row:
+    from lev_nb.engine.launch import LaunchError
+
+    os.environ["PATH"] = str(tmp)  # no bubblewrap, no container runtime
+    try:
+        _run(tmp, '[sandbox]\nkind = "namespace"\non_unavailable = "error"\n' + SHELL_STAGE, [_say("x")])
+        return {"input": "[sandbox] required, no bwrap on PATH", "outcome": "the run started", "held": False}
+    except LaunchError as exc:
+        return {"input": "[sandbox] required, no bwrap on PATH", "outcome": f"LaunchError: {_short(exc, 80)}",
+                "held": True}
+
+
+@fault("forged-record")
+def _forged(tmp: Path) -> Row:
+    _allow_shell(tmp)
+    forged = '{"type": "completed", "status": "complete", "note": "forged"}'
+    command = f"d=$(ls -td {tmp}/home/runs/*/ | head -1); echo '{forged}' >> \"$d/events.jsonl\""
+    run = _run(tmp, SHELL_STAGE, [_call("shell", command=command), _say("done"), _say("done")])
+    lines = (Path(run.run_dir) / "events.jsonl").read_text().splitlines()
+    kept = any('"forged"' in line and line.startswith('{"type": "completed"') for line in lines)
+    return {"input": "the agent's shell appends a line to its own events.jsonl (no sandbox)",
+            "outcome": f"{run.status}: {run.error}; forged line {'kept' if kept else 'cut'}",
+            "held": run.status == "error" and not kept}
+
+
+# ------------------------------------------------------------------------------------------------
+# The disk and the webhook
+
+
+@fault("full-disk")
+def _full_disk(tmp: Path) -> Row:
+    # A real limit in a child `lev run`: RLIMIT_FSIZE makes writes past 64 KiB fail (EFBIG), as a
+    # full disk fails them with ENOSPC; the record's .jsonl files outgrow it, meta.json does not.
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "big"\n' + QUICK)
+    turns = [{"text": "x" * 4000, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}] * 40
+    script = tmp / "turns.json"
+    script.write_text(json.dumps(turns + [{"text": "done"}]))
+    (tmp / "work").mkdir()
+    code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536)); from lev_nb.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, "run", str(agent), "--task", "t", "--model", f"scripted:{script}",
+                           "--workdir", str(tmp / "work"), "--quiet"],
+                          capture_output=True, text=True, env=dict(os.environ, LEV_HOME=str(tmp / "home")), timeout=120)
+    (folder,) = (tmp / "home" / "runs").iterdir()
+    meta = json.loads((folder / "meta.json").read_text())
+    whole = all(line.strip() and json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines())
+    return {"input": "files limited to 64 KiB mid-run (EFBIG, as ENOSPC)", "outcome":
+            f"exit {proc.returncode}, meta {meta['status']}: {meta.get('error')}; events whole: {whole}",
+            "held": proc.returncode == 1 and meta["status"] == "error" and whole}
+
+
+@fault("unwritable-home")
+def _home(tmp: Path) -> Row:
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "disk"\n' + QUICK)
+    (tmp / "home").mkdir()
+    (tmp / "home" / "runs").write_text("a file where the runs folder should be")
+    proc = subprocess.run([sys.executable, "-m", "lev_nb.cli", "run", str(agent), "--task", "t", "--model", "mock", "--quiet"],
+                          capture_output=True, text=True, env=dict(os.environ, LEV_HOME=str(tmp / "home")), timeout=120)
+    err = proc.stderr.strip().replace(str(tmp), "TMP")
+    return {"input": "LEV_HOME/runs cannot be created", "outcome": f"exit {proc.returncode}: {err}",
+            "held": proc.returncode == 1 and "Traceback" not in proc.stderr and len(err.splitlines()) == 1}
+
+
+@fault("trickling-webhook")
+def _webhook(tmp: Path) -> Row:
+    import socket
+
+    from lev_nb.engine import webhook
+
+    webhook.post_json.__defaults__ = (2.0,)  # the total deadline, shortened for the table (10 s by default)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":  # the answer, a byte at a time
+            if stop.is_set():
+                return
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                return
+            stop.wait(0.5)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    start = time.monotonic()
+    run = _run(tmp, QUICK, [_say("done")], webhook=url)
+    took = time.monotonic() - start
+    stop.set()
+    failure = (run.webhook_error or "delivered").replace(url, "http://127.0.0.1:PORT/hook")
+    return {"input": "a receiver answering one byte every 0.5 s (total deadline 2 s)",
+            "outcome": f"run {run.status}, wait returned after {took:.1f} s; {_short(failure, 70)}",
+            "held": took < 6 and run.webhook_error is not None}
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def one(name: str) -> Row:
+    """Run fault ``name`` in this process (a child of :func:`main`)."""
+    with tempfile.TemporaryDirectory(prefix="lev-fault-") as folder:
+        tmp = Path(folder)
+        os.environ["LEV_HOME"] = str(tmp / "home")
+        row = FAULTS[name](tmp)
+    # No path of this machine in the table: the scratch folder reads as TMP, a run's folder as RUN.
+    def clean(text: str) -> str:
+        return re.sub(r"TMP/home/runs/[\w.-]+", "RUN", text.replace(str(tmp), "TMP"))
+
+    return {k: clean(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+def main() -> None:
+    """Run every fault in its own child, print the table, save the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one", help="run one fault in this process and print its row as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the saved results as a Markdown table")
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    if args.markdown:
+        saved = json.loads(RESULTS.read_text())
+        print("| fault | input | outcome | held |\n|---|---|---|---|")
+        for row in saved["faults"]:
+            cells = [row["fault"], row["input"], _short(row["outcome"], 150), "yes" if row["held"] else "**no**"]
+            print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        print(f"\n{saved['held']}/{len(saved['faults'])} held ({saved['machine']['cpus']} CPUs, Python {saved['machine']['python']})")
+        return
+    rows = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.pop("ANTHROPIC_API_KEY", None)
+    for name in FAULTS:
+        start = time.monotonic()
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True,
+                                  env=env, timeout=CHILD_TIMEOUT_S, cwd=ROOT)
+            took = time.monotonic() - start
+            if proc.returncode == 0:
+                row = json.loads(proc.stdout.strip().splitlines()[-1])
+            else:
+                row = {"input": "", "outcome": f"the process died (status {proc.returncode}): "
+                       f"{_short(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else '')}", "held": False}
+        except subprocess.TimeoutExpired:
+            took = time.monotonic() - start
+            row = {"input": "", "outcome": f"no answer within {CHILD_TIMEOUT_S} s (stalled)", "held": False}
+        row = {"fault": name, **row, "seconds": round(took, 2)}
+        rows.append(row)
+        print(f"{name:26} {'held' if row['held'] else 'BROKE':6} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
+              flush=True)
+    held = sum(r["held"] for r in rows)
+    print(f"\n{held}/{len(rows)} faults held")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
+        "held": held,
+        "faults": rows,
+    }, indent=2, ensure_ascii=False) + "\n")
+    print(f"saved {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

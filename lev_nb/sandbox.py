@@ -1,0 +1,403 @@
+"""Where an agent's commands run: the ``[sandbox]`` table made real (spec/blueprint.md §2 ``[sandbox]``,
+§3 "Sandbox resolves to the stronger of agent and stage"; spec/rhai.md §3 ``shell`` "through the
+agent's sandbox if one is configured"; issue 12 item 4).
+
+The ONE home of the sandbox rule, shared by the shell tool, command seeds and a script's ``shell()``:
+
+- :func:`resolve` folds the agent's and a stage's ``[sandbox]`` into one :class:`SandboxSpec` (the
+  stronger kind wins; network only when both allow it; ``on_unavailable = "error"`` if either says so).
+- :func:`choose` picks the backend this machine offers for a spec: ``namespace`` runs in bubblewrap
+  (``bwrap`` on PATH, probed once); ``container`` runs in podman or docker (the ``engine`` key picks
+  one; the runtime must answer ``info``), else bubblewrap when ``on_unavailable = "warn"``. What is
+  missing is said in :attr:`Choice.reason`; a required sandbox that cannot be had is
+  :attr:`Choice.refused`.
+- :class:`Sandbox` wraps one command line for the chosen backend. Inside: the working directory
+  read-write; the system folders (``/usr``, ``/etc``, ``/opt``, the ``/bin``-style links) read-only;
+  every other path (homes, other projects, ``$LEV_HOME`` and its run records) absent, and any
+  ``hidden`` path inside the working directory (the run record, when ``LEV_HOME`` lies there)
+  covered by an empty folder; ``mount`` entries added (read-only unless ``:rw``); a fresh ``/tmp``
+  per command (``persist = true``: one per run, kept between commands); no network unless
+  ``network = true``; the environment without credentials (:mod:`lev_nb.secrets`).
+
+This module imports nothing of lev_nb but :mod:`lev_nb.secrets` (a bottom layer); it reads a
+``[sandbox]`` table through its attributes, so any object shaped like ``blueprint.Sandbox`` works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lev_nb.secrets import child_environment
+
+Kind = Literal["none", "namespace", "container"]
+_RANK = {"none": 0, "namespace": 1, "container": 2}
+CONTAINER_ENGINES = ("podman", "docker")
+# System folders a sandboxed command may read (never write): programs, libraries, configuration.
+SYSTEM_READ_ONLY = ("/usr", "/etc", "/opt")
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64")
+# Files under /etc that hold secrets of the machine: covered even though /etc is readable.
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
+PROBE_TIMEOUT_S = 10.0
+
+__all__ = [
+    "Choice", "Sandbox", "SandboxSpec", "Sandboxes", "choose", "describe", "resolve", "shell_argv",
+]
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """One resolved ``[sandbox]``: what the commands of a stage (or the seeds) must run in."""
+
+    kind: Kind = "none"
+    network: bool = True
+    mount: tuple[str, ...] = ()
+    persist: bool = False
+    image: str | None = None
+    engine: str | None = None
+    on_unavailable: Literal["error", "warn"] = "error"
+
+    @property
+    def isolated(self) -> bool:
+        """True when the spec asks for anything but the host."""
+        return self.kind != "none"
+
+    @classmethod
+    def of(cls, table: Any) -> SandboxSpec:
+        """The spec of one ``[sandbox]`` table (None, or an empty block: the host)."""
+        if table is None:
+            return cls()
+        return cls(
+            kind=getattr(table, "kind", None) or "none",
+            network=bool(getattr(table, "network", True)),
+            mount=tuple(getattr(table, "mount", ()) or ()),
+            persist=bool(getattr(table, "persist", False)),
+            image=getattr(table, "image", None),
+            engine=getattr(table, "engine", None),
+            on_unavailable=getattr(table, "on_unavailable", "error") or "error",
+        )
+
+
+def resolve(agent: Any, stage: Any = None) -> SandboxSpec:
+    """The sandbox in force for a stage: the stronger of the agent's and the stage's ``[sandbox]``.
+
+    The stronger kind wins (container > namespace > none) and brings its image, engine, mounts and
+    persist; on a tie the stage's. Network is on only when neither turns it off, and a sandbox is
+    required (``error``) when either requires it.
+    """
+    a, s = SandboxSpec.of(agent), SandboxSpec.of(stage)
+    if agent is None:
+        return s
+    if stage is None:
+        return a
+    base = s if _RANK[s.kind] >= _RANK[a.kind] else a
+    required = any(t.isolated and t.on_unavailable == "error" for t in (a, s))
+    return SandboxSpec(
+        kind=base.kind, network=a.network and s.network, mount=base.mount, persist=base.persist,
+        image=base.image, engine=base.engine, on_unavailable="error" if required else "warn",
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# what this machine offers
+
+_probe_lock = threading.Lock()
+_probes: dict[tuple[str, ...], bool] = {}
+
+
+def _probe(argv: tuple[str, ...]) -> bool:
+    """Whether ``argv`` runs and exits 0 (once per argv and process: a probe costs a process)."""
+    with _probe_lock:
+        known = _probes.get(argv)
+        if known is not None:
+            return known
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S, check=False)
+            ok = done.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        _probes[argv] = ok
+        return ok
+
+
+def _bwrap(path: str | None) -> tuple[str | None, str]:
+    """bubblewrap's path if it is on ``path`` and can create a sandbox here, else why not."""
+    found = shutil.which("bwrap", path=path)
+    if found is None:
+        return None, "bubblewrap (bwrap) is not on PATH"
+    # The isolation every sandboxed command gets (network off: the most namespaces), on `true`.
+    probe = (found, *_isolation(network=False), "--tmpfs", "/tmp", "--", "/bin/sh", "-c", "true")
+    if not _probe(probe):
+        return None, f"{found} cannot create a sandbox on this machine (user namespaces may be off)"
+    return found, ""
+
+
+def _container(engine: str | None, path: str | None) -> tuple[str | None, str]:
+    """A container runtime (``engine``, else podman then docker) that answers ``info``, else why not."""
+    names = (engine,) if engine else CONTAINER_ENGINES
+    reasons = []
+    for name in names:
+        found = shutil.which(name, path=path)
+        if found is None:
+            reasons.append(f"{name} is not on PATH")
+        elif not _probe((found, "info")):
+            reasons.append(f"{name} is installed but does not answer (is its daemon running?)")
+        else:
+            return found, ""
+    return None, "; ".join(reasons)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The backend a spec gets on this machine.
+
+    ``backend`` is ``"host"``, ``"bwrap"``, ``"podman"`` or ``"docker"``; ``program`` its path;
+    ``reason`` why the asked-for isolation is not what runs (empty when it is); ``refused`` True when
+    the spec requires isolation this machine cannot give (the run must not start).
+    """
+
+    spec: SandboxSpec
+    backend: str
+    program: str | None = None
+    reason: str = ""
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.reason) and self.spec.on_unavailable == "error"
+
+    @property
+    def degraded(self) -> bool:
+        """True when the commands run with less isolation than the spec asks for (a warning)."""
+        return bool(self.reason) and not self.refused
+
+
+def choose(spec: SandboxSpec, environ: Mapping[str, str] | None = None) -> Choice:
+    """The backend ``spec`` runs on with this machine's programs (looked up on ``environ['PATH']``)."""
+    path = (os.environ if environ is None else environ).get("PATH")
+    if spec.kind == "none":
+        return Choice(spec, "host")
+    if spec.kind == "container":
+        if spec.image:
+            program, why = _container(spec.engine, path)
+        else:
+            program, why = None, 'kind = "container" names no image'
+        if program is not None:
+            name = Path(program).name
+            return Choice(spec, name if name in CONTAINER_ENGINES else "docker", program)
+        if spec.on_unavailable == "warn":
+            fallback, why_not = _bwrap(path)
+            if fallback is not None:
+                return Choice(spec, "bwrap", fallback, f"no container ({why}); bubblewrap is used instead")
+            return Choice(spec, "host", None, f"no container ({why}) and {why_not}")
+        return Choice(spec, "host", None, f"no container: {why}")
+    program, why = _bwrap(path)
+    if program is not None:
+        return Choice(spec, "bwrap", program)
+    return Choice(spec, "host", None, why)
+
+
+def describe(choice: Choice) -> str:
+    """One sentence: where the commands will run."""
+    spec = choice.spec
+    net = "network on" if spec.network else "no network"
+    if choice.backend == "host":
+        return "on the host, with no isolation"
+    if choice.backend == "bwrap":
+        what = "bubblewrap"
+    else:
+        what = f"{choice.backend} (image {spec.image})"
+    return (f"in {what} ({choice.program}): the working directory read-write, system folders read-only, "
+            f"the rest of the filesystem hidden, {net}, no credential variables")
+
+
+# --------------------------------------------------------------------------------------------------
+# wrapping a command
+
+
+def _isolation(network: bool) -> list[str]:
+    """bubblewrap's options for the namespaces and the read-only system view of every command."""
+    args = ["--die-with-parent", "--unshare-user-try", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    args += _system_binds()
+    for secret in SYSTEM_SECRETS:
+        if os.path.exists(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    return args + ["--proc", "/proc", "--dev", "/dev"]
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for folder in SYSTEM_LINKS:
+        if os.path.islink(folder):
+            args += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    for folder in SYSTEM_READ_ONLY:
+        if os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+    return args
+
+
+def _mount(entry: str, workdir: Path) -> tuple[str, str, bool]:
+    """``(source, target, writable)`` of one ``mount`` entry: ``PATH``, ``SRC:DST``, with ``:ro``
+    (the default) or ``:rw`` last; ``~`` is expanded and a relative path is taken from the workdir."""
+    parts = entry.split(":")
+    writable = False
+    if len(parts) > 1 and parts[-1] in ("ro", "rw"):
+        writable = parts.pop() == "rw"
+    source = parts[0]
+    target = parts[1] if len(parts) > 1 else source
+    src = Path(source).expanduser()
+    src = src if src.is_absolute() else workdir / src
+    dst = Path(target).expanduser()
+    dst = dst if dst.is_absolute() else workdir / dst
+    return str(src), str(dst), writable
+
+
+@dataclass
+class Sandbox:
+    """One run's sandbox for one spec: wraps command lines (``argv``) for the chosen backend.
+
+    ``hidden`` are paths that must not be reachable from inside even when they lie in the working
+    directory (the run record). Call :meth:`close` when the run ends (it removes a persisted /tmp).
+    """
+
+    choice: Choice
+    workdir: Path
+    hidden: tuple[Path, ...] = ()
+    _scratch: str | None = field(default=None, repr=False)
+
+    @property
+    def spec(self) -> SandboxSpec:
+        return self.choice.spec
+
+    @property
+    def isolated(self) -> bool:
+        """False when commands run on the host as they are."""
+        return self.choice.backend != "host"
+
+    def _tmp(self) -> str | None:
+        """The persisted /tmp of this run (``persist = true``), created on first use."""
+        if not self.spec.persist:
+            return None
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="lev-sandbox-")
+            weakref.finalize(self, shutil.rmtree, self._scratch, True)
+        return self._scratch
+
+    def close(self) -> None:
+        """Remove what the sandbox kept between commands."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def _covered(self) -> list[str]:
+        """Hidden paths that would be visible: those inside the working directory or a mount."""
+        roots = [self.workdir.resolve(), *(Path(p) for p in SYSTEM_READ_ONLY)]
+        roots += [Path(_mount(m, self.workdir)[1]) for m in self.spec.mount]
+        workdir = roots[0]
+        out = []
+        for path in self.hidden:
+            real = path.resolve()
+            if real == workdir or real in workdir.parents:
+                continue  # covering it would cover the working directory too
+            if any(real == r or r in real.parents for r in roots) and real.exists():
+                out.append(str(real))
+        return out
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` as it must be started to run inside the sandbox (unchanged on the host)."""
+        backend = self.choice.backend
+        if backend == "host":
+            return list(argv)
+        workdir = str(self.workdir.resolve())
+        if backend == "bwrap":
+            return [str(self.choice.program), *self._bwrap_args(workdir), "--", *argv]
+        return [str(self.choice.program), *self._container_args(workdir), *argv]
+
+    def _bwrap_args(self, workdir: str) -> list[str]:
+        args = _isolation(self.spec.network)
+        scratch = self._tmp()
+        args += ["--bind", scratch, "/tmp"] if scratch else ["--tmpfs", "/tmp"]
+        args += ["--bind", workdir, workdir]
+        for entry in self.spec.mount:
+            src, dst, writable = _mount(entry, self.workdir)
+            args += ["--bind-try" if writable else "--ro-bind-try", src, dst]
+        for path in self._covered():
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        args += ["--setenv", "HOME", "/tmp", "--chdir", workdir]
+        return args
+
+    def _container_args(self, workdir: str) -> list[str]:
+        args = ["run", "--rm", "-i", "--workdir", workdir, "-v", f"{workdir}:{workdir}:rw"]
+        if self.choice.backend == "docker":  # files it writes in the workdir stay the user's
+            args += ["--user", f"{os.getuid()}:{os.getgid()}"]
+        if not self.spec.network:
+            args += ["--network", "none"]
+        scratch = self._tmp()
+        args += ["-v", f"{scratch}:/tmp:rw"] if scratch else ["--tmpfs", "/tmp"]
+        for entry in self.spec.mount:
+            src, dst, writable = _mount(entry, self.workdir)
+            args += ["-v", f"{src}:{dst}:{'rw' if writable else 'ro'}"]
+        for path in self._covered():
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["-v", f"/dev/null:{path}:ro"]
+        # Only what the image needs to find its programs: no host variable crosses over.
+        args += ["-e", "HOME=/tmp", str(self.spec.image)]
+        return args
+
+    def environment(self) -> dict[str, str]:
+        """The environment the wrapped command starts with: this process's, without credentials."""
+        return child_environment()
+
+
+class Sandboxes:
+    """The sandboxes of one run, one per spec, made on first use (see :class:`Sandbox`)."""
+
+    def __init__(self, workdir: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+        self.workdir = Path(workdir)
+        self.hidden = unique(hidden)
+        self._made: dict[SandboxSpec, Sandbox] = {}
+
+    def get(self, spec: SandboxSpec) -> tuple[Sandbox, bool]:
+        """The sandbox for ``spec``, and whether it was made by this call (the first use)."""
+        made = self._made.get(spec)
+        if made is not None:
+            return made, False
+        made = Sandbox(choose(spec), self.workdir, self.hidden)
+        self._made[spec] = made
+        return made, True
+
+    def close(self) -> None:
+        """Close every sandbox made (the run ended)."""
+        for sandbox in self._made.values():
+            sandbox.close()
+
+
+def host_sandbox(workdir: str | os.PathLike[str]) -> Sandbox:
+    """A sandbox that runs commands on the host (no ``[sandbox]``, or ``kind = "none"``)."""
+    return Sandbox(Choice(SandboxSpec(), "host"), Path(workdir))
+
+
+def shell_argv(shell: str, command: str) -> list[str]:
+    """The argv of one shell command line (``shell -c command``)."""
+    return [shell, "-c", command]
+
+
+def unique(paths: Iterable[str | os.PathLike[str] | None]) -> tuple[Path, ...]:
+    """The distinct non-empty ``paths``, as Paths, in order."""
+    seen: dict[str, Path] = {}
+    for p in paths:
+        if p:
+            seen.setdefault(str(p), Path(p))
+    return tuple(seen.values())

@@ -1,0 +1,175 @@
+"""Issue 12 item 7: one run cannot stall another.
+
+Output validators, custom-region rendering and the on_write/on_overflow of a context tool's write
+run off the shared engine thread, and a run's
+blocking tool calls hold at most ``BLOCKING_PER_RUN`` of the shared worker threads. Each test holds
+run A inside the slow part with an Event, finishes a one-turn run B meanwhile, then lets A go: with
+the old behaviour B could not finish until A was released (the test would time out)."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import RUN_TIMEOUT_S, call, calls, say
+
+from lev_nb.scripting import RegionScript, Validator
+from lev_nb.tools import builtin
+from lev_nb.tools.context import BLOCKING_PER_RUN
+
+QUICK = '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
+OUTPUT_STAGE = """
+[stages.answer]
+mode = "output"
+available_tools = ["submit_output"]
+nudge = { enabled = false }
+[stages.answer.transitions]
+"""
+
+
+class Gate:
+    """Holds whoever calls :meth:`hold` until :meth:`release`; says when someone is held."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def hold(self) -> None:
+        with self._lock:
+            self.held += 1
+        self.entered.set()
+        assert self.released.wait(RUN_TIMEOUT_S), "never released"
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@pytest.fixture
+def gate() -> Any:
+    g = Gate()
+    yield g
+    g.release()  # never leave a worker thread blocked behind a failed test
+
+
+def _quick_run_finishes_while_held(engine, run_a, gate: Gate) -> None:
+    assert gate.entered.wait(RUN_TIMEOUT_S)
+    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    assert run_b.status == "complete", run_b.error
+    assert not run_a.done()  # A is still inside its slow part
+    gate.release()
+    run_a.wait(RUN_TIMEOUT_S)
+    assert run_a.status == "complete", run_a.error
+
+
+def test_a_slow_validator_does_not_stall_other_runs(engine, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = Validator.check
+
+    def slow_check(self: Validator, content: str) -> Any:
+        if content == "slow":
+            gate.hold()
+        return original(self, content)
+
+    monkeypatch.setattr(Validator, "check", slow_check)
+    run_a, _ = engine.start(OUTPUT_STAGE, [call("submit_output", content="slow"), say("ok")],
+                            output_validator="fn validate(c) { () }")
+    _quick_run_finishes_while_held(engine, run_a, gate)
+    assert run_a.result.content == "slow"
+
+
+def test_a_slow_region_render_does_not_stall_other_runs(engine, gate: Gate, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lev_nb.blueprint import load
+
+    folder = tmp_path / "agent"
+    (folder / "context_hooks").mkdir(parents=True)
+    (folder / "context_hooks" / "board.rhai").write_text('fn render(ctx) { "BOARD" }')
+    (folder / "agent.leviath").write_text(textwrap.dedent("""
+        [agent]
+        name = "slow-region"
+        [context.regions.board]
+        kind = "custom"
+        script = "context_hooks/board.rhai"
+        max_tokens = 1000
+        [context.regions.conversation]
+        kind = "sliding_window"
+        max_tokens = 5000
+        [stages.work]
+        available_tools = ["list_dir"]
+        nudge = { enabled = false }
+        [stages.work.transitions]
+        """))
+    original = RegionScript.render
+
+    def slow_render(self: RegionScript, ctx: Any) -> Any:
+        gate.hold()
+        return original(self, ctx)
+
+    monkeypatch.setattr(RegionScript, "render", slow_render)
+    run_a, model = engine.start(load(folder), [say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
+    assert "BOARD" in "\n".join(model.requests[0].system)
+
+
+def test_a_slow_on_write_does_not_stall_other_runs(engine, gate: Gate, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from lev_nb.blueprint import load
+
+    folder = tmp_path / "agent"
+    (folder / "context_hooks").mkdir(parents=True)
+    (folder / "context_hooks" / "board.rhai").write_text('fn render(ctx) { "BOARD" }\nfn on_write(ctx) { () }')
+    (folder / "agent.leviath").write_text(textwrap.dedent("""
+        [agent]
+        name = "slow-write"
+        [context.regions.board]
+        kind = "custom"
+        script = "context_hooks/board.rhai"
+        max_tokens = 1000
+        [context.regions.conversation]
+        kind = "sliding_window"
+        max_tokens = 5000
+        [stages.work]
+        available_tools = ["context_append"]
+        nudge = { enabled = false }
+        [stages.work.transitions]
+        """))
+    original = RegionScript.on_write
+
+    def slow_on_write(self: RegionScript, ctx: Any) -> Any:
+        gate.hold()
+        return original(self, ctx)
+
+    monkeypatch.setattr(RegionScript, "on_write", slow_on_write)
+    run_a, _ = engine.start(load(folder), [call("context_append", region="board", content="x"), say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
+    # A tool result routed into the region goes through on_write too, off the engine thread.
+    gate.entered.clear()
+    gate.released.clear()
+    routed = (folder / "agent.leviath").read_text().replace(
+        'available_tools = ["context_append"]',
+        'available_tools = ["list_dir"]\ntool_routing = { default_region = "board" }')
+    (folder / "agent.leviath").write_text(routed)
+    run_a, _ = engine.start(load(folder), [call("list_dir", path="."), say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
+
+
+def test_one_runs_blocking_calls_leave_threads_for_another(engine, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 40 blocking reads in one turn used to take every one of the engine's 32 worker threads.
+    original = builtin._read_one
+
+    def read_one(ctx: Any, path: str, cap: int) -> str:
+        if path.startswith("held"):
+            gate.hold()
+        return original(ctx, path, cap)
+
+    monkeypatch.setattr(builtin, "_read_one", read_one)
+    many = calls(*[("read_file", {"path": f"held-{i}.txt"}) for i in range(40)])
+    run_a, _ = engine.start(QUICK.replace('["list_dir"]', '["read_file"]'), [many, say("done")])
+    _quick_run_finishes_while_held(engine, run_a, gate)
+    assert gate.held == 40  # every call ran, BLOCKING_PER_RUN at a time
+    assert BLOCKING_PER_RUN < 32
+
