@@ -1,9 +1,24 @@
 """A pytest plugin (loaded with -p, see pyproject.toml) holding nbval settings for the example
-notebooks, which run with --nbval-lax: only cells marked NBVAL_CHECK_OUTPUT are compared."""
+notebooks, which run with --nbval-lax: only cells marked NBVAL_CHECK_OUTPUT are compared, after
+notebooks/sanitize.cfg has replaced run ids, timestamps, durations and temporary paths."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+
+SANITIZE = Path(__file__).resolve().parents[1] / "notebooks" / "sanitize.cfg"
+
+
+def pytest_configure(config: Any) -> None:
+    option = config.option
+    if getattr(option, "nbval_sanitize_with", "unset") is None:
+        option.nbval_sanitize_with = str(SANITIZE)
+    # The notebooks switch to Claude when a key is set; a test run stays offline (kernels inherit
+    # this environment), as every other test does.
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        os.environ.pop(name, None)
 
 
 def pytest_collectstart(collector: Any) -> None:

@@ -153,10 +153,12 @@ class Report:
         colour = {"error": "#c62828", "warning": "#ef6c00", "note": "#1565c0"}
         if self.error is not None:
             return f"<div style='color:#c62828'><b>✗</b> {_escape(self.error)}</div>"
+        # JupyterLab right-aligns table cells in outputs; findings read left to right.
+        left = "text-align:left;vertical-align:top"
         rows = "".join(
-            f"<tr><td style='color:{colour[f.severity]}'>{f.severity}</td>"
-            f"<td><code>{_escape(f.code)}</code></td><td>{_escape(f.stage or '')}</td>"
-            f"<td>{_escape(f.message)}<br><small>{_escape(f.fix or '')}</small></td></tr>"
+            f"<tr><td style='color:{colour[f.severity]};{left}'>{f.severity}</td>"
+            f"<td style='{left}'><code>{_escape(f.code)}</code></td><td style='{left}'>{_escape(f.stage or '')}</td>"
+            f"<td style='{left}'>{_escape(f.message)}<br><small>{_escape(f.fix or '')}</small></td></tr>"
             for f in self.findings
         )
         verdict = "✓ valid" if self.valid else "✗ not valid"

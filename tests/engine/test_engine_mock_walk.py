@@ -52,7 +52,7 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
         assert child["parent_run_id"] == run.run_id
 
 
-@pytest.mark.parametrize("name", ["code-fixer", "research-brief", "triage"])
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in BLUEPRINTS.glob("*/agent.leviath")))
 def test_a_dry_run_of_a_bundled_agent_reads_as_a_healthy_run(name: str, home: Path, workdir: Path):
     # The mock does what each stage asks for (required regions, gated regions, a file change, the
     # answer), so no gate blocks or is forced, nothing is nudged and nothing warns.

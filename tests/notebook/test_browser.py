@@ -9,7 +9,8 @@ stops the kernel, reopens the notebook and checks that the static snapshots are 
 go to tests/results/screenshots/ (not committed).
 
 ``LEV_UPDATE_NOTEBOOKS=1`` copies the executed, saved notebooks back into notebooks/ (that is how
-the committed tour is kept fully executed).
+the committed notebooks are kept fully executed) and the screenshots the README shows into
+docs/images/ (README_IMAGES).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 RESULTS = ROOT / "tests" / "results" / "screenshots"
+# Screenshots the README shows: notebook -> {screenshot: docs/images name}. The planner-implementer
+# replay in the gallery: the path its run took through the graph, and the run view.
+README_IMAGES = {"07-bundled-agents": {"light-03.png": "graph.png", "light-04.png": "run-view.png"}}
 LIGHT, DARK = "JupyterLab Light", "JupyterLab Dark"
 RUN_VIEWS_TIMEOUT_S = 120
 MIN_DIAGRAM_SCALE = 0.6  # Mermaid's 16px text drawn at >= ~10px
@@ -235,5 +239,10 @@ def test_notebook_runs_in_jupyterlab(notebook: Path, lab: tuple[LabServer, LabBr
     browser.set_theme(LIGHT)
 
     assert browser.outside == [], f"requests left 127.0.0.1: {browser.outside}"
+    for shot, name in README_IMAGES.get(notebook.stem, {}).items():
+        assert (shots / shot).is_file(), f"the README's {name} is missing: no {shot}"
     if os.environ.get("LEV_UPDATE_NOTEBOOKS"):
         shutil.copyfile(root / relpath, notebook)
+        for shot, name in README_IMAGES.get(notebook.stem, {}).items():
+            (ROOT / "docs" / "images").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shots / shot, ROOT / "docs" / "images" / name)

@@ -33,3 +33,19 @@ def test_notebook_is_committed_executed_and_clean(path: Path) -> None:
     for output in runs:
         snapshot = "".join(output["data"]["text/html"])
         assert "data-status='complete'" in snapshot and "Final output" in snapshot
+
+
+def test_the_readme_lists_every_notebook() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [p.name for p in NOTEBOOKS if f"| `{p.name}` |" not in readme]
+    assert missing == [], f"add these to the README's table of notebooks: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_notebook_can_switch_to_claude_and_stays_offline_without_a_key(path: Path) -> None:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "ANTHROPIC_API_KEY" in "".join(c["source"])]
+    assert cells, f"{path.name} has no cell showing how to switch to Claude"
+    shown = "".join(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", []))
+                    for o in cells[-1]["outputs"])
+    assert "skipped" in shown
