@@ -297,3 +297,35 @@ def test_ctrl_d_at_a_question_declines_it(tmp_path: Path, terminal):
     assert b"(declined)" in term.seen
     events = [json.loads(line) for line in (term.run_dir() / "events.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in events if e["type"] == "interaction_resolved"] == ["declined"]
+
+
+def test_two_answers_at_once_only_the_one_taken_says_answered(tmp_path: Path, terminal):
+    # Two `lev respond`s read the open request before the run takes either answer: the run takes
+    # the first and only warns in its record about the second, which used to print "answered" too.
+    folder, script = agent(tmp_path, [tool("ask_user_text", prompt="Name?"), {"text": "ok"}])
+    term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}")
+    term.read_until(b"Your answer (Enter: no answer): ")
+    run_dir = term.run_dir()
+    request_id = json.loads((run_dir / "meta.json").read_text())["pending"][0]["id"]
+    env = {**os.environ, "LEV_HOME": str(tmp_path / "home")}
+    os.kill(term.pid, signal.SIGSTOP)  # the owner cannot look at its inbox until both are there
+    try:
+        first = subprocess.Popen([sys.executable, "-m", "lev_nb.cli", "respond", run_dir.name, request_id, "Ada"],
+                                 env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + WAIT_S
+        while not list((run_dir / "inbox").glob("*.json")) if (run_dir / "inbox").is_dir() else True:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        second = subprocess.Popen([sys.executable, "-m", "lev_nb.cli", "respond", run_dir.name, request_id, "Grace"],
+                                  env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while len(list((run_dir / "inbox").glob("*.json"))) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.kill(term.pid, signal.SIGCONT)
+    out1, err1 = first.communicate(timeout=WAIT_S)
+    out2, err2 = second.communicate(timeout=WAIT_S)
+    assert first.returncode == 0 and f"answered {request_id}" in out1, err1
+    assert second.returncode == 1 and "answered" not in out2
+    assert "settled by another answer first (Ada, from inbox); yours was not used" in err2
+    assert term.finish() == 0
