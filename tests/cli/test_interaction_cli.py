@@ -49,12 +49,12 @@ def tool(name: str, **arguments: Any) -> dict[str, Any]:
 class Terminal:
     """``lev run`` in a real process whose stdin, stdout and stderr are a pseudo-terminal."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, command: str = "run") -> None:
         self.home = tmp_path / "home"
         env = {**os.environ, "LEV_HOME": str(self.home), "COLUMNS": "200"}
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: become `lev run`
-            os.execvpe(sys.executable, [sys.executable, "-m", "lev_nb.cli", "run", *args], env)
+        if self.pid == 0:  # the child: become `lev run` (or `lev resume`)
+            os.execvpe(sys.executable, [sys.executable, "-m", "lev_nb.cli", command, *args], env)
         self.seen = b""
         self.status: int | None = None
 
@@ -115,8 +115,8 @@ class Terminal:
 def terminal(tmp_path: Path):
     made: list[Terminal] = []
 
-    def start(*args: str) -> Terminal:
-        made.append(Terminal(tmp_path, *args))
+    def start(*args: str, command: str = "run") -> Terminal:
+        made.append(Terminal(tmp_path, *args, command=command))
         return made[-1]
 
     yield start
@@ -329,3 +329,20 @@ def test_two_answers_at_once_only_the_one_taken_says_answered(tmp_path: Path, te
     assert second.returncode == 1 and "answered" not in out2
     assert "settled by another answer first (Ada, from inbox); yours was not used" in err2
     assert term.finish() == 0
+
+
+def test_lev_resume_at_a_terminal_asks_as_lev_run_does(tmp_path: Path, terminal):
+    # lev resume never asked: a paused run resumed at a terminal had its write_file denied with
+    # "this run has nobody to ask".
+    folder, script = agent(tmp_path, [{"error": {"kind": "credits", "message": "credit balance too low"}}])
+    work = tmp_path / "work"
+    paused = lev(tmp_path, "run", str(folder), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work))
+    assert paused.returncode == 3, paused.stderr
+    run_id = paused.stdout.strip()
+    then = tmp_path / "then.json"
+    then.write_text(json.dumps([tool("write_file", path="a.txt", content="hi"), {"text": "done"}]), encoding="utf-8")
+    term = terminal(run_id, "--model", f"scripted:{then}", command="resume")
+    term.read_until(b"[n] no: ")
+    term.type(b"y\n")
+    assert term.finish() == 0, term.seen.decode(errors="replace")
+    assert (work / "a.txt").read_text() == "hi"
