@@ -580,7 +580,7 @@ def s8_implicit_shell_policy(bp: Blueprint, st: Stage, env: LintEnv) -> list[Fin
     return [_f("implicit-shell-policy", "warning",
                f"grants '{t}' with no permission set for it, so it defaults to ask - and a run with nobody "
                "to ask (no terminal, --unattended) has every call denied",
-               f"set tool_permissions.{t} = \"allow\" or \"deny\" explicitly (or start the run with --allow {t})",
+               f"set tool_permissions.{t} = \"allow\" or \"deny\" explicitly (or start the run with --allow {C.canon_tool(t)})",
                stage=st.name)
             for t in st.available_tools
             if C.canon_tool(t) == "shell" and not (C.tool_spellings(t) & policies)]
