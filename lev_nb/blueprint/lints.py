@@ -578,8 +578,9 @@ def s7_blocking_in_autonomous(bp: Blueprint, st: Stage, env: LintEnv) -> list[Fi
 def s8_implicit_shell_policy(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
     policies = set(st.tool_permissions) | set(bp.tool_permissions)
     return [_f("implicit-shell-policy", "warning",
-               f"grants '{t}' with no permission set for it, so it defaults to ask - and an unattended run "
-               "waits for an approval", f"set tool_permissions.{t} = \"allow\" or \"deny\" explicitly",
+               f"grants '{t}' with no permission set for it, so it defaults to ask - and a run with nobody "
+               "to ask (no terminal, --unattended) has every call denied",
+               f"set tool_permissions.{t} = \"allow\" or \"deny\" explicitly (or start the run with --allow {C.canon_tool(t)})",
                stage=st.name)
             for t in st.available_tools
             if C.canon_tool(t) == "shell" and not (C.tool_spellings(t) & policies)]

@@ -171,25 +171,49 @@ def cmd_respond(args: argparse.Namespace) -> int:
         "type": "response", "request_id": request.id, "answer": answer, "choice": args.choice,
         "scope": scope, "decline": args.decline,
     })
-    if _wait_taken(store, request.id):
-        print(f"answered {request.id} of run {store.run_id}: {taken.summary() or taken.outcome}")
-    else:
+    resolved = _wait_taken(store, request)
+    if resolved is None:
         print(f"answer left for run {store.run_id}; it takes it at its next check")
+        return 0
+    mine = taken.summary() or taken.outcome
+    theirs = resolved.get("answer") or resolved.get("outcome")
+    if resolved and (resolved.get("outcome"), theirs) != (taken.outcome, mine):
+        # Two answers raced (another `lev respond`, the terminal, the notebook): the run took the
+        # other one and only warned about ours in its record.
+        return _err("respond", f"request '{request.id}' of run {store.run_id} was settled by another answer "
+                               f"first ({theirs}, from {resolved.get('source') or 'elsewhere'}); yours was not used")
+    print(f"answered {request.id} of run {store.run_id}: {mine}")
     return 0
 
 
-def _wait_taken(store: Any, request_id: str) -> bool:
-    """Whether the run took the answer (the request left its pending list) within a few seconds."""
-    deadline = time.monotonic() + ANSWER_WAIT_S
-    while time.monotonic() < deadline:
+def _wait_taken(store: Any, request: Any) -> dict[str, Any] | None:
+    """How the run settled ``request`` (its ``interaction_resolved`` event, in the record of the run
+    that asked, a sub-agent's maybe; ``{}`` when the request left the pending list but the event is
+    not on disk yet), or None when it is still open after a few seconds."""
+    from lev_nb.store import RunNotFound, find_run
+
+    request_id = request.id
+    asker = store
+    if request.run_id and request.run_id != store.run_id:
         try:
-            meta = store.read_meta()
-        except (OSError, ValueError):
-            meta = {}
-        if not any(p.get("id") == request_id for p in meta.get("pending") or []):
-            return True
+            asker = find_run(request.run_id)
+        except (RunNotFound, ValueError):
+            pass
+    deadline = time.monotonic() + ANSWER_WAIT_S
+    left = False
+    while time.monotonic() < deadline:
+        if not left:
+            try:
+                meta = store.read_meta()
+            except (OSError, ValueError):
+                meta = {}
+            left = not any(p.get("id") == request_id for p in meta.get("pending") or [])
+        if left:
+            for event in reversed(asker.read_events()):
+                if event.get("type") == "interaction_resolved" and event.get("request_id") == request_id:
+                    return event
         time.sleep(0.1)
-    return False
+    return {} if left else None
 
 
 def _list_all(as_json: bool) -> int:

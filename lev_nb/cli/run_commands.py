@@ -177,6 +177,8 @@ def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="use this model spec instead of the one the run was started with")
     resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     resume.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    resume.add_argument("--unattended", action="store_true",
+                        help="do not ask at this terminal (as lev run --unattended)")
     resume.set_defaults(func=cmd_resume)
 
 
@@ -190,7 +192,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     with _Interrupts() as interrupts:
         try:
-            run = resume_run(args.run_id, model=args.model)
+            # Asks at the terminal as lev run does (it denied every `ask` tool before).
+            run = resume_run(args.run_id, model=args.model, interactive=_at_terminal() and not args.unattended)
         except LaunchError as exc:
             print(f"lev resume: {exc.for_cli()}", file=sys.stderr)
             return 1

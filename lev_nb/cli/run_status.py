@@ -39,8 +39,8 @@ def status_text(meta: dict[str, Any]) -> str:
         blocker = setup.get("blocker") if isinstance(setup, dict) else None
         remedy = setup.get("remedy") if isinstance(setup, dict) else None
         text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
-    elif status == "running" and _abandoned(meta):
-        text = "running (abandoned)"
+    elif status in ("running", "starting") and _abandoned(meta):
+        text = f"{status} (abandoned)"  # killed before it started counts too: lev resume takes both
     elif status == "waiting_input" and owner_gone(meta):
         text = "waiting_input (abandoned)"  # a wait for a person may be long; only a gone owner counts
     elif status == "waiting_input":

@@ -111,3 +111,11 @@ def test_every_finding_carries_a_fix() -> None:
     for folder in LINT_DIRS:
         for f in validate(folder).findings:
             assert f.fix, (folder.name, f.code)
+
+
+def test_implicit_shell_policy_says_what_happens_with_nobody_to_ask():
+    # It said an unattended run "waits for an approval"; lev_nb denies the call then.
+    bp = load(LINTS / "implicit-shell-policy")
+    [finding] = [f for f in lint(bp, LintEnv.for_blueprint(bp)) if f.code == "implicit-shell-policy"]
+    assert "waits" not in finding.message and "denied" in finding.message
+    assert "--allow shell" in (finding.fix or "")

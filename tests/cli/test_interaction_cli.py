@@ -49,12 +49,12 @@ def tool(name: str, **arguments: Any) -> dict[str, Any]:
 class Terminal:
     """``lev run`` in a real process whose stdin, stdout and stderr are a pseudo-terminal."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, command: str = "run") -> None:
         self.home = tmp_path / "home"
         env = {**os.environ, "LEV_HOME": str(self.home), "COLUMNS": "200"}
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: become `lev run`
-            os.execvpe(sys.executable, [sys.executable, "-m", "lev_nb.cli", "run", *args], env)
+        if self.pid == 0:  # the child: become `lev run` (or `lev resume`)
+            os.execvpe(sys.executable, [sys.executable, "-m", "lev_nb.cli", command, *args], env)
         self.seen = b""
         self.status: int | None = None
 
@@ -115,8 +115,8 @@ class Terminal:
 def terminal(tmp_path: Path):
     made: list[Terminal] = []
 
-    def start(*args: str) -> Terminal:
-        made.append(Terminal(tmp_path, *args))
+    def start(*args: str, command: str = "run") -> Terminal:
+        made.append(Terminal(tmp_path, *args, command=command))
         return made[-1]
 
     yield start
@@ -297,3 +297,52 @@ def test_ctrl_d_at_a_question_declines_it(tmp_path: Path, terminal):
     assert b"(declined)" in term.seen
     events = [json.loads(line) for line in (term.run_dir() / "events.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in events if e["type"] == "interaction_resolved"] == ["declined"]
+
+
+def test_two_answers_at_once_only_the_one_taken_says_answered(tmp_path: Path, terminal):
+    # Two `lev respond`s read the open request before the run takes either answer: the run takes
+    # the first and only warns in its record about the second, which used to print "answered" too.
+    folder, script = agent(tmp_path, [tool("ask_user_text", prompt="Name?"), {"text": "ok"}])
+    term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}")
+    term.read_until(b"Your answer (Enter: no answer): ")
+    run_dir = term.run_dir()
+    request_id = json.loads((run_dir / "meta.json").read_text())["pending"][0]["id"]
+    env = {**os.environ, "LEV_HOME": str(tmp_path / "home")}
+    os.kill(term.pid, signal.SIGSTOP)  # the owner cannot look at its inbox until both are there
+    try:
+        first = subprocess.Popen([sys.executable, "-m", "lev_nb.cli", "respond", run_dir.name, request_id, "Ada"],
+                                 env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + WAIT_S
+        while not list((run_dir / "inbox").glob("*.json")) if (run_dir / "inbox").is_dir() else True:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        second = subprocess.Popen([sys.executable, "-m", "lev_nb.cli", "respond", run_dir.name, request_id, "Grace"],
+                                  env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        while len(list((run_dir / "inbox").glob("*.json"))) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.kill(term.pid, signal.SIGCONT)
+    out1, err1 = first.communicate(timeout=WAIT_S)
+    out2, err2 = second.communicate(timeout=WAIT_S)
+    assert first.returncode == 0 and f"answered {request_id}" in out1, err1
+    assert second.returncode == 1 and "answered" not in out2
+    assert "settled by another answer first (Ada, from inbox); yours was not used" in err2
+    assert term.finish() == 0
+
+
+def test_lev_resume_at_a_terminal_asks_as_lev_run_does(tmp_path: Path, terminal):
+    # lev resume never asked: a paused run resumed at a terminal had its write_file denied with
+    # "this run has nobody to ask".
+    folder, script = agent(tmp_path, [{"error": {"kind": "credits", "message": "credit balance too low"}}])
+    work = tmp_path / "work"
+    paused = lev(tmp_path, "run", str(folder), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work))
+    assert paused.returncode == 3, paused.stderr
+    run_id = paused.stdout.strip()
+    then = tmp_path / "then.json"
+    then.write_text(json.dumps([tool("write_file", path="a.txt", content="hi"), {"text": "done"}]), encoding="utf-8")
+    term = terminal(run_id, "--model", f"scripted:{then}", command="resume")
+    term.read_until(b"[n] no: ")
+    term.type(b"y\n")
+    assert term.finish() == 0, term.seen.decode(errors="replace")
+    assert (work / "a.txt").read_text() == "hi"

@@ -189,6 +189,45 @@ def test_spawn_refusals_are_tool_errors(tmp_path, home, blueprint, expected):
     assert run.meta["children"] == []
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("spawn_agent", {"blueprint": "evil", "task": "t"}),
+        ("fan_out", {"agent": "evil", "items": [{"id": "x", "context": {}}]}),
+    ],
+)
+def test_an_agent_named_by_the_model_is_never_taken_from_the_working_directory(tmp_path, home, tool, arguments):
+    # A workdir that holds the agent folder (run from the project folder): an agent the model wrote
+    # there was found by name beside the blueprint and run (a path to it was refused already).
+    folder = boss_folder(tmp_path)
+    (folder / "agent.leviath").write_text(BOSS.format(agent_extra="", stage_extra="").replace(
+        '"kill_agent"]', '"kill_agent", "fan_out"]'), encoding="utf-8")
+    write_agent(tmp_path / "evil", HELPER.format(agent_extra="", stage_extra=""))
+    turns = iter([call(tool, **arguments), say("ok")])
+    model = FnModel(lambda request: next(turns))
+    run = start(folder, model, home, tmp_path).wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    [result] = results(model.requests[-1])
+    assert result.startswith(f"[error] {tool}") and "inside the run's working directory" in result, result
+    assert run.meta["children"] == []
+
+
+@pytest.mark.parametrize("name", ["/elsewhere", "../elsewhere", "..", "a\\b"])
+def test_a_fan_out_agent_is_a_name_never_a_path(tmp_path, home, workdir, name):
+    # fan_out's `agent` was joined to each agent folder as given: an absolute path ran any agent.leviath.
+    folder = write_agent(tmp_path / "boss", BOSS.format(agent_extra="", stage_extra="").replace(
+        '"kill_agent"]', '"kill_agent", "fan_out"]'))
+    elsewhere = write_agent(tmp_path / "elsewhere", HELPER.format(agent_extra="", stage_extra=""))
+    name = str(elsewhere) if name == "/elsewhere" else name
+    turns = iter([call("fan_out", agent=name, items=[{"id": "x", "context": {}}]), say("ok")])
+    model = FnModel(lambda request: next(turns))
+    run = start(folder, model, home, workdir).wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    [result] = results(model.requests[-1])
+    assert result.startswith("[error] fan_out") and "is not an agent's name" in result, result
+    assert run.meta["children"] == []
+
+
 def test_spawn_needs_blueprint_and_task_and_a_child_that_can_start(tmp_path, home, workdir):
     folder = boss_folder(tmp_path)
     write_agent(folder / "picky", HELPER.format(agent_extra="", stage_extra="").replace(

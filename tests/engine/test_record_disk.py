@@ -73,3 +73,13 @@ def test_lev_ps_calls_a_run_of_a_dead_process_abandoned_at_once():
     meta = {"status": "running", "pid": proc.pid, "updated_at": "2999-01-01T00:00:00Z"}
     assert status_text(meta) == "running (abandoned)"
     assert status_text({**meta, "pid": os.getpid()}) == "running"
+
+
+def test_lev_ps_calls_a_run_killed_while_starting_abandoned():
+    # `lev run --count 1000` killed while it launches leaves records that never left "starting";
+    # they were listed as "starting" for ever (lev resume takes them).
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    meta = {"status": "starting", "pid": proc.pid, "updated_at": "2999-01-01T00:00:00Z"}
+    assert status_text(meta) == "starting (abandoned)"
+    assert status_text({**meta, "pid": os.getpid()}) == "starting"

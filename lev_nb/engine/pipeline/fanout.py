@@ -232,7 +232,9 @@ class FanOut:
         from lev_nb.blueprint import load
         from lev_nb.engine.plan.build import plan_from_blueprint
 
-        worker = plan_from_blueprint(load(find_agent(plan, name)))
+        # A name from the call is the model's choice: never an agent in the working directory.
+        workdir = self.state.workdir if agent else None
+        worker = plan_from_blueprint(load(find_agent(plan, name, workdir=workdir)))
         return worker, worker.entry
 
     async def _run_workers(
@@ -280,13 +282,39 @@ def _agent_dirs(plan: RunPlan) -> list[Path]:
     return dirs
 
 
-def find_agent(plan: RunPlan, name: str) -> Path:
+def find_agent(plan: RunPlan, name: str, *, workdir: Path | None = None) -> Path:
     """The agent.leviath of the agent ``name``: beside this blueprint (or in its parent folder), in
-    ``$LEV_HOME/agents``, or bundled with lev_nb; LookupError when none has that name."""
+    ``$LEV_HOME/agents``, or bundled with lev_nb; LookupError when none has that name.
+
+    ``name`` is a name, never a path (``/tmp/x`` or ``../x`` would reach any folder on the disk).
+    When a model chose the name (``spawn_agent``, the ``agent`` of a ``fan_out`` call), pass the
+    run's ``workdir``: an agent found there, where the model may have written it, is passed over.
+    """
+    from lev_nb.workspace import PathEscape, confine
+
+    if not name or name in (".", "..") or any(c in name for c in ("/", "\\", "\x00")):
+        raise LookupError(
+            f"'{name}' is not an agent's name (a name has no '/', '\\' or '..'); name an agent beside this "
+            "blueprint, in $LEV_HOME/agents or bundled with lev_nb"
+        )
+    in_workdir = None
     for folder in _agent_dirs(plan):
         candidate = folder / name / MANIFEST_NAME
-        if candidate.is_file():
-            return candidate
+        if not candidate.is_file():
+            continue
+        if workdir is not None:
+            try:
+                confine(workdir, candidate)
+            except (PathEscape, OSError):
+                return candidate  # outside the working directory: not the model's own writing
+            in_workdir = candidate
+            continue
+        return candidate
+    if in_workdir is not None:
+        raise LookupError(
+            f"the agent '{name}' is inside the run's working directory ({in_workdir.parent}), where a model "
+            "may have written it, so it is not run; use an agent shipped beside this one or installed"
+        )
     raise LookupError(
         f"no agent named '{name}' was found beside this blueprint, in $LEV_HOME/agents or among the "
         "agents bundled with lev_nb"

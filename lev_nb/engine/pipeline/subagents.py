@@ -314,7 +314,7 @@ class SubAgents:
                 return f"[error] spawn_agent: there is no agent at '{blueprint}' in this agent's folder"
         else:
             try:
-                target = find_agent(plan, blueprint)
+                target = find_agent(plan, blueprint, workdir=self.state.workdir)
             except LookupError as exc:
                 return f"[error] spawn_agent: {exc}"
         try:
