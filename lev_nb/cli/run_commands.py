@@ -40,7 +40,8 @@ Agents may start agents (spawn_agent, fan_out): --max-depth N limits how many le
 may start below the run (0: none; it wins over the blueprint's [agent] max_child_depth and the
 configuration's [limits] max_child_depth, default 3). `lev ps` lists each child under its parent.
 --count N starts N copies of the run with the same inputs, waits for all of them and prints
-their ids (one a line; a JSON list with --json).
+their ids (one a line; a JSON list with --json). Copies are never asked at the terminal: a tool
+that would ask is denied unless --allow TOOL or --yolo lets it run.
 
 exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
 blueprint cannot be loaded, or its --webhook failed; 2 a bad command line, or a run that cannot
@@ -356,8 +357,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     max_depth=args.max_depth,
                     allow=args.allow,
                     yolo=args.yolo,
-                    # copies started with --count are not asked at the terminal: one prompt
-                    # cannot tell them apart (lev respond answers them, by run id)
+                    # copies started with --count are never asked (one prompt cannot tell them
+                    # apart): a tool that would ask is denied, as for an unattended run
                     interactive=args.count == 1 and _at_terminal() and not args.unattended,
                     **caller_inputs,
                 )
@@ -402,6 +403,9 @@ def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
 
     if not args.quiet:
         print(f"lev run: started {len(runs)} copies: {', '.join(r.run_id for r in runs)}", file=sys.stderr)
+        if _at_terminal() and not (args.yolo or args.allow or args.unattended):
+            print("lev run: copies are not asked at the terminal: a tool that would ask is denied "
+                  "(--allow TOOL or --yolo lets it run)", file=sys.stderr)
     for run in runs:
         _wait_quietly(run)
         if not args.quiet:
