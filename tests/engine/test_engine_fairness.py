@@ -173,3 +173,57 @@ def test_one_runs_blocking_calls_leave_threads_for_another(engine, gate: Gate, m
     assert gate.held == 40  # every call ran, BLOCKING_PER_RUN at a time
     assert BLOCKING_PER_RUN < 32
 
+
+
+WAITS_FOR_APPROVAL = '[stages.work]\navailable_tools = ["write_file"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
+WAITING_RUNS = 40  # more than the engine's 32 shared worker threads
+
+
+def _forty_waiting_runs_leave_list_dir_alone(engine, **kw: Any) -> list[Any]:
+    waiting = [
+        engine.start(WAITS_FOR_APPROVAL, [call("write_file", path=f"f{i}.txt", content="x"), say("ok")], **kw)[0]
+        for i in range(WAITING_RUNS)
+    ]
+    return waiting
+
+
+def test_runs_waiting_for_a_person_s_approval_hold_no_worker_thread(engine) -> None:
+    """Issue 12 item 7 follow-up: 40 runs each waiting for an approval (the interaction hub's wait)
+    do not stop a 41st run's list_dir."""
+    from support import next_request
+
+    waiting = _forty_waiting_runs_leave_list_dir_alone(engine, interactive=True)
+    requests = [next_request(run) for run in waiting]
+    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    assert run_b.status == "complete", run_b.error
+    assert all(not run.done() for run in waiting)
+    for run, request in zip(waiting, requests):
+        run.respond(request.id, "deny")
+    for run in waiting:
+        run.wait(RUN_TIMEOUT_S)
+        assert run.status == "complete", run.error
+
+
+def test_a_launch_approver_waiting_for_a_person_holds_no_shared_worker_thread(engine) -> None:
+    """A plain (blocking) approver given at launch waits on a thread of its own, not on one of the
+    engine's shared worker threads: 40 of them waiting do not stop a 41st run's list_dir."""
+    person = threading.Event()
+    asked = threading.Semaphore(0)
+
+    def approver(tool: str, arguments: dict[str, Any]) -> bool:
+        asked.release()
+        assert person.wait(RUN_TIMEOUT_S), "never answered"
+        return False
+
+    try:
+        waiting = _forty_waiting_runs_leave_list_dir_alone(engine, approver=approver)
+        for _ in waiting:
+            assert asked.acquire(timeout=RUN_TIMEOUT_S)
+        run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+        assert run_b.status == "complete", run_b.error
+        assert all(not run.done() for run in waiting)
+    finally:
+        person.set()
+    for run in waiting:
+        run.wait(RUN_TIMEOUT_S)
+        assert run.status == "complete", run.error
