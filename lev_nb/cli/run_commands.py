@@ -188,7 +188,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     with _Interrupts() as interrupts:
         try:
-            run = resume_run(args.run_id, model=args.model)
+            run = resume_run(args.run_id, model=args.model, interactive=_at_terminal())
         except LaunchError as exc:
             print(f"lev resume: {exc.for_cli()}", file=sys.stderr)
             return 1

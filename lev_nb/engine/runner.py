@@ -233,6 +233,7 @@ class Runner:
             output_request=output_request,
             fan_out=self.fan_out.run,
             subagents=self.subagents.call,
+            recall_child=self.subagents.recall,
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
