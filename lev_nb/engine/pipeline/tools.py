@@ -219,7 +219,7 @@ class StageTools:
                 )
             )
         for text in nudges:
-            state.nudge("repetition", text)
+            await state.nudge("repetition", text)
         state.rec.save()
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
