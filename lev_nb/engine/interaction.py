@@ -461,11 +461,9 @@ class InteractionHub:
         journal instead of asking again (``grant`` computes the approval grant to journal with it).
         """
         journal = self.state.journal
-        if journal is not None:
-            data = journal.replay_answer(request.id)
-            if data is not None:
-                fields = {k: v for k, v in data.items() if k in Answer.__dataclass_fields__}
-                return Answer(**{"request_id": request.id, "outcome": "answered", **fields})
+        replayed = self.replayed(request)
+        if replayed is not None:
+            return replayed
         root = self.root
         answer = await root._hold(request, self)
         if journal is not None and answer.outcome != "cancelled":
@@ -514,6 +512,16 @@ class InteractionHub:
             ))
         return answer
 
+    def replayed(self, request: Request) -> Answer | None:
+        """The journaled answer to ``request`` while a resumed run replays (whoever can answer
+        now: the person answered then), else None."""
+        journal = self.state.journal
+        data = journal.replay_answer(request.id) if journal is not None else None
+        if data is None:
+            return None
+        fields = {k: v for k, v in data.items() if k in Answer.__dataclass_fields__}
+        return Answer(**{"request_id": request.id, "outcome": "answered", **fields})
+
     def _publish(self) -> None:
         """Write the run's open requests (and its waiting status) into its record."""
         state, meta = self.state, self.state.meta
@@ -547,13 +555,15 @@ class InteractionHub:
         tool = canon_tool(call.name.lower())
         if tool in self._run_grants or self._stage_key(tool) in self._stage_grants:
             return True
-        if not self.interactive:
-            return needs_approval_text(call.name)
         request = self.request(
             "approval", "approve", call.id, prompt=f"The agent wants to run '{call.name}'.",
             tool=call.name, arguments=dict(call.arguments or {}),
         )
-        answer = await self.ask(request, grant=lambda a: self._grant_of(tool, a))
+        answer = self.replayed(request)
+        if answer is None:
+            if not self.interactive:
+                return needs_approval_text(call.name)
+            answer = await self.ask(request, grant=lambda a: self._grant_of(tool, a))
         if answer.outcome == "timed_out":
             return (f"[denied] Nobody answered the request to run '{call.name}' within "
                     f"{self.timeout:g} s, so it did not run.")
@@ -599,10 +609,12 @@ class InteractionHub:
             )
         else:
             return f"[error] {call.name}: not a tool that asks a person"
-        if not self.interactive:
-            self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer")
-            return self._no_answer(request)
-        answer = await self.ask(request)
+        answer = self.replayed(request)
+        if answer is None:
+            if not self.interactive:
+                self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer")
+                return self._no_answer(request)
+            answer = await self.ask(request)
         if answer.outcome == "declined":
             return DECLINED
         if answer.outcome != "answered":

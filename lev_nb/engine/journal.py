@@ -288,6 +288,10 @@ class Journal:
             return None
         return dict(entry["answer"])
 
+    def answered(self, request_id: str) -> bool:
+        """Whether the replay holds an answer to ``request_id`` (nothing else changes)."""
+        return not self.live and request_id in self._answers
+
     def record_answer(self, request_id: str, answer: dict[str, Any], grant: list[Any] | None = None) -> None:
         """Journal a person's answer to ``request_id`` before the run acts on it (``grant``: the
         approval grant it gave, kept so a resumed run keeps it)."""

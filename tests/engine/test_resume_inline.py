@@ -61,10 +61,9 @@ def test_answers_and_a_run_wide_grant_survive_a_pause(engine, workdir: Path) -> 
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "paused", run.error
 
-    # The journal answers for the person (a request asked again would hold the run), and the
-    # grant still holds.
+    # Nobody can answer now: the journal answers for the person, and the grant still holds.
     second = ScriptedModel([call("write_file", path="b.txt", content="two"), say("done")])
-    resumed = resume(run.run_id, second, interactive=True)
+    resumed = resume(run.run_id, second, interactive=False)
     assert resumed.status == "complete", resumed.error
     assert results(second.requests[0])[0] == "Ada"
     assert (workdir / "a.txt").read_text() == "one" and (workdir / "b.txt").read_text() == "two"
@@ -81,20 +80,21 @@ name = "checked"
 mode = "interactive_points"
 available_tools = []
 max_iterations = 10
-nudge = { enabled = false }
+nudge = {{ enabled = false }}
 [[stages.draft.interaction_points]]
 name = "look"
 prompt = "Good?"
 style = "multiple_choice"
 options = ["Approve"]
-directives = { "Shorter" = "Make it shorter." }
-unattended = "ask"
+directives = {{ "Shorter" = "Make it shorter." }}
+unattended = "{unattended}"
 [stages.draft.transitions]
 """
 
 
 def test_a_checkpoint_answer_is_not_asked_again(engine) -> None:
-    run, _ = engine.start(CHECKPOINT, [say("a long draft"), fail("credits", "empty")], interactive=True)
+    run, _ = engine.start(CHECKPOINT.format(unattended="ask"), [say("a long draft"), fail("credits", "empty")],
+                          interactive=True)
     run.respond(next_request(run).id, "Shorter")
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "paused", run.error
@@ -108,6 +108,21 @@ def test_a_checkpoint_answer_is_not_asked_again(engine) -> None:
     assert resumed.status == "complete", resumed.error
     assert "directive: Make it shorter." in "\n".join(str(m.content) for m in second.requests[0].messages)
     assert len(asked_after_resume(resumed)) == 1
+
+
+def test_a_checkpoint_answer_is_replayed_when_nobody_can_answer_any_more(engine) -> None:
+    run, _ = engine.start(CHECKPOINT.format(unattended="auto_approve"), [say("a long draft"), fail("credits", "empty")],
+                          interactive=True)
+    run.respond(next_request(run).id, "Shorter")
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "paused", run.error
+
+    second = ScriptedModel([say("short")])
+    resumed = resume(run.run_id, second, interactive=False)
+    assert resumed.status == "complete", resumed.error
+    # The person's directive, replayed: the stage ran again; its new draft passed unattended.
+    assert "directive: Make it shorter." in "\n".join(str(m.content) for m in second.requests[0].messages)
+    assert asked_after_resume(resumed) == []
 
 
 # -- sub-agents -------------------------------------------------------------------------------------

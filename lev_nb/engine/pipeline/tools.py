@@ -111,7 +111,9 @@ class StageTools:
         under ``--yolo`` and when nobody can answer, unless the stage requires them (§10, §12.4)."""
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
-        if not unattended:
+        journal = self.state.journal
+        if not unattended or (journal is not None and journal.replaying):
+            # A resumed run replays the turns its previous life offered them in.
             return list(stage.tools)
         required = {self.registry.canonical(t) for t in stage.required_tools}
         return [
@@ -161,8 +163,9 @@ class StageTools:
             agent=state.plan.tool_permissions,
             ceiling=settings.tool_ceiling(state.plan.agent_name),
             blueprint_may_loosen=settings.security.allow_blueprint_permissions,
-            # The launch's own approver first; else whoever the run can ask (nobody: denied).
-            approver=self.approver or (hub.approve if hub is not None and hub.interactive else None),
+            # The launch's own approver first; else the run's hub: whoever the run can ask, or the
+            # answer a resumed run's journal holds (nobody: denied with how to allow it).
+            approver=self.approver or (hub.approve if hub is not None else None),
             launch_allow=frozenset(state.meta.allowed_tools),
             yolo=state.meta.yolo,
         )
