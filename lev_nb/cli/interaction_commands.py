@@ -103,7 +103,8 @@ def _live_store(command: str, run_id: str) -> tuple[Any, dict[str, Any]] | str:
         return f"run '{store.run_id}' is not running (status: {status_text(meta)}); only a live run can take it"
     if owner_gone(meta):
         return (f"run '{store.run_id}' is not running: the process that ran it (pid {meta.get('pid')}) is gone, "
-                "so nothing would read it")
+                f"so nothing would read it; continue it with `lev resume {store.run_id}`, which asks its open "
+                "requests again")
     return store, meta
 
 

@@ -399,6 +399,17 @@ class CircuitOpen(Event):
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Stalled(Event):
+    """No model of the stage can be called now (every circuit is open): the run waits up to
+    ``wait_s`` seconds for one to close before it pauses (spec/runtime.md §7.3 stall)."""
+
+    kind: ClassVar[str] = "stalled"
+    models: list[str]
+    wait_s: float
+    reason: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -408,7 +419,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
         ChildStarted, ChildEnded, ChildrenAwaited,
-        HookModified, Paused, Resumed, CircuitOpen,
+        HookModified, Paused, Resumed, CircuitOpen, Stalled,
     )
 }
 

@@ -284,6 +284,21 @@ class InteractionHub:
         self._messages: list[tuple[str, str, str | None]] = []  # (text, source, region), waiting for a stage that accepts
         self._inbox_stamp: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # A resumed run: the requests that were open when its process stopped, and answers to
+        # them that arrived (lev respond) before the resumed run asked again.
+        self._expected: set[str] = set()
+        self._parked: dict[str, dict[str, Any]] = {}
+        if state.journal is not None:
+            for grant in state.journal.grants():
+                if grant[:1] == ["run"] and len(grant) == 2:
+                    self._run_grants.add(str(grant[1]))
+                elif grant[:1] == ["stage"] and len(grant) == 4:
+                    self._stage_grants.add((str(grant[1]), int(grant[2]), str(grant[3])))
+
+    def expect(self, request_ids: list[str]) -> None:
+        """A resumed run asks these requests again: an answer to one of them that arrives first
+        (lev respond, while no process ran the run) is kept until it is asked."""
+        self.root._expected.update(request_ids)
 
     @property
     def interactive(self) -> bool:
@@ -405,6 +420,12 @@ class InteractionHub:
             self._queue_message(entry["text"], "inbox")
             return
         if kind == "response" and isinstance(entry.get("request_id"), str):
+            root = self.root
+            with root._lock:
+                early = entry["request_id"] in root._expected and entry["request_id"] not in root._open
+            if early:
+                root._parked[entry["request_id"]] = entry
+                return
             try:
                 self.root.respond(
                     entry["request_id"], entry.get("answer"), choice=entry.get("choice"),
@@ -433,12 +454,21 @@ class InteractionHub:
         state = self.state
         return Request(id=self.new_id(prefix, key), kind=kind, stage=state.stage.name, run_id=state.run_id, **fields)
 
-    async def ask(self, request: Request) -> Answer:
-        """Hold ``request`` open until it is answered, times out, or the run is cancelled."""
+    async def ask(self, request: Request, grant: Any = None) -> Answer:
+        """Hold ``request`` open until it is answered, times out, or the run is cancelled.
+
+        The answer is journaled before the run acts on it, and a resumed run takes it from its
+        journal instead of asking again (``grant`` computes the approval grant to journal with it).
+        """
+        journal = self.state.journal
+        replayed = self.replayed(request)
+        if replayed is not None:
+            return replayed
         root = self.root
-        if root is not self:
-            return await root._hold(request, self)
-        return await self._hold(request, self)
+        answer = await root._hold(request, self)
+        if journal is not None and answer.outcome != "cancelled":
+            journal.record_answer(request.id, dict(answer.__dict__), grant(answer) if grant is not None else None)
+        return answer
 
     async def _hold(self, request: Request, owner: InteractionHub) -> Answer:
         loop = asyncio.get_running_loop()
@@ -446,6 +476,9 @@ class InteractionHub:
         future: asyncio.Future[Answer] = loop.create_future()
         with self._lock:
             self._open[request.id] = (request, future, owner)
+            parked = self._parked.pop(request.id, None)
+        if parked is not None:  # answered while no process ran the run
+            self._take_entry(parked)
         owner._publish()
         if owner is not self:
             self._publish()
@@ -478,6 +511,16 @@ class InteractionHub:
                 answer=answer.summary(), source=answer.source,
             ))
         return answer
+
+    def replayed(self, request: Request) -> Answer | None:
+        """The journaled answer to ``request`` while a resumed run replays (whoever can answer
+        now: the person answered then), else None."""
+        journal = self.state.journal
+        data = journal.replay_answer(request.id) if journal is not None else None
+        if data is None:
+            return None
+        fields = {k: v for k, v in data.items() if k in Answer.__dataclass_fields__}
+        return Answer(**{"request_id": request.id, "outcome": "answered", **fields})
 
     def _publish(self) -> None:
         """Write the run's open requests (and its waiting status) into its record."""
@@ -512,13 +555,15 @@ class InteractionHub:
         tool = canon_tool(call.name.lower())
         if tool in self._run_grants or self._stage_key(tool) in self._stage_grants:
             return True
-        if not self.interactive:
-            return needs_approval_text(call.name)
         request = self.request(
             "approval", "approve", call.id, prompt=f"The agent wants to run '{call.name}'.",
             tool=call.name, arguments=dict(call.arguments or {}),
         )
-        answer = await self.ask(request)
+        answer = self.replayed(request)
+        if answer is None:
+            if not self.interactive:
+                return needs_approval_text(call.name)
+            answer = await self.ask(request, grant=lambda a: self._grant_of(tool, a))
         if answer.outcome == "timed_out":
             return (f"[denied] Nobody answered the request to run '{call.name}' within "
                     f"{self.timeout:g} s, so it did not run.")
@@ -529,6 +574,14 @@ class InteractionHub:
         elif answer.scope == "stage":
             self._stage_grants.add(self._stage_key(tool))
         return True
+
+    def _grant_of(self, tool: str, answer: Answer) -> list[Any] | None:
+        """The grant an approval's answer gives, as the journal keeps it."""
+        if not answer.approved or answer.scope == "once":
+            return None
+        if answer.scope == "run":
+            return ["run", tool]
+        return ["stage", *self._stage_key(tool)]
 
     # -- the blocking tools -----------------------------------------------------------------------
     async def blocking_tool(self, call: ToolCall) -> str:
@@ -556,10 +609,12 @@ class InteractionHub:
             )
         else:
             return f"[error] {call.name}: not a tool that asks a person"
-        if not self.interactive:
-            self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer")
-            return self._no_answer(request)
-        answer = await self.ask(request)
+        answer = self.replayed(request)
+        if answer is None:
+            if not self.interactive:
+                self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer")
+                return self._no_answer(request)
+            answer = await self.ask(request)
         if answer.outcome == "declined":
             return DECLINED
         if answer.outcome != "answered":

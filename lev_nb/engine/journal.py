@@ -12,6 +12,13 @@ inference and each finished tool call journaled before the engine acts on it; §
 - ``{"t": "fan_out", "turn", "call_id", "workers"}``: what a fan-out's workers brought back;
 - ``{"t": "spent", "turn", "call_id", "usage"}``: what the workers of a fan-out that paused cost
   (the resumed run starts them again and keeps this in its totals);
+- ``{"t": "answer", "turn", "id", "answer"}``: a person's answer to request ``id`` (an approval,
+  a blocking tool's question, a checkpoint), journaled before the run acts on it, so a resume
+  neither asks again nor loses a grant;
+- ``{"t": "spawn", "turn", "call_id", "child"}``: ``spawn_agent`` started the child run ``child``
+  (journaled before it starts, so a resume never starts a second one);
+- ``{"t": "child", "id", "status", "text", "usage"}``: a sub-agent ended: what ``wait_for_agent``
+  would say of it, and what it cost;
 - ``{"t": "rewind", "n"}``: model calls from ``n`` on (and the tool results of those turns) no
   longer count (a resumed run took another path from there, or retries what paused it).
 
@@ -93,6 +100,9 @@ class Journal:
         self._fan_outs: dict[tuple[int, str], dict[str, Any]] = {}
         self._spent: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self._seeds: dict[int, str] = {}
+        self._answers: dict[str, dict[str, Any]] = {}
+        self._spawns: dict[tuple[int, str], dict[str, Any]] = {}
+        self._children: dict[str, dict[str, Any]] = {}
         self._pos = 0
         self._seq = 0  # the number the next model call gets
         self.turn = -1  # the number of the last stage turn: its tool calls are keyed by it
@@ -120,6 +130,12 @@ class Journal:
                 self._spent.setdefault(key, []).extend(u for u in entry.get("usage") or [] if isinstance(u, dict))
             elif kind == "seed" and isinstance(entry.get("i"), int):
                 self._seeds[entry["i"]] = str(entry.get("text") or "")
+            elif kind == "answer" and isinstance(entry.get("turn"), int) and isinstance(entry.get("answer"), dict):
+                self._answers[str(entry.get("id"))] = entry
+            elif kind == "spawn" and isinstance(entry.get("turn"), int):
+                self._spawns[(entry["turn"], str(entry.get("call_id")))] = entry
+            elif kind == "child" and isinstance(entry.get("id"), str):
+                self._children[entry["id"]] = entry
         ordered: list[dict[str, Any]] = []
         while len(ordered) in models:  # numbered from 0 without a gap; anything after a gap is lost
             ordered.append(models[len(ordered)])
@@ -139,6 +155,8 @@ class Journal:
         self._tools = {k: v for k, v in self._tools.items() if k[0] < n}
         self._fan_outs = {k: v for k, v in self._fan_outs.items() if k[0] < n}
         self._spent = {k: v for k, v in self._spent.items() if k[0] < n}
+        self._answers = {k: v for k, v in self._answers.items() if v["turn"] < n}
+        self._spawns = {k: v for k, v in self._spawns.items() if k[0] < n}
 
     @property
     def replaying(self) -> bool:
@@ -251,6 +269,62 @@ class Journal:
         """Journal what the workers of a fan_out that paused cost (its workers run again on resume)."""
         self._spent.setdefault((self.turn, call.id), []).extend(usages)
         self._write({"t": "spent", "turn": self.turn, "call_id": call.id, "usage": usages})
+
+    def peek_tool(self, call: ToolCall) -> dict[str, Any] | None:
+        """The journaled result of a call of the current turn, if any (the replay goes on either way)."""
+        entry = self._tools.get((self.turn, call.id))
+        if entry is not None:
+            self.replayed_tools += 1
+        return entry
+
+    # -- a person's answers ---------------------------------------------------------------------
+    def replay_answer(self, request_id: str) -> dict[str, Any] | None:
+        """The journaled answer to request ``request_id`` (the person is not asked again), else None."""
+        if self.live:
+            return None
+        entry = self._answers.get(request_id)
+        if entry is None:
+            self.go_live()
+            return None
+        return dict(entry["answer"])
+
+    def answered(self, request_id: str) -> bool:
+        """Whether the replay holds an answer to ``request_id`` (nothing else changes)."""
+        return not self.live and request_id in self._answers
+
+    def record_answer(self, request_id: str, answer: dict[str, Any], grant: list[Any] | None = None) -> None:
+        """Journal a person's answer to ``request_id`` before the run acts on it (``grant``: the
+        approval grant it gave, kept so a resumed run keeps it)."""
+        entry = {"t": "answer", "turn": self.turn, "id": request_id, "answer": answer, "grant": grant}
+        self._answers[request_id] = entry
+        self._write(entry)
+
+    def grants(self) -> list[list[Any]]:
+        """The approval grants the journaled answers gave (``["run", tool]`` or ``["stage", stage,
+        visit, tool]``), oldest first."""
+        return [list(e["grant"]) for e in self._answers.values() if isinstance(e.get("grant"), list)]
+
+    # -- sub-agents -----------------------------------------------------------------------------
+    def spawned(self, call: ToolCall) -> str | None:
+        """The id of the child this turn's ``spawn_agent`` call started in a previous life, if any."""
+        entry = self._spawns.get((self.turn, call.id))
+        return str(entry["child"]) if entry is not None and entry.get("child") else None
+
+    def record_spawn(self, call_id: str, child_id: str) -> None:
+        """Journal that ``spawn_agent`` (call ``call_id`` of this turn) starts the child ``child_id``."""
+        entry = {"t": "spawn", "turn": self.turn, "call_id": call_id, "child": child_id}
+        self._spawns[(self.turn, call_id)] = entry
+        self._write(entry)
+
+    def child(self, child_id: str) -> dict[str, Any] | None:
+        """How the sub-agent ``child_id`` ended, if the journal says it did."""
+        return self._children.get(child_id)
+
+    def record_child(self, child_id: str, status: str, text: str, usage: dict[str, Any] | None) -> None:
+        """Journal a sub-agent's end: its status, what wait_for_agent says of it, its cost."""
+        entry = {"t": "child", "id": child_id, "status": status, "text": text, "usage": usage}
+        self._children[child_id] = entry
+        self._write(entry)
 
     # -- seeds ----------------------------------------------------------------------------------
     def replay_seed(self, index: int) -> str | None:

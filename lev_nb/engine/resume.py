@@ -2,7 +2,13 @@
 (spec/runtime.md §13.3 paused runs, §9 the journal; issue 12 "Resume").
 
 A run can be resumed when it is ``paused`` (it waits for credits or the network) or when it still
-says ``running``/``starting`` but the process that ran it is gone (killed, crashed). The resumed
+says ``running``/``starting``/``waiting_input`` but the process that ran it is gone (killed,
+crashed). A person's answers (approvals, questions, checkpoints) and the sub-agents it started are
+journaled too, so none is asked or started again; a run that waited for an answer asks the same
+request again (same id), and an answer given meanwhile (``lev respond``) is taken when it does.
+The open requests themselves are kept in meta.json (``pending``, with ``waiting_on``), which plays
+the part of the spec's ``interactions.json``: the replay rebuilds each request as it was, so the
+record needs no second copy. The resumed
 run keeps its id and folder: it is rebuilt from how it was started (``launch.json``: the
 blueprint's text and path, the model spec, the inputs, the output request, the webhook) and
 replays its journal (:mod:`lev_nb.engine.journal`), so the conversation, the stage and the
@@ -31,8 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ResumeError", "Resumption", "launch_record", "resume_run", "RESUMABLE"]
 
-#: Statuses a run can be resumed from (``running``/``starting`` only when its process is gone).
-RESUMABLE = ("paused", "running", "starting")
+#: Statuses a run can be resumed from (all but ``paused`` only when its process is gone).
+RESUMABLE = ("paused", "running", "starting", "waiting_input")
 
 
 class ResumeError(CleanError, ValueError):
@@ -274,6 +280,8 @@ def resume_run(
             max_depth=launch.get("max_depth") if isinstance(launch.get("max_depth"), int) else None,
             interactive=interactive,
         )
+    # Requests open when the process stopped are asked again under the same ids.
+    runner.interaction.expect([str(p.get("id")) for p in meta.get("pending") or [] if isinstance(p, dict)])
     runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run

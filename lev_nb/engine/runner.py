@@ -233,6 +233,7 @@ class Runner:
             output_request=output_request,
             fan_out=self.fan_out.run,
             subagents=self.subagents.call,
+            recall_child=self.subagents.recall,
         )
         self.inference = Inference(state, provider=provider, retry=self.retry, tools=self.tools, hooks=self.hooks)
         self.holds = ExitHolds(state)
@@ -567,11 +568,11 @@ class Runner:
                     if ending is not None:
                         return ending
                     continue
-                elif self.holds.nudge_text_only(response):
+                elif await self.holds.nudge_text_only(response):
                     continue
             if state.stage.requires_children:
                 await self.subagents.await_children()  # §5.1.1: the first exit hold
-            if self.holds.hold(outcome):
+            if await self.holds.hold(outcome):
                 continue
             if await self.points.hold(outcome):
                 continue

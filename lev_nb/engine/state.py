@@ -10,13 +10,17 @@ collaborator reads and updates the run through it, never through another object'
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb.engine import events as ev
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from lev_nb.engine.context.run_context import RunContext
@@ -131,9 +135,17 @@ class RunState:
         """Emit a ``warning`` event in the current stage."""
         self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=message))
 
-    def nudge(self, reason: str, text: str) -> None:
+    async def in_context(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, a write into the context: on a worker thread when the run has
+        custom-region scripts (their on_write and on_overflow run inside the write and may be slow,
+        while every run shares the engine thread), else here."""
+        if getattr(self.ctx, "scripted", False):
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
+
+    async def nudge(self, reason: str, text: str) -> None:
         """Tell the model ``text`` as a system nudge, and record why."""
-        self.ctx.nudge(text)
+        await self.in_context(self.ctx.nudge, text)
         self.rec.emit(ev.Nudge(self.run_id, self.stage.name, reason=reason, text=text))
 
     def keep_final_output(self, output: FinalOutput) -> None:

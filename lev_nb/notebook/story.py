@@ -197,6 +197,9 @@ def sentence(event: Any) -> Line:
     if kind == "circuit_open":
         return Line(f"{event.model} failed {event.failures} times in a row; calls to it fail fast for "
                     f"{event.cooldown_s:g} s.", callout="warning")
+    if kind == "stalled":
+        return Line(f"Waiting up to {event.wait_s:g} s for a model to be callable again: {clip(event.reason, 200)}",
+                    callout="warning")
     if kind == "completed":
         if event.status == "complete":
             return Line("Run complete." if event.produced_output else "Run complete, without a final output.")

@@ -64,6 +64,18 @@ class CircuitBreakers:
             )
             return CircuitRefusal(error, circuit.failures, max(0.0, left))
 
+    def closed_in(self, key: str, threshold: int) -> float:
+        """Seconds until a call to ``key`` may go ahead (0: now, or a probe may be made), without
+        taking the probe; a probe in flight counts as a short wait."""
+        with self._lock:
+            circuit = self._circuits.get(key)
+            if circuit is None or circuit.failures < threshold:
+                return 0.0
+            left = circuit.open_until - self._clock()
+            if left <= 0:
+                return 1.0 if circuit.probing else 0.0
+            return left
+
     def success(self, key: str) -> None:
         """A call to ``key`` answered: its circuit closes."""
         with self._lock:

@@ -148,7 +148,7 @@ class Limits:
         900, env="LEV_REQUEST_TIMEOUT_SECS", minimum=1,
         doc="per-request model timeout; a stage's model.request_timeout_secs wins")
     stall_timeout_secs: int = setting(
-        60, minimum=0, doc="how long a run may wait on a provider it cannot reach before it fails (0 = off)")
+        60, minimum=0, doc="how long a run whose every model fails fast (open circuits) waits for one before it pauses (0 = pause at once)")
     inference_retry_attempts: int = setting(
         4, env="LEV_INFERENCE_RETRY_ATTEMPTS", minimum=1,
         doc="tries of a model call, the first included, on transient errors")

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, Union
 
-from lev_nb.errors import CALLEE_ERRORS
+from lev_nb.errors import CALLEE_ERRORS, CalleeExit
 from lev_nb.messages import ToolCall
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
@@ -104,13 +105,47 @@ def _takes_name_and_args(approver: Approver) -> bool:
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
+def _on_own_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """``fn(*args)`` on a thread of its own, as a future of the running loop.
+
+    A plain approver may wait minutes for a person: on the engine's shared worker threads, a few
+    dozen runs waiting for approvals would leave none for anybody's file tools.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return  # the waiting run was cancelled meanwhile
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            result: tuple[bool, Any] = (True, fn(*args))
+        except Exception as exc:  # handed to the waiting run, which denies the call
+            result = (False, exc)
+        except (SystemExit, KeyboardInterrupt) as exc:  # never re-raised on the engine loop
+            result = (False, CalleeExit(exc))
+        try:
+            loop.call_soon_threadsafe(settle, *result)
+        except RuntimeError:  # the engine loop is gone (the process is ending)
+            pass
+
+    threading.Thread(target=work, name="lev-approver", daemon=True).start()
+    return future
+
+
 async def _ask(approver: Approver, call: ToolCall) -> bool | str:
-    """Run the approver (sync ones in a worker thread, since they may wait for a person)."""
+    """Run the approver: an async one on the loop, a plain one on a thread of its own (it may wait
+    for a person, and must not hold one of the threads every run shares)."""
     args: tuple[Any, ...] = (call.name, call.arguments) if _takes_name_and_args(approver) else (call,)
     if inspect.iscoroutinefunction(approver):
         answer: Any = await approver(*args)
     else:
-        answer = await asyncio.to_thread(approver, *args)
+        answer = await _on_own_thread(approver, *args)
         if inspect.isawaitable(answer):
             answer = await answer
     if isinstance(answer, str) and answer.startswith("[denied]"):

@@ -191,3 +191,71 @@ def test_naming_another_model_in_the_blueprint_is_a_remedy_the_resume_follows(
     assert [r.body["model"] for r in stand_in.requests] == ["claude-opus-4-6", "claude-opus-4-6", "claude-haiku-4-5"]
     [note] = [e for e in of_kind(resumed, "warning") if "changed since the run started" in e.message]
     assert str(manifest) in note.message
+
+
+# ------------------------------------------------------------------------------------------------
+# The stall wait (spec/runtime.md §7.3): every model's circuit open
+# ------------------------------------------------------------------------------------------------
+def wait_for_event(run: Any, kind: str) -> Any:
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = of_kind(run, kind)
+        if found:
+            return found[0]
+        assert not run.done(), f"the run ended ({run.status}: {run.error}) before a {kind} event"
+        time.sleep(0.01)
+    raise AssertionError(f"no {kind} event came")
+
+
+def open_the_only_circuit(stand_in: StandIn, workdir: Path, stall: int) -> None:
+    """One run's credits failure opens the circuit of the agent's only model for five minutes."""
+    lev_nb.configure(providers={"provider_failures_before_open": 1, "provider_circuit_cooldown_secs": 300},
+                     limits={"stall_timeout_secs": stall})
+    stand_in.responder = lambda recorded: NO_CREDITS
+    first = start(AGENT, workdir)
+    assert first.status == "paused" and of_kind(first, "stalled") == []  # a real answer pauses at once
+    stand_in.responder = lambda recorded: Reply(body=message(text("answered")))
+
+
+def test_a_run_whose_every_model_fails_fast_waits_for_a_circuit_to_close_before_pausing(
+    stand_in: StandIn, workdir: Path
+) -> None:
+    from lev_nb.providers.circuit import CIRCUITS
+
+    open_the_only_circuit(stand_in, workdir, stall=60)
+    asked = len(stand_in.requests)
+    run = lev_nb.load(AGENT).run("look around", workdir=workdir, retry=RETRY)
+    stalled = wait_for_event(run, "stalled")
+    assert stalled.models == ["anthropic/claude-opus-4-6"] and stalled.wait_s == 60
+    assert "waiting up to 60 s" in stalled.reason and "is not called for another" in stalled.reason
+    assert run.status == "running" and len(stand_in.requests) == asked  # it waits, without calling
+    CIRCUITS.success("anthropic/claude-opus-4-6")  # another run's probe got through
+    run.wait(60)
+    assert run.status == "complete", run.error
+    assert run.meta["needs_setup"] is None and len(stand_in.requests) == asked + 1
+
+
+def test_a_stalled_run_can_be_cancelled(stand_in: StandIn, workdir: Path) -> None:
+    open_the_only_circuit(stand_in, workdir, stall=600)
+    run = lev_nb.load(AGENT).run("look around", workdir=workdir, retry=RETRY)
+    wait_for_event(run, "stalled")
+    run.cancel()
+    run.wait(60)
+    assert run.status == "cancelled", run.error
+
+
+def test_with_the_stall_wait_off_a_run_pauses_at_once(stand_in: StandIn, workdir: Path) -> None:
+    open_the_only_circuit(stand_in, workdir, stall=0)
+    run = start(AGENT, workdir)
+    assert run.status == "paused" and of_kind(run, "stalled") == []
+    assert "is not called for another" in run.pause_reason
+
+
+def test_a_stall_that_outlasts_its_wait_pauses_the_run(stand_in: StandIn, workdir: Path) -> None:
+    open_the_only_circuit(stand_in, workdir, stall=1)
+    run = start(AGENT, workdir)
+    assert run.status == "paused", run.error
+    [stalled] = of_kind(run, "stalled")
+    assert stalled.wait_s == 1

@@ -64,14 +64,14 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
             if journal is not None:
                 journal.record_seed(index, text or "")
         if text and state.ctx.has_region(seed.region):
-            state.ctx.seed(seed.region, text)
+            await state.in_context(state.ctx.seed, seed.region, text)
         elif seed.required and seed.kind == "caller":
             raise RunFailure(
                 f"the input '{seed.key}' is required (it fills region '{seed.region}'); pass it "
                 f"as --{seed.key} on the command line or {seed.key}=... in Python"
             )
     if "task" not in used and state.task:
-        state.ctx.seed_input("task", state.task)
+        await state.in_context(state.ctx.seed_input, "task", state.task)
     for name in sorted(set(state.inputs) - used):
         state.rec.emit(
             ev.Warning_(state.run_id, None, message=f"input '{name}' fills no region of this blueprint, so it was ignored")

@@ -159,7 +159,7 @@ class Compactor:
                 failed[name] = exc.message
                 continue
             before += tokens
-            after += ctx.store_summary(name, summary)
+            after += await self.state.in_context(ctx.store_summary, name, summary)
             done.append(name)
         self._report(trigger, done, failed, label, before, after)
 
@@ -178,7 +178,7 @@ class Compactor:
         except ProviderError as exc:
             self._report("window", [], {name: exc.message}, "", tokens, 0, dropped=len(evicted))
             return
-        after = ctx.store_window_summary(name, summary)
+        after = await self.state.in_context(ctx.store_window_summary, name, summary)
         self._report("window", [name], {}, label, tokens, after)
 
     async def _relieve_pressure(self) -> None:

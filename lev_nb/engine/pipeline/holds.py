@@ -38,7 +38,7 @@ class ExitHolds:
     def __init__(self, state: RunState) -> None:
         self.state = state
 
-    def nudge_text_only(self, response: ModelResponse) -> bool:
+    async def nudge_text_only(self, response: ModelResponse) -> bool:
         """Nudge a stage that answered in text before using any tool; True when nudged."""
         state = self.state
         stage, progress = state.stage, state.progress
@@ -47,14 +47,14 @@ class ExitHolds:
         if progress.total_tool_calls > 0 or not enabled or progress.text_only_nudges >= maximum:
             return False
         progress.text_only_nudges += 1
-        state.ctx.add_assistant(response.text, [])
+        await state.in_context(state.ctx.add_assistant, response.text, [])
         text = template.replace("{stage}", stage.name).replace(
             "{regions}", ", ".join(state.ctx.required_regions())
         )
-        state.nudge("text_only", text)
+        await state.nudge("text_only", text)
         return True
 
-    def hold(self, outcome: Outcome | None) -> bool:
+    async def hold(self, outcome: Outcome | None) -> bool:
         """Keep the stage running while it owes something; True when it must go on."""
         state = self.state
         stage, progress, flags, ctx = state.stage, state.progress, state.meta.flags, state.ctx
@@ -68,7 +68,7 @@ class ExitHolds:
                     progress.required_reentries += 1
                     for region in unmet:
                         template = ctx.required_message(region) or REQUIRED_REGION_NUDGE
-                        state.nudge("required_region", template.replace("{region}", region))
+                        await state.nudge("required_region", template.replace("{region}", region))
                     return True
                 for region in unmet:
                     if region not in abandoned:
@@ -76,7 +76,7 @@ class ExitHolds:
         if stage.require_output and not self._has_output_from(stage.name):
             if outcome is None and progress.output_reentries < OUTPUT_REENTRY_CAP:
                 progress.output_reentries += 1
-                state.nudge("required_output", OWED_OUTPUT_NUDGE)
+                await state.nudge("required_output", OWED_OUTPUT_NUDGE)
                 return True
             flags.output_forced += 1
             state.warn(f"stage '{stage.name}' is leaving without the final output it owes")
@@ -84,10 +84,11 @@ class ExitHolds:
             cap = stage.fan_out.max_attempts if stage.fan_out else DEFAULT_FAN_OUT_ATTEMPTS
             if outcome is None and progress.fan_out_reentries < cap:
                 progress.fan_out_reentries += 1
-                state.nudge("fan_out", FAN_OUT_NUDGE)
+                await state.nudge("fan_out", FAN_OUT_NUDGE)
                 return True
             flags.splits_degraded += 1
-            ctx.note(
+            await state.in_context(
+                ctx.note,
                 "error_report",
                 f"[Fan-out in stage '{stage.name}' started no workers] the stage never called "
                 "`fan_out`, so no workers ran and nothing was merged.",

@@ -127,8 +127,9 @@ class RunHooks:
         }
         return {**self._base_ctx(), "regions": regions}
 
-    def _replace_regions(self, hook: str, value: Any) -> None:
-        """Apply a region-map Modify: each named region gets exactly the given text."""
+    async def _replace_regions(self, hook: str, value: Any) -> None:
+        """Apply a region-map Modify: each named region gets exactly the given text (off the
+        engine thread when a custom region's on_write may run)."""
         window = self.state.ctx
         if not isinstance(value, dict):
             raise HookFailure(
@@ -145,7 +146,7 @@ class RunHooks:
                 raise HookFailure(
                     f"{hook}: the new content of region '{name}' must be a string, got {_type_name(text)}"
                 )
-        for name, text in value.items():
+        def replace(name: str, text: str) -> None:
             region = window.region(name)
             saved = list(region.entries)
             region.clear()
@@ -155,6 +156,9 @@ class RunHooks:
             except RegionFullError as exc:
                 region.entries = saved
                 raise HookFailure(f"{hook}: cannot replace region '{name}': {exc}") from None
+
+        for name, text in value.items():
+            await self.state.in_context(replace, name, text)
             self._modified(hook, f"region:{name}", text)
 
     # -- the hook points ----------------------------------------------------------------------
@@ -163,7 +167,7 @@ class RunHooks:
         if self.has("on_stage_enter"):
             value = await self._fire("on_stage_enter", self._region_ctx())
             if value is not None:
-                self._replace_regions("on_stage_enter", value)
+                await self._replace_regions("on_stage_enter", value)
 
     async def before_inference(self) -> bool:
         """``before_inference``: True when it replaced regions (the request must be rebuilt)."""
@@ -172,7 +176,7 @@ class RunHooks:
         value = await self._fire("before_inference", self._region_ctx())
         if value is None:
             return False
-        self._replace_regions("before_inference", value)
+        await self._replace_regions("before_inference", value)
         return True
 
     async def after_inference(self, response: ModelResponse) -> None:
@@ -215,7 +219,7 @@ class RunHooks:
         if self.has("on_stage_exit"):
             value = await self._fire("on_stage_exit", self._region_ctx())
             if value is not None:
-                self._replace_regions("on_stage_exit", value)
+                await self._replace_regions("on_stage_exit", value)
 
     async def terminal(self, status: str, error: str | None) -> tuple[str, str | None]:
         """Fire ``on_completion`` or ``on_error`` once; returns the (status, error) to record.

@@ -41,6 +41,8 @@ RESPONSE_TEXT_IN_EVENT = 500
 # Streamed text is gathered into one model_text event at most this often (and at the call's end).
 TEXT_EVENT_INTERVAL_S = 0.1
 TEXT_EVENT_MAX_CHARS = 4000
+# How often a stalled run looks whether a model's circuit closed (another run's probe may close it).
+STALL_POLL_S = 1.0
 
 
 class TextStream:
@@ -129,6 +131,10 @@ NEEDS_SETUP: dict[str, tuple[str, str, str]] = {
     "unreachable": ("providers", "could not be reached after its retries",
                     "check the network and the provider's base_url, or name another model in the stage's list"),
 }
+
+
+class CircuitRefused(ProviderError):
+    """A call refused by its model's open circuit, before any request was sent."""
 
 
 class _CallFailed(Exception):
@@ -252,6 +258,7 @@ class Inference:
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
+        self._circuit_refused: set[str] = set()  # models whose open circuit refused this run's call
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -296,8 +303,53 @@ class Inference:
                 return request, await self._complete(request, provider)
             except ProviderError as exc:
                 self._record(request, None, error=exc.message)
-                if not self._fall_back(request, exc):
+                if self._fall_back(request, exc):
+                    continue
+                if not await self._stall(request, exc):
                     raise _CallFailed(exc) from None
+
+    async def _stall(self, request: ModelRequest, error: ProviderError) -> bool:
+        """Every model the stage may use was refused by its open circuit: wait up to ``[limits]
+        stall_timeout_secs`` for one to close (another run's probe, or the cool-down ending), so a
+        short outage does not pause the run (spec/runtime.md §7.3). A ``stalled`` event says the run
+        waits and why; a cancel ends the wait. True when a model may be called again (the call is
+        made again), False when the wait is over or not for this error (the run then pauses or
+        takes its error edge)."""
+        from lev_nb.providers.circuit import CIRCUITS
+
+        key = f"{request.provider}/{request.model}"
+        budget = float(self.state.settings.limits.stall_timeout_secs)
+        if not isinstance(error, CircuitRefused) or budget <= 0:
+            return False
+        if self.provider is not None:
+            models = [key]
+        else:
+            picks, _ = model_candidates(self.state.stage, self.state.settings)
+            models = [f"{p.provider}/{p.model}" for p in picks]
+        if any(m not in self._circuit_refused for m in models):
+            return False  # a model is unusable for another reason than its circuit
+        threshold = self.state.settings.providers.provider_failures_before_open
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
+        state = self.state
+        state.rec.emit(ev.Stalled(
+            state.run_id, state.stage.name, models=models, wait_s=budget,
+            reason=f"every model this stage may use fails fast for now ({error.message}); waiting up to "
+                   f"{budget:g} s for one to be callable again before pausing",
+        ))
+        while True:
+            ready = [m for m in models if CIRCUITS.closed_in(m, threshold) <= 0]
+            if ready:
+                for model in models:
+                    self._circuit_refused.discard(model)
+                    provider, _, name = model.partition("/")
+                    self._unusable.pop((provider, name), None)
+                return True
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            soonest = min(CIRCUITS.closed_in(m, threshold) for m in models)
+            await asyncio.sleep(min(left, soonest, STALL_POLL_S))  # a cancel ends the wait here
 
     def _fall_back(self, request: ModelRequest, error: ProviderError) -> bool:
         """Mark the request's model unusable and switch to the next candidate; False when the
@@ -439,7 +491,8 @@ class Inference:
         try:
             response = await self._ask(request, provider)
         except ProviderError as exc:
-            if journal is not None:
+            # A circuit's refusal asked nobody: it is not an outcome a resume should replay.
+            if journal is not None and not isinstance(exc, CircuitRefused):
                 journal.record_model(request, error=exc)
             raise
         if journal is not None:
@@ -457,7 +510,8 @@ class Inference:
         refusal = CIRCUITS.before_call(key, config.provider_failures_before_open)
         if refusal is not None:
             self._circuit_event(key, refusal.failures, refusal.cooldown_s, refusal.error.message)
-            raise refusal.error
+            self._circuit_refused.add(key)
+            raise CircuitRefused(refusal.error.kind, refusal.error.message)
         try:
             response = await self._attempts(request, provider)
         except ProviderError as exc:

@@ -55,21 +55,32 @@ class InteractionPoints:
         progress.points_done = True
         return False
 
+    def _unattended(self, point: PointPlan) -> bool:
+        """Nobody answers the point's next request (and a resumed run's journal holds no answer
+        to it, which it would replay): True when it passes on its own; RunFailure when it may not."""
+        state = self.state
+        hub, progress = state.interaction, state.progress
+        journal = state.journal
+        replayed = journal is not None and journal.answered(f"{state.run_id}-point-{point.name}-{progress.point_rounds}")
+        unattended = hub is None or not hub.interactive or (state.meta.yolo and point.unattended == "auto_approve")
+        if not unattended or replayed:
+            return False
+        if point.unattended == "ask":
+            raise RunFailure(
+                f"checkpoint '{point.name}' of stage '{state.stage.name}' asks a person to approve it, and this "
+                "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass, or "
+                "run it where somebody can answer (a notebook, or lev run at a terminal)"
+            )
+        state.warn(f"checkpoint '{point.name}' approved without a person (unattended = auto_approve)")
+        return True
+
     async def _present(self, point: PointPlan) -> bool:
         """Show one point until it is approved (False) or a directive sends the stage back (True)."""
         state = self.state
         hub, progress, ctx = state.interaction, state.progress, state.ctx
-        stage = state.stage.name
-        if hub is None or not hub.interactive or (state.meta.yolo and point.unattended == "auto_approve"):
-            if point.unattended == "ask":
-                raise RunFailure(
-                    f"checkpoint '{point.name}' of stage '{stage}' asks a person to approve it, and this "
-                    "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass, or "
-                    "run it where somebody can answer (a notebook, or lev run at a terminal)"
-                )
-            state.warn(f"checkpoint '{point.name}' approved without a person (unattended = auto_approve)")
-            return False
         while True:
+            if self._unattended(point):
+                return False
             body = progress.point_body if progress.point_body is not None else progress.last_text
             if point.document_region and ctx.has_region(point.document_region):
                 mark = REVISED_MARK if progress.point_body is not None else ""
@@ -80,7 +91,7 @@ class InteractionPoints:
                 "checkpoint", f"{state.run_id}-point-{point.name}", str(progress.point_rounds),
                 prompt=point.prompt, options=labels, document=body, point=point.name,
             )
-            answer = await hub.ask(request)
+            answer = await hub.ask(request)  # a journaled answer is replayed, whoever can answer now
             if answer.outcome in ("timed_out", "cancelled"):
                 if point.unattended == "ask":
                     raise RunFailure(

@@ -2,6 +2,13 @@
 ``check_agent``, ``wait_for_agent``, ``send_to_agent`` and ``kill_agent``, the links between a run
 and its child runs, and what a child's end means for its parent.
 
+A resumed run (:mod:`lev_nb.engine.resume`) never starts a child twice: each spawn is journaled
+before the child starts, and each sub-agent's end (its result and cost) when it ends. Replaying a
+``spawn_agent`` call recalls the child instead: a child that had ended answers ``check_agent`` and
+``wait_for_agent`` with its journaled result; one still running when the process stopped is
+reported to the model as lost (status error, its files left in the working directory), since a
+child cannot be continued from where it was: the model decides whether to start it again.
+
 Every child run (a sub-agent started by ``spawn_agent`` and a fan-out worker alike) is a
 :class:`~lev_nb.engine.runner.Runner` on the same engine loop with its own run record; the parent
 keeps one :class:`ChildLink` per child. The parent's record lists its children (``children``: ids;
@@ -98,6 +105,8 @@ class SubAgents:
         self.depth_source = depth_source
         self.provider = provider
         self.links: dict[str, ChildLink] = {}
+        # A resumed run's children from its previous life: id -> what check/wait_for_agent say.
+        self.recalled: dict[str, str] = {}
 
     # -- the links ---------------------------------------------------------------------------
     def adopt(self, child: Runner, kind: str) -> ChildLink:
@@ -129,6 +138,35 @@ class SubAgents:
         )
         return link
 
+    def recall(self, child_id: str) -> str:
+        """A resumed run replays a ``spawn_agent`` call of its previous life: take the child it
+        started back into this run's record (not started again) and return what
+        ``wait_for_agent`` says of it: its journaled result when it had ended, else that it was
+        lost (it was still running when the process stopped; a resume does not run it again, since
+        it cannot be continued from where it was)."""
+        if child_id in self.recalled:
+            return self.recalled[child_id]
+        state, meta = self.state, self.state.meta
+        ended = state.journal.child(child_id) if state.journal is not None else None
+        if ended is not None:
+            status, text = str(ended.get("status") or "error"), str(ended.get("text") or "")
+            error = None
+            roll_up_usage(state, ended.get("usage"), state.stage.name)
+        else:
+            status = "error"
+            error = "lost: the process running it stopped, and the resumed parent does not run it again"
+            text = (
+                f"Sub-agent '{child_id}' finished with status: error: it was still running when lev_nb "
+                "stopped, and the resumed run does not start it again. Anything it wrote to the working "
+                "directory is still there; start a new sub-agent if you still need its result."
+            )
+        self.recalled[child_id] = text
+        if child_id not in meta.children:
+            meta.children.append(child_id)
+            meta.child_runs.append({"run_id": child_id, "kind": "agent", "agent_name": None, "blueprint": None,
+                                    "status": status, "error": error})
+        return text
+
     def child_ended(self, child: Runner) -> None:
         """Called (on the engine loop) when a child's run has ended and its record is written."""
         link = self.links.get(child.run_id)
@@ -136,6 +174,9 @@ class SubAgents:
             return
         state, meta = self.state, self.state.meta
         child_meta = child.meta
+        if link.kind == "agent" and state.journal is not None:  # a resume recalls it from here
+            state.journal.record_child(child.run_id, child_meta.status, result_text(link),
+                                       child_meta.usage.get("total"))
         for entry in meta.child_runs:
             if entry["run_id"] == child.run_id:
                 entry["status"] = child_meta.status
@@ -210,13 +251,22 @@ class SubAgents:
         """Answer one call of a sub-agent tool (``canonical`` is its name)."""
         args = call.arguments if isinstance(call.arguments, dict) else {}
         if canonical == "spawn_agent":
-            return await self.spawn_agent(args)
+            earlier = self.state.journal.spawned(call) if self.state.journal is not None else None
+            if earlier is not None:  # started before the run was resumed: never a second one
+                return self.recall(earlier)
+            return await self.spawn_agent(args, call.id)
         agent_id = args.get("agent_id")
         if not isinstance(agent_id, str) or not agent_id:
             return f"[error] {canonical} needs 'agent_id': the id spawn_agent returned"
         if agent_id == self.state.run_id:
             return f"[error] {canonical}: '{agent_id}' is this run itself; name one of the sub-agents it started"
         link = self.find(agent_id)
+        if link is None and agent_id in self.recalled:
+            if canonical in ("check_agent", "wait_for_agent"):
+                return self.recalled[agent_id]
+            if canonical == "kill_agent":
+                return f"Sub-agent '{agent_id}' had already ended (before this run was resumed)."
+            return f"[error] sub-agent '{agent_id}' has already ended (before this run was resumed); nothing reaches it now"
         if link is None:
             return f"[error] no sub-agent '{agent_id}' was started by this run{self._known()}"
         if canonical == "check_agent":
@@ -234,7 +284,7 @@ class SubAgents:
         ids = [link.run_id for link in self.links.values() if link.kind == "agent"]
         return f" (its sub-agents: {', '.join(ids)})" if ids else " (it has started none)"
 
-    async def spawn_agent(self, args: dict[str, Any]) -> str:
+    async def spawn_agent(self, args: dict[str, Any], call_id: str = "") -> str:
         """``spawn_agent{blueprint, task, wait?, seed_context?, max_child_depth?, output_format?,
         output_instructions?}``: start a sub-agent; its id, or with ``wait`` its result."""
         blueprint, task = args.get("blueprint"), args.get("task")
@@ -270,6 +320,8 @@ class SubAgents:
             max_child_depth=(limit, source),
         )
         link = self.links[child.run_id]
+        if self.state.journal is not None:  # before it starts: a resume never starts it twice
+            self.state.journal.record_spawn(call_id, child.run_id)
         link.task = asyncio.get_running_loop().create_task(child.main())
         if args.get("wait") is True:
             await link.done.wait()

@@ -43,8 +43,9 @@ class StageTools:
 
     Receives the run state, the launch's ``approver`` (asked for tools whose policy is ``ask``),
     the compiled output ``validators`` (keyed as the output specs name them), the launch's
-    ``output_request``, ``fan_out`` (answers a ``fan_out`` call) and ``subagents`` (answers the
-    sub-agent tools, given the call and its canonical name). Public: ``registry`` (every
+    ``output_request``, ``fan_out`` (answers a ``fan_out`` call), ``subagents`` (answers the
+    sub-agent tools, given the call and its canonical name) and ``recall_child`` (a resumed run
+    replayed a ``spawn_agent`` call: the child it started then). Public: ``registry`` (every
     tool of the run, built-in and script) and ``tool_context`` (what a tool handler receives).
     """
 
@@ -57,6 +58,7 @@ class StageTools:
         output_request: OutputSpec | None,
         fan_out: Callable[[ToolCall], Awaitable[str]],
         subagents: Callable[[ToolCall, str], Awaitable[str]] | None = None,
+        recall_child: Callable[[str], object] | None = None,
     ) -> None:
         self.state = state
         self.approver = approver
@@ -64,6 +66,7 @@ class StageTools:
         self.output_request = output_request
         self.fan_out = fan_out
         self.subagents = subagents
+        self.recall_child = recall_child  # a resumed run: a child its previous life started
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
@@ -114,7 +117,9 @@ class StageTools:
         under ``--yolo`` and when nobody can answer, unless the stage requires them (§10, §12.4)."""
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
-        if not unattended:
+        journal = self.state.journal
+        if not unattended or (journal is not None and journal.replaying):
+            # A resumed run replays the turns its previous life offered them in.
             return list(stage.tools)
         required = {self.registry.canonical(t) for t in stage.required_tools}
         return [
@@ -164,8 +169,9 @@ class StageTools:
             agent=state.plan.tool_permissions,
             ceiling=settings.tool_ceiling(state.plan.agent_name),
             blueprint_may_loosen=settings.security.allow_blueprint_permissions,
-            # The launch's own approver first; else whoever the run can ask (nobody: denied).
-            approver=self.approver or (hub.approve if hub is not None and hub.interactive else None),
+            # The launch's own approver first; else the run's hub: whoever the run can ask, or the
+            # answer a resumed run's journal holds (nobody: denied with how to allow it).
+            approver=self.approver or (hub.approve if hub is not None else None),
             launch_allow=frozenset(state.meta.allowed_tools),
             yolo=state.meta.yolo,
         )
@@ -222,7 +228,7 @@ class StageTools:
                 )
             )
         for text in nudges:
-            state.nudge("repetition", text)
+            await state.nudge("repetition", text)
         state.rec.save()
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
@@ -267,12 +273,31 @@ class StageTools:
         elif canon in BLOCKING_TOOLS and self.state.interaction is not None:
             content = await self.state.interaction.blocking_tool(call)
         elif canon in SUBAGENT_TOOL_NAMES and self.subagents is not None:
-            content = await self.subagents(call, canon)
+            content = await self._subagent_tool(call, canon)
         else:
             content = f"[error] {call.name}: this tool is not implemented in lev_nb yet."
         return ToolResult(
             call_id=call.id, name=call.name, content=content, is_error=is_failure(content)
         )
+
+    async def _subagent_tool(self, call: ToolCall, canon: str) -> str:
+        """A sub-agent tool's answer, journaled before the model sees it; a resumed run takes it
+        from its journal (a child it started is not started again)."""
+        assert self.subagents is not None
+        journal = self.state.journal
+        if journal is None:
+            return await self.subagents(call, canon)
+        entry = journal.peek_tool(call) if journal.replaying else None
+        if entry is not None:
+            content = str(entry.get("content") or "")
+            child = journal.spawned(call) if canon == "spawn_agent" else None
+            if child is not None and self.recall_child is not None:
+                self.recall_child(child)
+            return content
+        journal.go_live()
+        content = await self.subagents(call, canon)
+        journal.record_tool(call.id, call.name, content, is_failure(content), None)
+        return content
 
     async def _submit_output(self, call: ToolCall) -> str:
         state = self.state

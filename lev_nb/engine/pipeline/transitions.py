@@ -180,7 +180,7 @@ class Transitions:
                     self._force_gate(edge, message)
                 else:
                     state.progress.gate_reentries += 1
-                    state.ctx.nudge(message)
+                    await state.in_context(state.ctx.nudge, message)
                     state.rec.emit(
                         ev.GateBlocked(
                             state.run_id,
