@@ -370,3 +370,46 @@ def test_resuming_a_sub_agent_names_its_parent(tmp_path: Path, home: Path, workd
     with pytest.raises(lev_nb.ResumeError, match=f"is a sub-agent of run '{run.run_id}'") as caught:
         lev_nb.resume(child)
     assert f"lev resume {run.run_id}" in str(caught.value) and "worker" not in str(caught.value)
+
+
+def test_a_sibling_stopped_when_its_parent_paused_is_started_again_too(
+    tmp_path: Path, home: Path, workdir: Path
+) -> None:
+    import asyncio
+
+    from lev_nb.engine.pipeline.inference import RetryPolicy
+
+    def first(request: ModelRequest) -> Any:
+        if request.stage == "help":
+            if any("slow part" in m.text() for m in request.messages) or "slow part" in str(request.system):
+                return asyncio.sleep(3600)  # still working when its parent pauses
+            raise ProviderError("credits", "the account is empty")
+        seen = results(request)
+        if not seen:
+            return {"tool_calls": [
+                {"name": "spawn_agent", "arguments": {"blueprint": "helper", "task": "slow part"}},
+                {"name": "spawn_agent", "arguments": {"blueprint": "helper", "task": "quick part"}},
+            ]}
+        return call("wait_for_agent", agent_id=child_id_of(seen[1]))
+
+    run = lev_nb.run(boss(tmp_path), task="lead", model=FnModel(first), home=home, workdir=workdir,
+                     retry=RetryPolicy(max_attempts=1)).wait(RUN_TIMEOUT_S)
+    assert run.status == "paused", run.error
+    slow, quick = run.meta["children"]
+    assert f"sub-agent '{quick}'" in run.meta["needs_setup"]["reason"]
+
+    def again(request: ModelRequest) -> Any:
+        if request.stage == "help":
+            return call("submit_output", content="part done") if not results(request) else say("submitted")
+        seen = results(request)
+        if len(seen) < 4:
+            return call("wait_for_agent", agent_id=child_id_of(seen[len(seen) - 2]))
+        return say("done")
+
+    model = FnModel(again)
+    resumed = resume(run.run_id, model)
+    assert resumed.status == "complete", resumed.error
+    boss_seen = results([r for r in model.requests if r.stage == "boss"][-1])
+    assert all("finished with status: complete" in text and "part done" in text for text in boss_seen[2:])
+    statuses = [c["status"] for c in resumed.meta["child_runs"]]
+    assert statuses == ["cancelled", "cancelled", "complete", "complete"]

@@ -13,7 +13,7 @@ A sub-agent that pauses (its model out of credits or out of reach, no fallback l
 parent too, as a fan-out worker does: the parent stops at its next model turn, or at once when it
 waits on that sub-agent (``wait_for_agent``, ``spawn_agent`` with ``wait``, ``check_agent``, a
 ``requires_children`` hold), with the sub-agent's ``needs_setup`` (blocker, remedy) and a reason
-naming it; its other sub-agents are stopped. A sub-agent is never resumed on its own: its record
+naming it; its other sub-agents are stopped (journaled ``paused`` too, so they start again). A sub-agent is never resumed on its own: its record
 ends ``cancelled``, saying so, and the journal keeps it as ``paused``. Resuming the parent starts
 each such sub-agent again, as a new child run for the same task (the one ``spawn_agent`` call,
 journaled with ``replaces``), because unlike a lost child it stopped at a known point for a reason
