@@ -48,6 +48,9 @@ def status_text(meta: dict[str, Any]) -> str:
         text = f"waiting: {WAIT_LABELS.get(reason, reason.replace('_', ' ') or 'a person')}"
     elif status == "running" and waiting.get("reason") == "children":
         text = f"waiting: children({waiting.get('outstanding', '?')})"
+    elif status == "running" and waiting.get("reason") == "stalled":
+        models = waiting.get("models") or []
+        text = f"stalled: {', '.join(models) or 'its models'} fail fast; waiting before pausing"
     else:
         text = status
     if status in TERMINAL_STATUSES and flags.get("empty_output"):

@@ -15,10 +15,12 @@ inference and each finished tool call journaled before the engine acts on it; §
 - ``{"t": "answer", "turn", "id", "answer"}``: a person's answer to request ``id`` (an approval,
   a blocking tool's question, a checkpoint), journaled before the run acts on it, so a resume
   neither asks again nor loses a grant;
-- ``{"t": "spawn", "turn", "call_id", "child"}``: ``spawn_agent`` started the child run ``child``
-  (journaled before it starts, so a resume never starts a second one);
+- ``{"t": "spawn", "turn", "call_id", "child", "replaces"?}``: ``spawn_agent`` started the child
+  run ``child`` (journaled before it starts, so a resume never starts a second one); ``replaces``:
+  a resumed run started it again for a sub-agent of its previous life that paused;
 - ``{"t": "child", "id", "status", "text", "usage"}``: a sub-agent ended: what ``wait_for_agent``
-  would say of it, and what it cost;
+  would say of it, and what it cost (status ``paused``: it paused, or was stopped because its
+  parent paused; a resume starts it again);
 - ``{"t": "rewind", "n"}``: model calls from ``n`` on (and the tool results of those turns) no
   longer count (a resumed run took another path from there, or retries what paused it).
 
@@ -103,6 +105,7 @@ class Journal:
         self._answers: dict[str, dict[str, Any]] = {}
         self._spawns: dict[tuple[int, str], dict[str, Any]] = {}
         self._children: dict[str, dict[str, Any]] = {}
+        self._replaced: dict[str, str] = {}  # a paused sub-agent's id -> the one started again for it
         self._pos = 0
         self._seq = 0  # the number the next model call gets
         self.turn = -1  # the number of the last stage turn: its tool calls are keyed by it
@@ -134,6 +137,8 @@ class Journal:
                 self._answers[str(entry.get("id"))] = entry
             elif kind == "spawn" and isinstance(entry.get("turn"), int):
                 self._spawns[(entry["turn"], str(entry.get("call_id")))] = entry
+                if isinstance(entry.get("replaces"), str) and entry.get("child"):
+                    self._replaced[entry["replaces"]] = str(entry["child"])
             elif kind == "child" and isinstance(entry.get("id"), str):
                 self._children[entry["id"]] = entry
         ordered: list[dict[str, Any]] = []
@@ -310,11 +315,21 @@ class Journal:
         entry = self._spawns.get((self.turn, call.id))
         return str(entry["child"]) if entry is not None and entry.get("child") else None
 
-    def record_spawn(self, call_id: str, child_id: str) -> None:
-        """Journal that ``spawn_agent`` (call ``call_id`` of this turn) starts the child ``child_id``."""
-        entry = {"t": "spawn", "turn": self.turn, "call_id": call_id, "child": child_id}
-        self._spawns[(self.turn, call_id)] = entry
+    def record_spawn(self, call_id: str, child_id: str, *, turn: int | None = None,
+                     replaces: str | None = None) -> None:
+        """Journal that ``spawn_agent`` (call ``call_id`` of this turn, or of ``turn``) starts the
+        child ``child_id``; ``replaces``: the paused sub-agent it is started again for."""
+        turn = self.turn if turn is None else turn
+        entry: dict[str, Any] = {"t": "spawn", "turn": turn, "call_id": call_id, "child": child_id}
+        if replaces is not None:
+            entry["replaces"] = replaces
+            self._replaced[replaces] = child_id
+        self._spawns[(turn, call_id)] = entry
         self._write(entry)
+
+    def replacement(self, child_id: str) -> str | None:
+        """The sub-agent started again for ``child_id`` (which paused), if one was."""
+        return self._replaced.get(child_id)
 
     def child(self, child_id: str) -> dict[str, Any] | None:
         """How the sub-agent ``child_id`` ended, if the journal says it did."""

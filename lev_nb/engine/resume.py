@@ -148,9 +148,15 @@ def _claimable(store: RunStore, meta: dict[str, Any]) -> None:
 
     run_id = store.run_id
     status = meta.get("status")
-    if meta.get("parent_run_id"):
+    parent = meta.get("parent_run_id")
+    if parent:
+        if _child_kind(store, str(parent), run_id) == "agent":
+            raise ResumeError(
+                f"run '{run_id}' is a sub-agent of run '{parent}' and is not resumed on its own; resume "
+                f"the parent run instead (`lev resume {parent}`), which starts this sub-agent again for "
+                "the same task when it was paused")
         raise ResumeError(
-            f"run '{run_id}' is a worker of run '{meta['parent_run_id']}'; resume that run instead "
+            f"run '{run_id}' is a worker of run '{parent}'; resume that run instead "
             "(its fan-out starts the workers it still needs)")
     if status in TERMINAL_STATUSES:
         raise ResumeError(
@@ -169,6 +175,23 @@ def _claimable(store: RunStore, meta: dict[str, Any]) -> None:
         raise ResumeError(
             f"run '{run_id}' is still running in process {pid}; wait for it, or stop it first "
             "(Ctrl-C in its terminal, run.cancel() in Python)")
+
+
+def _child_kind(store: RunStore, parent_id: str, run_id: str) -> str | None:
+    """How ``run_id`` was started by its parent (``agent``: spawn_agent; ``worker``: fan_out), as
+    the parent's record lists it; None when the parent's record cannot say."""
+    from lev_nb.store import RunStore as Store
+
+    try:  # the parent's folder sits beside the child's
+        parent = Store(parent_id, home=store.dir.parent.parent).read_meta()
+    except (OSError, ValueError):  # a parent record that is gone or unreadable: the generic message
+        return None
+    if not isinstance(parent, dict):
+        return None
+    for entry in parent.get("child_runs") or []:
+        if isinstance(entry, dict) and entry.get("run_id") == run_id:
+            return str(entry.get("kind") or "") or None
+    return None
 
 
 def _blueprint(run_id: str, source: dict[str, Any]) -> tuple[Any, list[str]]:

@@ -433,6 +433,7 @@ class Runner:
         if rec.muted:
             rec.muted = False
             rec.save(force=True)
+        self.subagents.start_again()  # sub-agents that paused in its previous life
 
     async def _end(self) -> None:
         """Fire the terminal hook (unless cancelled), then record how the run ended."""
@@ -542,6 +543,7 @@ class Runner:
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
+            self.subagents.check_paused()  # a sub-agent paused for setup: this run pauses too
             self.interaction.deliver_messages()
             outcome = check_watchdogs(state)
             if outcome is None:

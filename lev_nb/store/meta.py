@@ -111,8 +111,9 @@ class RunMeta:
     # One entry per child run, in start order: {run_id, kind (agent: spawn_agent; worker: fan_out),
     # agent_name, blueprint, status, error}; the status moves when the child ends.
     child_runs: list[dict[str, Any]] = field(default_factory=list)
-    # Why the run is holding still, while it is: {reason: "children", outstanding: N} (status
-    # running), or {reason: tool_approval|user_prompt|interaction_point} (status waiting_input).
+    # Why the run is holding still, while it is: {reason: "children", outstanding: N} or
+    # {reason: "stalled", models, wait_s} (every model's circuit is open; status running), or
+    # {reason: tool_approval|user_prompt|interaction_point} (status waiting_input).
     waiting_on: dict[str, Any] | None = None
     flags: RunFlags = field(default_factory=RunFlags)
     final_output: dict[str, Any] | None = None

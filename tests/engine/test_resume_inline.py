@@ -305,3 +305,111 @@ def test_a_waiting_run_still_owned_by_a_live_process_is_refused(engine) -> None:
     run.respond(request.id, "Ada")
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "complete", run.error
+
+
+# -- a sub-agent that pauses ------------------------------------------------------------------------
+def sub_agent_paused(tmp_path: Path, home: Path, workdir: Path, wait: bool) -> tuple[Any, str]:
+    """A boss whose helper's model is out of credits: the helper pauses, and so does the boss."""
+    from lev_nb.engine.pipeline.inference import RetryPolicy
+
+    def answer(request: ModelRequest) -> Any:
+        if request.stage == "help":
+            raise ProviderError("credits", "the account is empty")
+        seen = results(request)
+        if not seen:
+            return call("spawn_agent", blueprint="helper", task="find the answer", wait=wait)
+        if len(seen) == 1 and not wait:
+            return call("wait_for_agent", agent_id=child_id_of(seen[0]))
+        return say("unreachable: the boss pauses first")
+
+    run = lev_nb.run(boss(tmp_path), task="lead", model=FnModel(answer), home=home, workdir=workdir,
+                     retry=RetryPolicy(max_attempts=1)).wait(RUN_TIMEOUT_S)
+    assert run.status == "paused", run.error
+    [child] = run.meta["children"]
+    return run, child
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_sub_agent_that_pauses_pauses_its_parent_and_the_resume_starts_it_again(
+    tmp_path: Path, home: Path, workdir: Path, wait: bool
+) -> None:
+    run, child = sub_agent_paused(tmp_path, home, workdir, wait)
+    setup = run.meta["needs_setup"]
+    assert setup["blocker"] == "credits" and f"sub-agent '{child}'" in setup["reason"]
+    assert f"lev resume {run.run_id}" in setup["reason"] and "out of credits" in setup["reason"]
+    # The sub-agent's own record is closed, pointing at its parent (it is never resumed on its own).
+    child_meta = json.loads((home / "runs" / child / "meta.json").read_text())
+    assert child_meta["status"] == "cancelled" and f"parent run {run.run_id}" in child_meta["error"]
+    assert run.meta["child_runs"][0]["status"] == "cancelled"
+
+    def answer(request: ModelRequest) -> Any:
+        if request.stage == "help":  # the account is topped up
+            return call("submit_output", content="42") if not results(request) else say("submitted")
+        seen = results(request)
+        if len(seen) == 1 and not wait:
+            return call("wait_for_agent", agent_id=child_id_of(seen[0]))
+        return say("done")
+
+    model = FnModel(answer)
+    resumed = resume(run.run_id, model)
+    assert resumed.status == "complete", resumed.error
+    old, new = resumed.meta["children"]
+    assert old == child and new != child
+    boss_asked = [r for r in model.requests if r.stage == "boss"]
+    result = results(boss_asked[-1])[-1]
+    assert result.startswith(f"Sub-agent '{new}' finished with status: complete") and "42" in result
+    statuses = {c["run_id"]: c["status"] for c in resumed.meta["child_runs"]}
+    assert statuses == {old: "cancelled", new: "complete"}
+    assert resumed.meta["usage"]["children"]["runs"] == 2  # the paused try still counts
+    journal = [json.loads(line) for line in (Path(run.run_dir) / "journal.jsonl").read_text().splitlines()]
+    assert any(e["t"] == "spawn" and e["child"] == new and e.get("replaces") == old for e in journal)
+
+
+def test_resuming_a_sub_agent_names_its_parent(tmp_path: Path, home: Path, workdir: Path) -> None:
+    run, child = sub_agent_paused(tmp_path, home, workdir, wait=True)
+    with pytest.raises(lev_nb.ResumeError, match=f"is a sub-agent of run '{run.run_id}'") as caught:
+        lev_nb.resume(child)
+    assert f"lev resume {run.run_id}" in str(caught.value) and "worker" not in str(caught.value)
+
+
+def test_a_sibling_stopped_when_its_parent_paused_is_started_again_too(
+    tmp_path: Path, home: Path, workdir: Path
+) -> None:
+    import asyncio
+
+    from lev_nb.engine.pipeline.inference import RetryPolicy
+
+    def first(request: ModelRequest) -> Any:
+        if request.stage == "help":
+            if any("slow part" in m.text() for m in request.messages) or "slow part" in str(request.system):
+                return asyncio.sleep(3600)  # still working when its parent pauses
+            raise ProviderError("credits", "the account is empty")
+        seen = results(request)
+        if not seen:
+            return {"tool_calls": [
+                {"name": "spawn_agent", "arguments": {"blueprint": "helper", "task": "slow part"}},
+                {"name": "spawn_agent", "arguments": {"blueprint": "helper", "task": "quick part"}},
+            ]}
+        return call("wait_for_agent", agent_id=child_id_of(seen[1]))
+
+    run = lev_nb.run(boss(tmp_path), task="lead", model=FnModel(first), home=home, workdir=workdir,
+                     retry=RetryPolicy(max_attempts=1)).wait(RUN_TIMEOUT_S)
+    assert run.status == "paused", run.error
+    slow, quick = run.meta["children"]
+    assert f"sub-agent '{quick}'" in run.meta["needs_setup"]["reason"]
+
+    def again(request: ModelRequest) -> Any:
+        if request.stage == "help":
+            return call("submit_output", content="part done") if not results(request) else say("submitted")
+        seen = results(request)
+        if len(seen) < 4:
+            return call("wait_for_agent", agent_id=child_id_of(seen[len(seen) - 2]))
+        return say("done")
+
+    model = FnModel(again)
+    resumed = resume(run.run_id, model)
+    assert resumed.status == "complete", resumed.error
+    boss_seen = results([r for r in model.requests if r.stage == "boss"][-1])
+    assert all("finished with status: complete" in text and "part done" in text for text in boss_seen[2:])
+    statuses = [c["status"] for c in resumed.meta["child_runs"]]
+    assert statuses == ["cancelled", "cancelled", "complete", "complete"]

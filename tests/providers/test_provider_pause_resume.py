@@ -5,6 +5,7 @@ is the last word of a stage's model list (spec/runtime.md §13.3)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,11 @@ import pytest
 from standin import API_KEY, Recorded, Reply, StandIn, error_body, message, serve, text, tool_use
 
 import lev_nb
+from lev_nb.cli.run_status import status_text
 from lev_nb.engine.pipeline.inference import RetryPolicy
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.circuit import CircuitBreakers
+from lev_nb.store import runs_dir
 
 RETRY = RetryPolicy(max_attempts=2, base_delay_s=0)
 NO_CREDITS = Reply(402, error_body("billing_error", "Your credit balance is too low"))
@@ -231,10 +234,14 @@ def test_a_run_whose_every_model_fails_fast_waits_for_a_circuit_to_close_before_
     assert stalled.models == ["anthropic/claude-opus-4-6"] and stalled.wait_s == 60
     assert "waiting up to 60 s" in stalled.reason and "is not called for another" in stalled.reason
     assert run.status == "running" and len(stand_in.requests) == asked  # it waits, without calling
+    on_disk = json.loads((runs_dir() / run.run_id / "meta.json").read_text())
+    assert on_disk["waiting_on"] == {"reason": "stalled", "models": ["anthropic/claude-opus-4-6"], "wait_s": 60}
+    assert status_text(on_disk).startswith("stalled: anthropic/claude-opus-4-6 fail fast")
     CIRCUITS.success("anthropic/claude-opus-4-6")  # another run's probe got through
     run.wait(60)
     assert run.status == "complete", run.error
     assert run.meta["needs_setup"] is None and len(stand_in.requests) == asked + 1
+    assert run.meta["waiting_on"] is None
 
 
 def test_a_stalled_run_can_be_cancelled(stand_in: StandIn, workdir: Path) -> None:

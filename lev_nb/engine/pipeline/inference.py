@@ -332,24 +332,32 @@ class Inference:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         state = self.state
+        # meta.json says what the run waits on meanwhile (lev ps shows it), on disk before the event.
+        state.meta.waiting_on = {"reason": "stalled", "models": models, "wait_s": budget}
+        state.rec.save(force=True)
+        await state.rec.flushed()
         state.rec.emit(ev.Stalled(
             state.run_id, state.stage.name, models=models, wait_s=budget,
             reason=f"every model this stage may use fails fast for now ({error.message}); waiting up to "
                    f"{budget:g} s for one to be callable again before pausing",
         ))
-        while True:
-            ready = [m for m in models if CIRCUITS.closed_in(m, threshold) <= 0]
-            if ready:
-                for model in models:
-                    self._circuit_refused.discard(model)
-                    provider, _, name = model.partition("/")
-                    self._unusable.pop((provider, name), None)
-                return True
-            left = deadline - loop.time()
-            if left <= 0:
-                return False
-            soonest = min(CIRCUITS.closed_in(m, threshold) for m in models)
-            await asyncio.sleep(min(left, soonest, STALL_POLL_S))  # a cancel ends the wait here
+        try:
+            while True:
+                ready = [m for m in models if CIRCUITS.closed_in(m, threshold) <= 0]
+                if ready:
+                    for model in models:
+                        self._circuit_refused.discard(model)
+                        provider, _, name = model.partition("/")
+                        self._unusable.pop((provider, name), None)
+                    return True
+                left = deadline - loop.time()
+                if left <= 0:
+                    return False
+                soonest = min(CIRCUITS.closed_in(m, threshold) for m in models)
+                await asyncio.sleep(min(left, soonest, STALL_POLL_S))  # a cancel ends the wait here
+        finally:
+            state.meta.waiting_on = None
+            state.rec.save(force=True)
 
     def _fall_back(self, request: ModelRequest, error: ProviderError) -> bool:
         """Mark the request's model unusable and switch to the next candidate; False when the

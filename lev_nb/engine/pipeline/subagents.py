@@ -9,6 +9,19 @@ before the child starts, and each sub-agent's end (its result and cost) when it 
 reported to the model as lost (status error, its files left in the working directory), since a
 child cannot be continued from where it was: the model decides whether to start it again.
 
+A sub-agent that pauses (its model out of credits or out of reach, no fallback left) pauses its
+parent too, as a fan-out worker does: the parent stops at its next model turn, or at once when it
+waits on that sub-agent (``wait_for_agent``, ``spawn_agent`` with ``wait``, ``check_agent``, a
+``requires_children`` hold), with the sub-agent's ``needs_setup`` (blocker, remedy) and a reason
+naming it; its other sub-agents are stopped (journaled ``paused`` too, so they start again). A sub-agent is never resumed on its own: its record
+ends ``cancelled``, saying so, and the journal keeps it as ``paused``. Resuming the parent starts
+each such sub-agent again, as a new child run for the same task (the one ``spawn_agent`` call,
+journaled with ``replaces``), because unlike a lost child it stopped at a known point for a reason
+that is now set up, and the parent's model is still waiting for its result: the model's later
+calls that name the old id reach the new one. What the paused try cost stays in the parent's
+totals. A parent that ends without waiting on a sub-agent that paused during its last turn is not
+paused (it did not need the result); that sub-agent's record is closed as above.
+
 Every child run (a sub-agent started by ``spawn_agent`` and a fan-out worker alike) is a
 :class:`~lev_nb.engine.runner.Runner` on the same engine loop with its own run record; the parent
 keeps one :class:`ChildLink` per child. The parent's record lists its children (``children``: ids;
@@ -41,6 +54,7 @@ from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import roll_up_usage
+from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -69,6 +83,8 @@ class ChildLink:
     future: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
     task: asyncio.Task[None] | None = None
     stage: str = ""  # the parent's stage that started it (its cost is counted there)
+    setup: dict[str, Any] | None = None  # a sub-agent that paused: its needs_setup
+    restart: bool = False  # stopped because its parent paused: a resume starts it again
 
     @property
     def run_id(self) -> str:
@@ -107,6 +123,11 @@ class SubAgents:
         self.links: dict[str, ChildLink] = {}
         # A resumed run's children from its previous life: id -> what check/wait_for_agent say.
         self.recalled: dict[str, str] = {}
+        self.paused: ChildLink | None = None  # the first sub-agent that paused (this run pauses)
+        # Sub-agents of the previous life that paused, started again once the run goes live:
+        # (their id, the spawn_agent arguments, its call id, its turn).
+        self._again: list[tuple[str, dict[str, Any], str, int]] = []
+        self.replaced: dict[str, str] = {}  # a paused sub-agent's id -> the one started again for it
 
     # -- the links ---------------------------------------------------------------------------
     def adopt(self, child: Runner, kind: str) -> ChildLink:
@@ -138,7 +159,7 @@ class SubAgents:
         )
         return link
 
-    def recall(self, child_id: str) -> str:
+    def recall(self, child_id: str, call: ToolCall | None = None) -> str:
         """A resumed run replays a ``spawn_agent`` call of its previous life: take the child it
         started back into this run's record (not started again) and return what
         ``wait_for_agent`` says of it: its journaled result when it had ended, else that it was
@@ -148,6 +169,12 @@ class SubAgents:
             return self.recalled[child_id]
         state, meta = self.state, self.state.meta
         ended = state.journal.child(child_id) if state.journal is not None else None
+        if ended is not None and ended.get("status") == "paused":
+            self._paused_before(child_id, ended)
+            if call is not None and state.journal is not None:  # started again once the run is live
+                args = dict(call.arguments) if isinstance(call.arguments, dict) else {}
+                self._again.append((child_id, args, call.id, state.journal.turn))
+            return ""
         if ended is not None:
             status, text = str(ended.get("status") or "error"), str(ended.get("text") or "")
             error = None
@@ -167,6 +194,15 @@ class SubAgents:
                                     "status": status, "error": error})
         return text
 
+    def _paused_before(self, child_id: str, ended: dict[str, Any]) -> None:
+        """A sub-agent of the previous life paused: it cost what it cost, and the record lists it."""
+        state, meta = self.state, self.state.meta
+        roll_up_usage(state, ended.get("usage"), state.stage.name)
+        if child_id not in meta.children:
+            meta.children.append(child_id)
+            meta.child_runs.append({"run_id": child_id, "kind": "agent", "agent_name": None, "blueprint": None,
+                                    "status": "cancelled", "error": "paused; started again when this run was resumed"})
+
     def child_ended(self, child: Runner) -> None:
         """Called (on the engine loop) when a child's run has ended and its record is written."""
         link = self.links.get(child.run_id)
@@ -174,8 +210,21 @@ class SubAgents:
             return
         state, meta = self.state, self.state.meta
         child_meta = child.meta
+        journaled = child_meta.status
+        if link.kind == "agent" and child_meta.status == "paused":
+            # Never resumed on its own (as a fan-out worker): this run pauses, and its resume
+            # starts the sub-agent again. Its record ends here, saying so.
+            link.setup = dict(child_meta.needs_setup or {})
+            child_meta.status = "cancelled"
+            child_meta.error = (f"paused ({_what_paused(link.setup)}); its parent run {state.run_id} pauses too "
+                                "and starts this sub-agent again for the same task when it is resumed")
+            child.state.rec.save(final=True)
+            if self.paused is None:
+                self.paused = link
+        if link.kind == "agent" and (link.setup is not None or link.restart):
+            journaled = "paused"
         if link.kind == "agent" and state.journal is not None:  # a resume recalls it from here
-            state.journal.record_child(child.run_id, child_meta.status, result_text(link),
+            state.journal.record_child(child.run_id, journaled, result_text(link),
                                        child_meta.usage.get("total"))
         for entry in meta.child_runs:
             if entry["run_id"] == child.run_id:
@@ -203,6 +252,44 @@ class SubAgents:
     def running_agents(self) -> list[ChildLink]:
         """Sub-agents (not workers) of this run that have not ended."""
         return [link for link in self.links.values() if link.kind == "agent" and not link.done.is_set()]
+
+    def check_paused(self) -> None:
+        """Raise RunPaused when a sub-agent of this run paused: this run cannot go on without it."""
+        link = self.paused
+        if link is None:
+            return
+        state = self.state
+        setup = link.setup or {}
+        remedy = str(setup.get("remedy") or "set up what the sub-agent's record says")
+        raise RunPaused(
+            f"paused in stage '{state.stage.name}': sub-agent '{link.run_id}' ({link.runner.plan.agent_name}) "
+            f"paused because {_what_paused(setup)}. To continue: {remedy}, then `lev resume {state.run_id}` "
+            f"(or lev_nb.resume(\"{state.run_id}\")); the sub-agent then starts again for the same task.",
+            str(setup.get("blocker") or "providers"), remedy,
+        )
+
+    def start_again(self) -> None:
+        """The resumed run went live: start again, for the same task, each sub-agent of its previous
+        life that paused (or was stopped when it paused); later calls naming it reach the new one."""
+        again, self._again = self._again, []
+        for old_id, args, call_id, turn in again:
+            started = self._launch({**args, "wait": False}, call_id, turn=turn, replaces=old_id)
+            if isinstance(started, str):  # it cannot start now (its blueprint changed): say so
+                self.recalled[old_id] = (
+                    f"Sub-agent '{old_id}' finished with status: error: it paused, and when this run was "
+                    f"resumed it could not be started again: {started}"
+                )
+                self.state.warn(f"sub-agent '{old_id}' paused and could not be started again: {started}")
+
+    def _current(self, agent_id: str) -> str:
+        """The id a model's ``agent_id`` stands for now: a paused sub-agent's is its replacement's."""
+        journal = self.state.journal
+        for _ in range(100):  # each resume may have replaced it once more
+            nxt = self.replaced.get(agent_id) or (journal.replacement(agent_id) if journal is not None else None)
+            if nxt is None:
+                break
+            agent_id = nxt
+        return agent_id
 
     def find(self, run_id: str) -> ChildLink | None:
         """The link to ``run_id`` anywhere in this run's subtree."""
@@ -232,6 +319,7 @@ class SubAgents:
         finally:
             state.meta.waiting_on = None
         state.rec.save(force=True)
+        self.check_paused()
 
     async def stop_all(self, ending_status: str) -> None:
         """Stop every sub-agent still running (the run is ending) and wait until each has ended."""
@@ -239,7 +327,9 @@ class SubAgents:
         if not live:
             return
         for link in live:
-            if ending_status != "cancelled":
+            if ending_status == "paused":  # this run pauses: its resume starts them again
+                link.restart = True
+            elif ending_status != "cancelled":
                 self.state.warn(
                     f"sub-agent '{link.run_id}' was still running when this run ended, so it was stopped"
                 )
@@ -250,14 +340,22 @@ class SubAgents:
     async def call(self, call: ToolCall, canonical: str) -> str:
         """Answer one call of a sub-agent tool (``canonical`` is its name)."""
         args = call.arguments if isinstance(call.arguments, dict) else {}
+        self.check_paused()
+        journal = self.state.journal
         if canonical == "spawn_agent":
-            earlier = self.state.journal.spawned(call) if self.state.journal is not None else None
+            earlier = journal.spawned(call) if journal is not None else None
+            ended = journal.child(earlier) if journal is not None and earlier is not None else None
+            if earlier is not None and ended is not None and ended.get("status") == "paused":
+                # It paused (and this call paused the run): start it again for the same task.
+                self._paused_before(earlier, ended)
+                return await self.spawn_agent(args, call.id, replaces=earlier)
             if earlier is not None:  # started before the run was resumed: never a second one
                 return self.recall(earlier)
             return await self.spawn_agent(args, call.id)
         agent_id = args.get("agent_id")
         if not isinstance(agent_id, str) or not agent_id:
             return f"[error] {canonical} needs 'agent_id': the id spawn_agent returned"
+        agent_id = self._current(agent_id)
         if agent_id == self.state.run_id:
             return f"[error] {canonical}: '{agent_id}' is this run itself; name one of the sub-agents it started"
         link = self.find(agent_id)
@@ -270,9 +368,11 @@ class SubAgents:
         if link is None:
             return f"[error] no sub-agent '{agent_id}' was started by this run{self._known()}"
         if canonical == "check_agent":
+            self.check_paused()
             return check_text(link)
         if canonical == "wait_for_agent":
             await link.done.wait()
+            self.check_paused()
             return result_text(link)
         if canonical == "send_to_agent":
             return self._send(link, args)
@@ -284,9 +384,26 @@ class SubAgents:
         ids = [link.run_id for link in self.links.values() if link.kind == "agent"]
         return f" (its sub-agents: {', '.join(ids)})" if ids else " (it has started none)"
 
-    async def spawn_agent(self, args: dict[str, Any], call_id: str = "") -> str:
+    async def spawn_agent(self, args: dict[str, Any], call_id: str = "", *, replaces: str | None = None) -> str:
         """``spawn_agent{blueprint, task, wait?, seed_context?, max_child_depth?, output_format?,
-        output_instructions?}``: start a sub-agent; its id, or with ``wait`` its result."""
+        output_instructions?}``: start a sub-agent; its id, or with ``wait`` its result.
+        ``replaces``: the paused sub-agent of a previous life this one is started again for."""
+        started = self._launch(args, call_id, replaces=replaces)
+        if isinstance(started, str):
+            return started
+        link = started
+        if args.get("wait") is True:
+            await link.done.wait()
+            self.check_paused()
+            return result_text(link)
+        return (
+            f"Spawned sub-agent '{link.run_id}' ({link.runner.plan.agent_name}). It runs beside you: collect its "
+            "result with wait_for_agent (or look with check_agent) using this id."
+        )
+
+    def _launch(self, args: dict[str, Any], call_id: str, *, turn: int | None = None,
+                replaces: str | None = None) -> ChildLink | str:
+        """Start the sub-agent ``args`` asks for (journaled first); its link, or an ``[error]`` text."""
         blueprint, task = args.get("blueprint"), args.get("task")
         if not isinstance(blueprint, str) or not blueprint.strip() or not isinstance(task, str) or not task.strip():
             return "[error] spawn_agent needs 'blueprint' (an agent's name or a path to its folder) and 'task'"
@@ -320,16 +437,12 @@ class SubAgents:
             max_child_depth=(limit, source),
         )
         link = self.links[child.run_id]
+        if replaces is not None:
+            self.replaced[replaces] = child.run_id
         if self.state.journal is not None:  # before it starts: a resume never starts it twice
-            self.state.journal.record_spawn(call_id, child.run_id)
+            self.state.journal.record_spawn(call_id, child.run_id, turn=turn, replaces=replaces)
         link.task = asyncio.get_running_loop().create_task(child.main())
-        if args.get("wait") is True:
-            await link.done.wait()
-            return result_text(link)
-        return (
-            f"Spawned sub-agent '{child.run_id}' ({plan.agent_name}). It runs beside you: collect its "
-            "result with wait_for_agent (or look with check_agent) using this id."
-        )
+        return link
 
     def _child_plan(self, blueprint: str) -> RunPlan | str:
         """The plan of the sub-agent ``blueprint`` names, or an ``[error]`` text."""
@@ -425,6 +538,12 @@ def _inside(root: Path, target: Path) -> bool:
     except (PathEscape, OSError):
         return False
     return True
+
+
+def _what_paused(setup: dict[str, Any]) -> str:
+    """Why a child paused, from its needs_setup."""
+    what = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
+    return what.get(str(setup.get("blocker") or ""), "it needs something set up")
 
 
 def depth_refusal(limit: int, depth: int, source: str) -> str:

@@ -58,7 +58,7 @@ class StageTools:
         output_request: OutputSpec | None,
         fan_out: Callable[[ToolCall], Awaitable[str]],
         subagents: Callable[[ToolCall, str], Awaitable[str]] | None = None,
-        recall_child: Callable[[str], object] | None = None,
+        recall_child: Callable[[str, ToolCall], object] | None = None,
     ) -> None:
         self.state = state
         self.approver = approver
@@ -292,7 +292,7 @@ class StageTools:
             content = str(entry.get("content") or "")
             child = journal.spawned(call) if canon == "spawn_agent" else None
             if child is not None and self.recall_child is not None:
-                self.recall_child(child)
+                self.recall_child(child, call)
             return content
         journal.go_live()
         content = await self.subagents(call, canon)
