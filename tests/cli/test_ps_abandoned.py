@@ -52,6 +52,9 @@ def test_abandoned_runs_fold_into_one_line_and_live_ones_still_show(home: Path, 
     row = next(line for line in lines if line.startswith(live))
     assert "  running  " in row and "abandoned" not in row
     assert "running (abandoned)" in next(line for line in lines if child in line)
+    data = json.loads(lev("ps", "--json").stdout)
+    assert [r["run_id"] for r in data["runs"]] == [paused, live]
+    assert [r["run_id"] for r in data["abandoned"]] == [child] and data["abandoned_not_listed"] == 30
 
 
 def test_ps_all_lists_abandoned_runs(home: Path, lev) -> None:
