@@ -7,7 +7,7 @@
 Each figure is printed next to its baseline measured in the same run (median, and the spread as
 min-max over the repeats), with the issue's target and whether it is met. The figures come from
 the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
-bench_validate, bench_rhai, bench_requests), called as functions. The results, with a description of
+bench_validate, bench_rhai, bench_requests, bench_ps), called as functions. The results, with a description of
 the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
 """
 
@@ -38,6 +38,7 @@ for entry in (str(ROOT), str(HERE)):
 import bench_cli_startup  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_first_run  # noqa: E402
+import bench_ps  # noqa: E402
 import bench_rhai  # noqa: E402
 import bench_validate  # noqa: E402
 
@@ -213,6 +214,22 @@ def cold_rows(runs: int) -> list[Row]:
     return rows
 
 
+def ps_rows(runs: int, repeats: int) -> list[Row]:
+    """``lev ps`` (and --all, --json) over a store of ``runs`` fake records, two thirds of them
+    abandoned (bench_ps.make_store); the baseline is ``lev ps`` over an empty store."""
+    group = f"lev ps over {runs:,} runs"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        empty, _ = bench_ps.time_ps(Path(tmp) / "empty", [], repeats)
+        bench_ps.make_store(Path(tmp) / "full", runs)
+        for args, target in (([], 2.0), (["--json"], None), (["--all"], None)):
+            wall, lines = bench_ps.time_ps(Path(tmp) / "full", args, repeats)
+            label = " ".join(["lev ps", *args]) + f" ({lines:,} lines)"
+            rows.append(Row(group, label, "s", wall, None, empty, "empty store", target,
+                            f"< {target:g} s" if target else "").judge())
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------ scripts, outputs
 def rhai_rows(quick: bool) -> list[Row]:
     """A Rhai function call with 1 KB, and a validator that parse_json's a 1 KB document."""
@@ -363,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
     parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
     parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
-                                                     "outputs,validate,scaling")
+                                                     "outputs,validate,scaling,ps")
     args = parser.parse_args(argv)
     quick = args.quick
     repeats = 3 if quick else 7
@@ -398,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     section("outputs", lambda: output_rows(repeats))
     section("validate", lambda: validate_rows(3 if quick else 7))
     section("scaling", lambda: scaling_rows(120 if quick else 600))
+    section("ps", lambda: ps_rows(2000 if quick else 15_000, 1 if quick else 3))
 
     print_table(rows)
     elapsed = time.perf_counter() - started

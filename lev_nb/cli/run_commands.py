@@ -15,6 +15,9 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+# `lev run --count N` keeps N runs (threads, records, open files) in one process; past this a
+# batch belongs on worker processes (--workers, lev_nb.run_many).
+MAX_COUNT = 1000
 
 RUN_EPILOG = """\
 examples:
@@ -40,7 +43,8 @@ Agents may start agents (spawn_agent, fan_out): --max-depth N limits how many le
 may start below the run (0: none; it wins over the blueprint's [agent] max_child_depth and the
 configuration's [limits] max_child_depth, default 3). `lev ps` lists each child under its parent.
 --count N starts N copies of the run with the same inputs, waits for all of them and prints
-their ids (one a line; a JSON list with --json). Copies are never asked at the terminal: a tool
+their ids (one a line; a JSON list with --json); at most MAX_COUNT copies run in one process, a
+bigger batch takes --workers K. Copies are never asked at the terminal: a tool
 that would ask is denied unless --allow TOOL or --yolo lets it run.
 
 exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
@@ -65,7 +69,7 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
             "Run an agent to the end in this process, showing progress on stderr, and print its run\n"
             "id. The blueprint's caller inputs are given as --<input> TEXT (or @FILE)."
         ),
-        epilog=RUN_EPILOG,
+        epilog=RUN_EPILOG.replace("MAX_COUNT", str(MAX_COUNT)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
@@ -91,7 +95,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument("--max-depth", type=int, default=None, metavar="N",
                      help="how many levels of sub-agents may start below this run (0: none)")
     run.add_argument("--count", type=int, default=1, metavar="N",
-                     help="start N copies of the run with the same inputs and wait for all (default 1)")
+                     help="start N copies of the run with the same inputs and wait for all (default 1; "
+                          f"at most {MAX_COUNT} unless --workers is given)")
     run.add_argument("--json", action="store_true",
                      help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -207,9 +212,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def add_ps(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev ps``."""
-    ps = subparsers.add_parser("ps", help="list runs", description="List runs recorded under $LEV_HOME/runs.")
-    ps.add_argument("--json", action="store_true", help="print JSON")
-    ps.add_argument("--all", action="store_true", help="every recorded run, not only recent ones")
+    ps = subparsers.add_parser(
+        "ps", help="list runs", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=("List runs recorded under $LEV_HOME/runs: live runs, then the newest 20 finished ones,\n"
+                     "each with the runs it started under it. A run whose process is gone while it was\n"
+                     "running (abandoned) is counted on one line at the end, not listed: --all lists\n"
+                     "them, `lev resume RUN_ID` continues one."))
+    ps.add_argument("--json", action="store_true",
+                    help="print one JSON object: runs (live), finished, abandoned (listed with --all, else "
+                         "only under a listed run) and abandoned_not_listed (how many were left out)")
+    ps.add_argument("--all", action="store_true", help="every recorded run, abandoned ones included")
     ps.set_defaults(func=cmd_ps)
 
 
@@ -315,6 +327,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         if args.count < 1:
             raise UsageError(f"--count must be 1 or more, got {args.count}")
+        if args.count > MAX_COUNT and args.workers is None:
+            raise UsageError(f"--count {args.count} is more than {MAX_COUNT} copies in one process; for a bigger "
+                             "batch add --workers K (worker processes) or call lev_nb.run_many")
         if args.max_depth is not None and args.max_depth < 0:
             raise UsageError(f"--max-depth must be 0 or more, got {args.max_depth}")
         bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
@@ -537,7 +552,8 @@ class _Interrupts:
 
 
 def cmd_ps(args: argparse.Namespace) -> int:
-    """``lev ps``: running runs, then finished ones (the newest 20 unless --all)."""
+    """``lev ps``: live runs, then finished ones (the newest 20 unless --all); abandoned runs are
+    counted on one line unless --all."""
     from lev_nb.cli.run_status import print_ps
 
     print_ps(all_runs=args.all, as_json=args.json)

@@ -8,15 +8,14 @@ through :mod:`lev_nb.store`.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any
 
 from lev_nb.store import TERMINAL_STATUSES
-from lev_nb.store import list_runs
-from lev_nb.store.listing import owner_gone
+from lev_nb.store.listing import ABANDONED_AFTER_S, RunEntry, abandoned, owner_gone, scan_runs
 
-# A run still "running" whose record has not moved for this long was most likely killed.
-ABANDONED_AFTER_S = 300
+__all__ = ["status_text", "print_ps", "one_line", "cost_text", "ABANDONED_AFTER_S"]
+
 RECENT_FINISHED = 20
 CHILD_ROWS = 10  # children shown under one run (all of them with --all)
 # The STATUS column of the table is cut here, so a long error never wraps a row.
@@ -39,7 +38,7 @@ def status_text(meta: dict[str, Any]) -> str:
         blocker = setup.get("blocker") if isinstance(setup, dict) else None
         remedy = setup.get("remedy") if isinstance(setup, dict) else None
         text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
-    elif status in ("running", "starting") and _abandoned(meta):
+    elif status in ("running", "starting") and abandoned(meta):
         text = f"{status} (abandoned)"  # killed before it started counts too: lev resume takes both
     elif status == "waiting_input" and owner_gone(meta):
         text = "waiting_input (abandoned)"  # a wait for a person may be long; only a gone owner counts
@@ -60,33 +59,36 @@ def status_text(meta: dict[str, Any]) -> str:
     return text
 
 
-def _abandoned(meta: dict[str, Any]) -> bool:
-    if owner_gone(meta):
-        return True  # its owner process is gone: abandoned at once
-    updated = meta.get("updated_at")
-    if not isinstance(updated, str):
-        return False
-    try:
-        when = datetime.fromisoformat(updated.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
+FOLD_LINE = ("{count} abandoned {runs} (their process is gone): lev ps --all lists them; "
+             "lev resume RUN_ID continues one")
 
 
 def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
-    """Print the recorded runs as ``lev ps`` does: running runs, then finished ones (the newest
-    20 unless ``all_runs``), as a table or, with ``as_json``, as one JSON object."""
-    metas = list_runs()
-    running = [m for m in metas if m.get("status") not in TERMINAL_STATUSES and not m.get("broken")]
-    finished = [m for m in metas if m not in running]
+    """Print the recorded runs as ``lev ps`` does: live runs, then finished ones (the newest
+    RECENT_FINISHED top-level runs and what they started, unless ``all_runs``), each followed by
+    the runs it started; abandoned runs (see :func:`lev_nb.store.listing.abandoned`) are folded
+    into one line unless ``all_runs``.
+
+    With ``as_json``, one object: ``runs`` (live runs, every one), ``finished`` (the finished runs
+    the table would show, every one with ``all_runs``), ``abandoned`` (abandoned runs: every one
+    with ``all_runs``, else only those started by a listed run) and ``abandoned_not_listed`` (how
+    many were left out; 0 with ``all_runs``). Each list holds rows as :func:`_row` builds them,
+    newest first.
+    """
+    view = _select(scan_runs(), all_runs)
     if as_json:
-        if not all_runs:
-            finished = _recent(finished, metas)
-        print(json.dumps({"runs": [_row(m) for m in running], "finished": [_row(m) for m in finished]}, indent=2))
+        listed = [e for e in view.entries if e.run_id in view.listed]
+        print(json.dumps({
+            "runs": [_row(e.meta) for e in listed if e.state == "live"],
+            "finished": [_row(e.meta) for e in listed if e.state == "finished"],
+            "abandoned": [_row(e.meta) for e in listed if e.state == "abandoned"],
+            "abandoned_not_listed": view.folded,
+        }, indent=2))
         return
-    rows = _tree_rows(running + finished, all_runs)
+    rows = _tree_rows(view, all_runs)
+    fold = FOLD_LINE.format(count=view.folded, runs="run" if view.folded == 1 else "runs") if view.folded else ""
     if not rows:
-        print("no runs yet; start one with `lev run PATH --task ...`")
+        print(fold or "no runs yet; start one with `lev run PATH --task ...`")
         return
     header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "UPDATED")
     table = [header] + [
@@ -98,6 +100,8 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row in table:
         print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+    if fold:
+        print(fold)
 
 
 def one_line(text: str, width: int = STATUS_WIDTH) -> str:
@@ -115,58 +119,79 @@ def cost_text(row: dict[str, Any]) -> str:
     return f"{tokens} tok (no price)" if tokens else "-"
 
 
-def _recent(finished: list[dict[str, Any]], metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The finished runs ``lev ps`` shows without --all: those whose top-level run (the one a
-    person started) is running or among the newest RECENT_FINISHED finished ones, so a large
-    fan-out's workers never push other runs out of the list."""
-    by_id = {m.get("run_id"): m for m in metas}
+@dataclass
+class _View:
+    """What ``lev ps`` lists: every entry (newest first), the top-level runs shown in order, each
+    entry's children (oldest first), the ids listed and how many abandoned runs were folded."""
 
-    def root(meta: dict[str, Any]) -> Any:
-        seen = set()
-        while meta.get("parent_run_id") in by_id and meta.get("run_id") not in seen:
-            seen.add(meta.get("run_id"))
-            meta = by_id[meta["parent_run_id"]]
-        return meta.get("run_id")
-
-    top = [m for m in finished if root(m) == m.get("run_id")][:RECENT_FINISHED]
-    kept = {m.get("run_id") for m in top} | {
-        m.get("run_id") for m in metas if m.get("status") not in TERMINAL_STATUSES and not m.get("broken")}
-    return [m for m in finished if root(m) in kept]
+    entries: list[RunEntry]
+    roots: list[RunEntry]
+    children: dict[str, list[RunEntry]]
+    listed: set[str]
+    folded: int
 
 
-def _tree_rows(metas: list[dict[str, Any]], all_runs: bool) -> list[dict[str, Any]]:
-    """The table's rows: runs started by a person (running ones first, then the newest
-    RECENT_FINISHED finished ones unless ``all_runs``), each followed by the runs it started
+def _select(entries: list[RunEntry], all_runs: bool) -> _View:
+    """Choose the runs ``lev ps`` lists. A top-level run (one a person started) is listed when it
+    is live, or among the newest RECENT_FINISHED finished ones, or (with ``all_runs``) always;
+    everything it started is listed under it, so a large fan-out never pushes other runs out.
+    Abandoned top-level runs are folded (``all_runs`` lists them after the live ones), and a live
+    run under a folded one is listed on its own. Only ids and peeked fields are used here: the
+    caller parses just the records it shows."""
+    by_id = {e.run_id: e for e in entries}
+    children: dict[str, list[RunEntry]] = {}
+    for entry in reversed(entries):  # oldest first under each parent
+        if entry.parent in by_id and entry.parent != entry.run_id:
+            children.setdefault(entry.parent, []).append(entry)
+    tops = [e for e in entries if e.parent not in by_id or e.parent == e.run_id]
+    live = [e for e in tops if e.state == "live"]
+    gone = [e for e in tops if e.state == "abandoned"]
+    done = [e for e in tops if e.state == "finished"]
+    roots = live + gone + done if all_runs else live + done[:RECENT_FINISHED]
+    listed: set[str] = set()
+
+    def walk(entry: RunEntry) -> None:
+        stack = [entry]
+        while stack:
+            e = stack.pop()
+            if e.run_id not in listed:
+                listed.add(e.run_id)
+                stack.extend(children.get(e.run_id, []))
+
+    for root in roots:
+        walk(root)
+    for entry in entries:  # a live run whose top-level run was folded still shows
+        if entry.state == "live" and entry.run_id not in listed:
+            roots.append(entry)
+            walk(entry)
+    folded = sum(1 for e in entries if e.state == "abandoned" and e.run_id not in listed)
+    return _View(entries, roots, children, listed, folded)
+
+
+def _tree_rows(view: _View, all_runs: bool) -> list[dict[str, Any]]:
+    """The table's rows: the view's top-level runs, each followed by the runs it started
     (sub-agents and fan-out workers), indented one step per level. Without ``all_runs`` a run
     shows at most CHILD_ROWS children, then one row saying how many more there are."""
-    known = {m.get("run_id") for m in metas}
-    children: dict[str, list[dict[str, Any]]] = {}
-    roots: list[dict[str, Any]] = []
-    for meta in metas:
-        parent = meta.get("parent_run_id")
-        if parent and parent in known:
-            children.setdefault(parent, []).append(meta)
-        else:
-            roots.append(meta)
-    if not all_runs:
-        running = [m for m in roots if m.get("status") not in TERMINAL_STATUSES and not m.get("broken")]
-        roots = running + [m for m in roots if m not in running][:RECENT_FINISHED]
     rows: list[dict[str, Any]] = []
+    shown: set[str] = set()
 
-    def add(meta: dict[str, Any], level: int) -> None:
-        row = _row(meta)
+    def add(entry: RunEntry, level: int) -> None:
+        if entry.run_id in shown:  # a loop of parent ids in damaged records
+            return
+        shown.add(entry.run_id)
+        row = _row(entry.meta)
         row["indent"] = "  " * level + "└ " if level else ""
         rows.append(row)
-        kids = sorted(children.get(row["run_id"], []), key=lambda m: str(m.get("started_at", "")))
-        shown = kids if all_runs else kids[:CHILD_ROWS]
-        for kid in shown:
+        kids = view.children.get(entry.run_id, [])
+        kept = kids if all_runs else kids[:CHILD_ROWS]
+        for kid in kept:
             add(kid, level + 1)
-        if len(kids) > len(shown):
+        if len(kids) > len(kept):
             rows.append({"indent": "  " * (level + 1) + "└ ",
-                         "more": f"... and {len(kids) - len(shown)} more (lev ps --all shows them)"})
+                         "more": f"... and {len(kids) - len(kept)} more (lev ps --all shows them)"})
 
-    for meta in roots:
-        add(meta, 0)
+    for root in view.roots:
+        add(root, 0)
     return rows
 
 

@@ -25,7 +25,7 @@ from lev_nb.store.files import (
     runs_dir,
     write_atomic,
 )
-from lev_nb.store.listing import RunNotFound, find_run, list_runs, owner_gone, pid_alive
+from lev_nb.store.listing import RunEntry, RunNotFound, find_run, list_runs, owner_gone, pid_alive, scan_runs
 from lev_nb.store.meta import RUN_STATUSES, TERMINAL_STATUSES, RunFlags, RunMeta, new_run_id, utc_now
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "TRANSCRIPT",
     "RunFlags",
     "RunMeta",
+    "RunEntry",
     "RunNotFound",
     "RecordBusy",
     "RecordUnwritable",
@@ -48,6 +49,7 @@ __all__ = [
     "list_runs",
     "owner_gone",
     "pid_alive",
+    "scan_runs",
     "new_run_id",
     "read_jsonl",
     "encode_line",

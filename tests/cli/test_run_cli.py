@@ -214,8 +214,10 @@ def test_a_killed_run_leaves_a_meta_json_that_says_where_it_was(tmp_path: Path, 
     assert meta["status"] == "running"
     assert meta["current_stage"] == "work"
     assert meta["stage_history"] == ["work"]
-    out = lev("ps")
-    assert meta["run_id"] in out.stdout
+    out = lev("ps")  # its process is gone: folded into the abandoned line, listed by --all
+    assert "1 abandoned run (their process is gone)" in out.stdout and meta["run_id"] not in out.stdout
+    out = lev("ps", "--all")
+    assert meta["run_id"] in out.stdout and "running (abandoned)" in out.stdout
 
 
 def test_ps_lists_worker_runs_under_their_parent(tmp_path: Path, lev: Lev) -> None:
