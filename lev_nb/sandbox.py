@@ -384,11 +384,6 @@ class Sandboxes:
             sandbox.close()
 
 
-def host_sandbox(workdir: str | os.PathLike[str]) -> Sandbox:
-    """A sandbox that runs commands on the host (no ``[sandbox]``, or ``kind = "none"``)."""
-    return Sandbox(Choice(SandboxSpec(), "host"), Path(workdir))
-
-
 def shell_argv(shell: str, command: str) -> list[str]:
     """The argv of one shell command line (``shell -c command``)."""
     return [shell, "-c", command]

@@ -43,7 +43,7 @@ def status_text(meta: dict[str, Any]) -> str:
     elif status == "waiting_input" and owner_gone(meta):
         text = "waiting_input (abandoned)"  # a wait for a person may be long; only a gone owner counts
     elif status == "waiting_input":
-        reason = (meta.get("waiting_on") or {}).get("reason", "")
+        reason = waiting.get("reason", "")
         text = f"waiting: {WAIT_LABELS.get(reason, reason.replace('_', ' ') or 'a person')}"
     elif status == "running" and waiting.get("reason") == "children":
         text = f"waiting: children({waiting.get('outstanding', '?')})"

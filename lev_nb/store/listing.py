@@ -71,24 +71,27 @@ def abandoned(meta: dict[str, Any]) -> bool:
         return True
     if status == "waiting_input":
         return False
-    updated = meta.get("updated_at")
-    if not isinstance(updated, str):
-        return False
-    try:
-        when = datetime.fromisoformat(updated.replace("Z", "+00:00"))
-    except ValueError:
+    when = _when(meta.get("updated_at"))
+    if when is None:
         return False
     return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
 
 
+def _when(stamp: Any) -> datetime | None:
+    """A record's ISO time (``...Z`` as RunStore writes it), or None when it is not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def _sort_key(entry: dict[str, Any], folder: Path) -> float:
     """When the run started, as unix seconds (the folder's mtime if meta.json does not say)."""
-    started = entry.get("started_at")
-    if isinstance(started, str):
-        try:
-            return datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
+    started = _when(entry.get("started_at"))
+    if started is not None:
+        return started.timestamp()
     try:
         return folder.stat().st_mtime
     except OSError:
@@ -203,9 +206,7 @@ def scan_runs(home: str | os.PathLike[str] | None = None) -> list[RunEntry]:
             status = peeked.group(1)
             found = _PEEK_PARENT.search(text or "")
             parent = found.group(1) if found else None
-        if meta is not None and meta.get("broken"):
-            state = "finished"
-        elif status in TERMINAL_STATUSES:
+        if (meta is not None and meta.get("broken")) or status in TERMINAL_STATUSES:
             state = "finished"
         elif status not in OWNED_STATUSES:
             state = "live"
