@@ -158,3 +158,16 @@ def roll_up_usage(parent: RunState, child_total: Mapping[str, Any] | None, stage
     ``usage.children``, so run.usage, meta.json and lev ps COST show what the whole tree cost."""
     parent.usage.add_child(stage or parent.stage.name, child_total)
     parent.usage.write(parent.meta)
+
+
+#: Why a child run paused, by the ``blocker`` of its needs_setup.
+PAUSE_REASONS = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
+
+
+def close_paused_child(child: RunState, error: str) -> None:
+    """A child run (a sub-agent or a fan-out worker) paused: it is never resumed on its own (its
+    parent pauses, and the parent's resume starts it again), so its record ends here, ``cancelled``
+    with ``error`` saying so."""
+    child.meta.status = "cancelled"
+    child.meta.error = error
+    child.rec.save(final=True)

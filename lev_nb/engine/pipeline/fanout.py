@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lev_nb.blueprint.constants import MANIFEST_NAME
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import FanOutPlan, RunPlan
-from lev_nb.engine.record import roll_up_usage
+from lev_nb.engine.record import PAUSE_REASONS, close_paused_child, roll_up_usage
 from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
 from lev_nb.store import lev_home
@@ -255,11 +255,8 @@ class FanOut:
                 if result.setup is not None:
                     # A worker is never resumed on its own: its parent pauses, and its resume
                     # starts a new worker. This one's record ends here, saying so.
-                    meta = child.state.meta
-                    meta.status = "cancelled"
-                    meta.error = (f"paused ({result.text}); its parent run {self.state.run_id} paused too "
-                                  "and starts a new worker when it is resumed")
-                    child.state.rec.save(final=True)
+                    close_paused_child(child.state, f"paused ({result.text}); its parent run {self.state.run_id} "
+                                       "paused too and starts a new worker when it is resumed")
                 result.usage = child.state.meta.usage.get("total")
                 if result.usage:
                     roll_up_usage(self.state, result.usage, stage)
@@ -346,6 +343,6 @@ def _worker_outcome(item_id: str, child: RunState) -> WorkerResult:
         return WorkerResult(item_id, False, "worker cancelled", child.run_id)
     if status == "paused":
         setup = dict(child.meta.needs_setup or {})
-        what = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
-        return WorkerResult(item_id, False, what.get(setup.get("blocker", ""), "it paused"), child.run_id, setup=setup)
+        why = PAUSE_REASONS.get(setup.get("blocker", ""), "it paused")
+        return WorkerResult(item_id, False, why, child.run_id, setup=setup)
     return WorkerResult(item_id, False, child.meta.error or "worker failed", child.run_id)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.engine import events as ev
 from lev_nb.engine.plan.types import OutputSpec, RunPlan
-from lev_nb.engine.record import roll_up_usage
+from lev_nb.engine.record import PAUSE_REASONS, close_paused_child, roll_up_usage
 from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
 
@@ -215,10 +215,8 @@ class SubAgents:
             # Never resumed on its own (as a fan-out worker): this run pauses, and its resume
             # starts the sub-agent again. Its record ends here, saying so.
             link.setup = dict(child_meta.needs_setup or {})
-            child_meta.status = "cancelled"
-            child_meta.error = (f"paused ({_what_paused(link.setup)}); its parent run {state.run_id} pauses too "
-                                "and starts this sub-agent again for the same task when it is resumed")
-            child.state.rec.save(final=True)
+            close_paused_child(child.state, f"paused ({_what_paused(link.setup)}); its parent run {state.run_id} "
+                               "pauses too and starts this sub-agent again for the same task when it is resumed")
             if self.paused is None:
                 self.paused = link
         if link.kind == "agent" and (link.setup is not None or link.restart):
@@ -542,8 +540,7 @@ def _inside(root: Path, target: Path) -> bool:
 
 def _what_paused(setup: dict[str, Any]) -> str:
     """Why a child paused, from its needs_setup."""
-    what = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
-    return what.get(str(setup.get("blocker") or ""), "it needs something set up")
+    return PAUSE_REASONS.get(str(setup.get("blocker") or ""), "it needs something set up")
 
 
 def depth_refusal(limit: int, depth: int, source: str) -> str:
