@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "without_surrogates"]
+__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown", "without_surrogates"]
 
 # A surrogate code point in a Python str is always a lone one (a JSON pair decodes to one character).
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -62,3 +62,9 @@ def cut_text_marked(text: str, limit: int) -> tuple[str, bool]:
 def cut_to_tokens(text: str, tokens: int) -> str:
     """The longest prefix of ``text`` within ``tokens`` estimated tokens (``tokens * 4`` bytes)."""
     return cut_text(text, tokens * 4)
+
+
+def clip_shown(text: str, limit: int) -> str:
+    """``text`` as shown to a person: its first ``limit`` characters, and a note of its length
+    when it was longer."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"

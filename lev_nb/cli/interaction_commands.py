@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-LIVE_STATUSES = ("starting", "running", "waiting_input")
+from lev_nb.text import clip_shown
+
 ANSWER_WAIT_S = 5.0  # how long `lev respond` waits to see the run take its answer
 ARG_CHARS = 300  # how much of one tool argument the terminal prompt shows
 EOF = "<end of input>"  # what TerminalPrompter._line returns at the end of input (compared by identity)
@@ -85,10 +86,10 @@ def _err(command: str, text: str) -> int:
     return 1
 
 
-def _live_store(command: str, run_id: str) -> tuple[Any, dict[str, Any]] | str:
+def _live_store(run_id: str) -> tuple[Any, dict[str, Any]] | str:
     """The store and meta.json of a live run, or the message saying why it is not one."""
     from lev_nb.cli.run_status import status_text
-    from lev_nb.store.listing import owner_gone
+    from lev_nb.store.listing import OWNED_STATUSES, owner_gone
     from lev_nb.store import RunNotFound, find_run
 
     try:
@@ -99,7 +100,7 @@ def _live_store(command: str, run_id: str) -> tuple[Any, dict[str, Any]] | str:
         meta = store.read_meta()
     except (OSError, ValueError) as exc:
         return f"the record of run '{store.run_id}' cannot be read ({exc})"
-    if meta.get("status") not in LIVE_STATUSES:
+    if meta.get("status") not in OWNED_STATUSES:
         return f"run '{store.run_id}' is not running (status: {status_text(meta)}); only a live run can take it"
     if owner_gone(meta):
         return (f"run '{store.run_id}' is not running: the process that ran it (pid {meta.get('pid')}) is gone, "
@@ -119,7 +120,7 @@ def _read_at(value: str, what: str) -> str:
 
 def cmd_msg(args: argparse.Namespace) -> int:
     """``lev msg RUN_ID TEXT``: leave a message in a live run's inbox."""
-    found = _live_store("msg", args.run_id)
+    found = _live_store(args.run_id)
     if isinstance(found, str):
         return _err("msg", found)
     store, meta = found
@@ -140,7 +141,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
 
     if args.run_id is None:
         return _list_all(args.json)
-    found = _live_store("respond", args.run_id)
+    found = _live_store(args.run_id)
     if isinstance(found, str):
         return _err("respond", found)
     store, meta = found
@@ -320,7 +321,7 @@ class TerminalPrompter:
             self._say(f"lev run: {where}the agent wants to run '{request.tool}'")
             for key, value in (request.arguments or {}).items():
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                text = text if len(text) <= ARG_CHARS else text[:ARG_CHARS] + f"… ({len(text)} characters)"
+                text = clip_shown(text, ARG_CHARS)
                 self._say(f"  {key}: " + text.replace("\n", "\n    "))
             return
         if kind == "checkpoint":

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS", "SCOPES", "Answer", "InteractionError", "InteractionHub", "Request",
-    "make_answer", "fold_label",
+    "make_answer", "fold_label", "match_option",
 ]
 
 KINDS = ("approval", "text", "choice", "confirm", "review", "edit", "checkpoint")
@@ -152,7 +152,7 @@ def fold_label(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _match_option(options: tuple[str, ...], text: str) -> int | None:
+def match_option(options: tuple[str, ...], text: str) -> int | None:
     """The index of the option ``text`` names: exactly, then loosely (:func:`fold_label`)."""
     if text in options:
         return options.index(text)
@@ -217,7 +217,7 @@ def make_answer(
     if answer is not None and not isinstance(answer, str):
         raise InteractionError(f"request '{rid}' takes text as its answer, not {type(answer).__name__}")
     if kind == "choice":
-        index = _match_option(request.options, answer) if answer is not None else None
+        index = match_option(request.options, answer) if answer is not None else None
         if index is None:
             raise InteractionError(
                 f"request '{rid}' asks to pick one of: {_numbered(request.options)}; give the option "
@@ -225,7 +225,7 @@ def make_answer(
             )
         return Answer(rid, "answered", value=request.options[index], choice=index, source=source)
     if kind == "checkpoint" and answer is not None:
-        index = _match_option(request.options, answer)
+        index = match_option(request.options, answer)
         if index is not None:
             return Answer(rid, "answered", value=request.options[index], choice=index, source=source)
     return Answer(rid, "answered", value=answer, source=source)

@@ -27,6 +27,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from lev_nb.notebook import runview
+from lev_nb.text import clip_shown
 
 __all__ = ["RequestForm", "sync_forms"]
 
@@ -125,8 +126,7 @@ class RequestForm(widgets.VBox):
         rows = []
         for key, value in (self.request.arguments or {}).items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
-            if len(text) > ARG_CHARS:
-                text = text[:ARG_CHARS] + f"… ({len(text)} characters)"
+            text = clip_shown(text, ARG_CHARS)
             rows.append(f"<tr><th style='text-align:left;vertical-align:top'>{_e(key)}</th>"
                         f"<td><pre style='white-space:pre-wrap;margin:0'>{_e(text)}</pre></td></tr>")
         return f"<table class='lev-request-args'>{''.join(rows)}</table>" if rows else ""

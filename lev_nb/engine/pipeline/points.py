@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from lev_nb.engine.interaction import fold_label
+from lev_nb.engine.interaction import match_option
 from lev_nb.engine.plan.types import PointPlan
 from lev_nb.engine.state import Outcome, RunFailure
 
@@ -86,7 +86,9 @@ class InteractionPoints:
                 mark = REVISED_MARK if progress.point_body is not None else ""
                 ctx.replace_with_summary(point.document_region, mark + body)
             options = point.options or (("Yes", "No") if point.style == "confirm" else ())
-            labels = _unique(options + tuple(k for k, _ in point.directives) + point.edit_options + point.abort_options)
+            labels = tuple(dict.fromkeys(  # each label once, in order
+                options + tuple(k for k, _ in point.directives) + point.edit_options + point.abort_options
+            ))
             request = hub.request(
                 "checkpoint", f"{state.run_id}-point-{point.name}", str(progress.point_rounds),
                 prompt=point.prompt, options=labels, document=body, point=point.name,
@@ -137,13 +139,5 @@ class InteractionPoints:
 
 
 def _matches(label: str, options: tuple[str, ...]) -> bool:
-    folded = fold_label(label)
-    return any(label == o or fold_label(o) == folded for o in options)
-
-
-def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
-    seen: list[str] = []
-    for label in labels:
-        if label not in seen:
-            seen.append(label)
-    return tuple(seen)
+    """Whether ``label`` names one of ``options`` (the same rule answers are checked by)."""
+    return match_option(options, label) is not None
