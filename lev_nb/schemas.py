@@ -13,7 +13,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["certainly_valid", "compile_schema", "warm_up"]
+__all__ = ["certainly_valid", "compile_schema", "set_warm_up", "warm_up"]
 
 # Keywords that only annotate a schema: they never make a value invalid.
 _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
@@ -98,6 +98,15 @@ def _compiled(schema_json: str) -> tuple[Any | None, str | None]:
 
 _warming = threading.Lock()
 _warmed = False
+
+
+def set_warm_up(enabled: bool) -> None:
+    """Turn :func:`warm_up` on or off for this process. A batch worker turns it off: the import
+    costs seconds of CPU (the format checkers' grammars) that would compete with the worker's
+    runs, and a worker is there for throughput, not for the first check's latency."""
+    global _warmed
+    with _warming:
+        _warmed = not enabled
 
 
 def warm_up() -> None:

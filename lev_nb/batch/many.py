@@ -103,6 +103,7 @@ class _Backend:
         raise NotImplementedError
 
     def messages(self) -> list[Any]:
+        """The progress messages that arrived since the last call (workers send them in lists)."""
         raise NotImplementedError
 
     def recover(self, future: Any) -> None:
@@ -148,7 +149,7 @@ class _LocalBackend(_Backend):
         for channel in self._channels:
             while True:
                 try:
-                    out.append(channel.get_nowait())
+                    out.extend(channel.get_nowait())
                 except (queue.Empty, OSError, ValueError):
                     break
         return out
@@ -196,7 +197,7 @@ class _DaskBackend(_Backend):
         return []
 
     def messages(self) -> list[Any]:
-        return list(self._queue.get(batch=True))
+        return [message for batch in self._queue.get(batch=True) for message in batch]
 
     def close(self) -> None:
         if self._own:

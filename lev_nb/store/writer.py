@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from lev_nb.store.files import RunStore
+from lev_nb.store.files import META, RunStore
 
 __all__ = ["RecordWriter", "record_writer"]
 
@@ -45,6 +46,8 @@ class RecordWriter:
         self._watchers: dict[str, Callable[[str], None]] = {}
         self._stopped: set[str] = set()  # runs whose lines are no longer written (a write failed)
         self._idle = False  # the thread sleeps with nothing queued: the next write wakes it
+        self._deferring = False  # durable meta.json writes skip their fsync until sync() (a batch worker)
+        self._unsynced: set[str] = set()  # meta.json paths written while deferring, not yet synced
         self._thread = threading.Thread(target=self._main, name="lev-record-writer", daemon=True)
         self._thread.start()
 
@@ -88,6 +91,32 @@ class RecordWriter:
             self._cond.notify()
         return future
 
+    def defer_durability(self) -> None:
+        """From now on write a run's final meta.json without its fsync, and fsync it in :meth:`sync`.
+
+        A batch worker calls this and syncs once per share: each fsync commits the filesystem's
+        journal, which with dozens of runs ending per second cost more system time than the runs'
+        own work, and made a batch's speed depend on the disk's other writers."""
+        with self._cond:
+            self._deferring = True
+
+    def sync(self) -> None:
+        """Wait for everything queued so far, then fsync every meta.json whose fsync was deferred."""
+        self.flush().result()
+        with self._cond:
+            paths, self._unsynced = self._unsynced, set()
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue  # the run's folder is gone: nothing left to make durable
+            try:
+                os.fsync(fd)
+            except OSError:
+                pass  # the record is written and readable; only a machine crash could still lose it
+            finally:
+                os.close(fd)
+
     def _main(self) -> None:
         while True:
             with self._cond:
@@ -113,10 +142,13 @@ class RecordWriter:
             for (run_id, name), (store, data) in files.items():
                 self._safely(store.write_file, name, data, False)
             for store, data, durable in metas.values():
-                failure = self._safely(store.write_meta, data, durable)
+                deferred = durable and self._deferring
+                failure = self._safely(store.write_meta, data, durable and not deferred)
                 with self._cond:
                     if failure is None:
                         self._meta_failures.pop(store.run_id, None)
+                        if deferred:
+                            self._unsynced.add(str(store.dir / META))
                     else:
                         self._meta_failures[store.run_id] = failure
             for future in waiters:
