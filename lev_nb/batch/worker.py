@@ -105,7 +105,7 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     outbox: list[tuple[Any, ...]] = []
     summaries: dict[int, dict[str, Any]] = {}
     all_finished = threading.Event()
-    sent_at = time.monotonic()
+    sent_at = float("-inf")  # the first list goes at once: the caller learns the share has begun
 
     def finish(summary: dict[str, Any]) -> None:
         with lock:
@@ -154,10 +154,16 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
 _LOCAL_CHANNEL: Channel | None = None
 
 
-def init_local(channel: Channel) -> None:
-    """Initializer of a local pool's worker process: remember the batch's progress queue."""
+def init_local(channel: Channel, cpus: Any = None) -> None:
+    """Initializer of a local pool's worker process: remember the batch's progress queue and,
+    given a queue of CPU numbers, keep this process on the next one (see ``pin_cpus``)."""
     global _LOCAL_CHANNEL
     _LOCAL_CHANNEL = channel
+    if cpus is not None:
+        try:
+            os.sched_setaffinity(0, {cpus.get_nowait()})
+        except Exception:  # no CPU left for this worker, or no affinity on this system: run anywhere
+            pass
 
 
 def local_share(spec: ShareSpec, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
