@@ -286,14 +286,12 @@ def run_many(
     progress view (default: inside a Jupyter kernel). Other keyword arguments go to every run
     (``workdir``, ``output_format``, caller inputs...).
     """
+    from lev_nb.blueprint import load
     from lev_nb.settings.loader import session_overrides
     from lev_nb.settings.paths import lev_home
 
     tasks = [str(t) for t in tasks]
-    if not hasattr(blueprint, "stages"):
-        from lev_nb.blueprint import load
-
-        blueprint = load(blueprint)  # a blueprint that cannot be read fails here, once
+    blueprint = load(blueprint)  # a blueprint that cannot be read fails here, once
     overrides = session_overrides()
     overrides.update(settings or {})
     store = str(lev_home() if home is None else os.path.abspath(os.fspath(home)))

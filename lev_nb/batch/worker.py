@@ -91,15 +91,12 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     round trip to the scheduler. Lists are sent from this thread only (a Dask Queue must be used
     from the task's own thread).
     """
+    from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
     from lev_nb.store.writer import record_writer
 
     _prepare(spec)
-    blueprint = spec.blueprint
-    if not hasattr(blueprint, "stages"):
-        from lev_nb.blueprint import load
-
-        blueprint = load(blueprint)
+    blueprint = load(spec.blueprint)
     slots = threading.Semaphore(max(1, spec.concurrency))
     lock = threading.Lock()
     outbox: list[tuple[Any, ...]] = []

@@ -132,12 +132,15 @@ def _missing_manifest(source: Path, manifest: Path) -> BlueprintError:
     )
 
 
-def load(source: str | os.PathLike[str]) -> Blueprint:
-    """Load a blueprint from an agent folder, its agent.leviath, or TOML text.
+def load(source: str | os.PathLike[str] | Blueprint) -> Blueprint:
+    """Load a blueprint from an agent folder, its agent.leviath, or TOML text; a Blueprint is
+    returned as it is (so every entry point that takes either calls this once).
 
     A ``str`` is taken as TOML text when it is not an existing path and looks like TOML
     (it has a newline, ``=`` or ``[``). Raises :class:`BlueprintError` on any problem.
     """
+    if isinstance(source, Blueprint):
+        return source
     if isinstance(source, str) and not _looks_like_path(source):
         return load_text(source)
     manifest = resolve_manifest(source)

@@ -139,8 +139,6 @@ def _declares_schema(plan: Any) -> bool:
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:
     """``lev_nb.run(path_or_blueprint, task=..., ...)``: load the blueprint if needed, then start it."""
-    if not hasattr(blueprint, "stages"):
-        from lev_nb.blueprint import load
+    from lev_nb.blueprint import load
 
-        blueprint = load(blueprint)
-    return start_run(blueprint, task=task, model=model, **kwargs)
+    return start_run(load(blueprint), task=task, model=model, **kwargs)

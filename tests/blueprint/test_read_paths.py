@@ -160,3 +160,11 @@ def test_entries_that_compile_load(entry: str) -> None:
     from lev_nb.blueprint import load
 
     assert load(f'[agent]\nname = "x"\n[read_paths]\nallow = ["{entry}"]\n').read_paths.allow == [entry]
+
+
+def test_load_hands_a_blueprint_back_as_it_is() -> None:
+    import lev_nb
+    from support import BLUEPRINTS
+
+    bp = lev_nb.load(BLUEPRINTS / "triage")
+    assert lev_nb.load(bp) is bp  # run, run_many and their workers call load once on either

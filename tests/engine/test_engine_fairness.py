@@ -328,3 +328,30 @@ def test_a_slow_on_write_of_a_compaction_summary_does_not_stall_other_runs(
     run_a, _ = engine.start(scripted_agent(tmp_path, body), model)
     _quick_run_finishes_while_held(engine, run_a, slow_writes)
     assert [r.purpose for r in model.requests].count("summary") >= 1
+
+
+def test_a_slow_on_write_of_a_checkpoint_document_does_not_stall_other_runs(
+    engine, slow_writes: Gate, tmp_path: Path
+) -> None:
+    from support import next_request
+
+    body = BOARD.format(extra="") + CONVERSATION + """
+    [stages.plan]
+    mode = "interactive_points"
+    nudge = { enabled = false }
+    [[stages.plan.interaction_points]]
+    name = "approve_plan"
+    prompt = "Approve the plan?"
+    options = ["Approve"]
+    document_region = "board"
+    [stages.plan.transitions]
+    """
+    run_a, _ = engine.start(scripted_agent(tmp_path, body), [say("SLOW plan")], interactive=True)
+    assert slow_writes.entered.wait(RUN_TIMEOUT_S)  # the plan is being written into the board
+    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    assert run_b.status == "complete", run_b.error
+    assert not run_a.done()
+    slow_writes.release()
+    run_a.respond(next_request(run_a).id, "Approve")
+    run_a.wait(RUN_TIMEOUT_S)
+    assert run_a.status == "complete", run_a.error

@@ -84,7 +84,7 @@ class InteractionPoints:
             body = progress.point_body if progress.point_body is not None else progress.last_text
             if point.document_region and ctx.has_region(point.document_region):
                 mark = REVISED_MARK if progress.point_body is not None else ""
-                ctx.replace_with_summary(point.document_region, mark + body)
+                await state.in_context(ctx.replace_with_summary, point.document_region, mark + body)
             options = point.options or (("Yes", "No") if point.style == "confirm" else ())
             labels = tuple(dict.fromkeys(  # each label once, in order
                 options + tuple(k for k, _ in point.directives) + point.edit_options + point.abort_options
