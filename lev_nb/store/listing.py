@@ -198,7 +198,7 @@ def scan_runs(home: str | os.PathLike[str] | None = None) -> list[RunEntry]:
             text = None
         peeked = _PEEK_STATUS.search(text) if text is not None else None
         meta: dict[str, Any] | None = None
-        if peeked is None:
+        if peeked is None or (text or "").count('"parent_run_id"') > 1:  # also a key in nested data: parse
             meta = read_meta(folder, text)
             status = meta.get("status", "?")
             parent = meta.get("parent_run_id")

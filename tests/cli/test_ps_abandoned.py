@@ -22,11 +22,12 @@ def dead_pid() -> int:
     return proc.pid
 
 
-def record(home: Path, n: int, status: str, pid: int, parent: str | None = None, task: str = "t") -> str:
+def record(home: Path, n: int, status: str, pid: int, parent: str | None = None, task: str = "t",
+           metadata: dict | None = None) -> str:
     """Write run ``n``'s meta.json as RunStore does; its id carries second ``n``, so higher is newer."""
     run_id = f"triage-{1_700_000_000 + n}-{n:012x}"
     meta = RunMeta(run_id=run_id, agent_name="triage", task=task, pid=pid, status=status,
-                   parent_run_id=parent, updated_at="2999-01-01T00:00:00Z").to_dict()
+                   parent_run_id=parent, updated_at="2999-01-01T00:00:00Z", metadata=metadata or {}).to_dict()
     folder = home / "runs" / run_id
     folder.mkdir(parents=True)
     (folder / "meta.json").write_bytes(encode_meta(meta))
@@ -98,6 +99,16 @@ def test_finished_children_of_a_live_run_are_listed_however_old(home: Path, lev)
     data = json.loads(lev("ps", "--json").stdout)
     assert kid in [r["run_id"] for r in data["finished"]]
     assert kid in lev("ps").stdout
+
+
+def test_a_metadata_key_named_like_the_parent_link_does_not_move_a_run(home: Path) -> None:
+    from lev_nb.store.listing import scan_runs
+
+    parent = record(home, 1, "complete", os.getpid())
+    root = record(home, 2, "complete", os.getpid(), metadata={"parent_run_id": parent})
+    kid = record(home, 3, "complete", os.getpid(), parent=parent, metadata={"parent_run_id": None})
+    parents = {entry.run_id: entry.parent for entry in scan_runs(home)}
+    assert parents == {parent: None, root: None, kid: parent}
 
 
 def test_count_above_the_limit_is_refused_with_the_way_out(lev) -> None:
