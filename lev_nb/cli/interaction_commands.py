@@ -219,11 +219,12 @@ def _wait_taken(store: Any, request: Any) -> dict[str, Any] | None:
 
 
 def _list_all(as_json: bool) -> int:
-    from lev_nb.store.listing import owner_gone
     from lev_nb.engine.interaction import Request
-    from lev_nb.store import list_runs
+    from lev_nb.store.listing import scan_runs
 
-    rows = [m for m in list_runs() if m.get("status") == "waiting_input" and m.get("pending") and not owner_gone(m)]
+    # The scan parses only the records whose peeked status is waiting_input and whose owner lives.
+    waiting = [e for e in scan_runs() if e.status == "waiting_input" and e.state == "live"]
+    rows = [e.meta for e in waiting if e.meta.get("pending")]
     if as_json:
         print(json.dumps({m["run_id"]: m["pending"] for m in rows}, indent=2))
         return 0
