@@ -67,31 +67,37 @@ def test_a_batch_worker_does_not_warm_jsonschema_up(monkeypatch: pytest.MonkeyPa
     assert started == ["lev-warm-up"]
 
 
-def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The file descriptors fsynced from now on (each fsync still happens)."""
     synced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
-    store = RunStore("deferred-run", home)
+    return synced
+
+
+def final_meta_written(home: Path, run_id: str, defer: bool) -> tuple[writer_module.RecordWriter, RunStore]:
+    """A fresh record writer that has written ``run_id``'s final (durable) meta.json."""
+    store = RunStore(run_id, home)
     store.create(b"{}")
     writer = writer_module.RecordWriter()
-    writer.defer_durability()
+    if defer:
+        writer.defer_durability()
     writer.write_meta(store, b'{"status": "complete"}', durable=True)
     writer.flush().result(timeout=10)
-    assert synced == []  # written (and readable) without its fsync
+    return writer, store
+
+
+def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, fsyncs: list[int]) -> None:
+    writer, store = final_meta_written(home, "deferred-run", defer=True)
+    assert fsyncs == []  # written (and readable) without its fsync
     assert json.loads((store.dir / "meta.json").read_text()) == {"status": "complete"}
     writer.sync()
-    assert len(synced) == 1
+    assert len(fsyncs) == 1
     writer.sync()
-    assert len(synced) == 1  # each deferred meta.json once
+    assert len(fsyncs) == 1  # each deferred meta.json once
 
 
-def test_a_final_meta_is_fsynced_as_it_is_written_by_default(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
-    store = RunStore("durable-run", home)
-    store.create(b"{}")
-    writer = writer_module.RecordWriter()
-    writer.write_meta(store, b'{"status": "complete"}', durable=True)
-    writer.flush().result(timeout=10)
-    assert len(synced) == 1
+def test_a_final_meta_is_fsynced_as_it_is_written_by_default(home: Path, fsyncs: list[int]) -> None:
+    final_meta_written(home, "durable-run", defer=False)
+    assert len(fsyncs) == 1
