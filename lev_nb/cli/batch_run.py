@@ -11,9 +11,17 @@ import sys
 from typing import Any
 
 
-def _progress_line(progress: Any) -> None:
-    print(f"\r{progress.finished}/{progress.total} finished, {progress.running} running, "
-          f"{progress.failed} failed", end="\n" if progress.done else "", file=sys.stderr, flush=True)
+class _BatchProgress:
+    """The batch's counts on one stderr line: redrawn on a terminal, written once at the end elsewhere."""
+
+    def __init__(self) -> None:
+        from lev_nb.cli.progress import ProgressLine
+
+        self.line = ProgressLine(sys.stderr)
+
+    def __call__(self, progress: Any) -> None:
+        self.line.show(f"{progress.finished}/{progress.total} finished, {progress.running} running, "
+                       f"{progress.failed} failed", permanent=progress.done)
 
 
 def run_batch(bp: Any, task: str, schema: dict[str, Any] | None, inputs: dict[str, Any],
@@ -33,7 +41,7 @@ def run_batch(bp: Any, task: str, schema: dict[str, Any] | None, inputs: dict[st
     # Launch permissions go along; nobody can answer at a worker process, so an ask is denied.
     options.update(allow=list(args.allow), yolo=args.yolo, max_depth=args.max_depth, interactive=False)
     summaries = run_many(bp, [task] * args.count, args.model, processes=args.workers,
-                         on_progress=None if args.quiet else _progress_line, show=False, **options)
+                         on_progress=None if args.quiet else _BatchProgress(), show=False, **options)
     if args.json:
         print(json.dumps([s.run_id for s in summaries]))  # as lev run --count --json prints them
     else:

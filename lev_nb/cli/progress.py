@@ -70,6 +70,11 @@ class ProgressLine:
         with self._lock:
             self._paused = False
 
+    def show(self, text: str, permanent: bool = False) -> None:
+        """Draw ``text``: in place on a terminal (``permanent`` ends the line); elsewhere only a
+        ``permanent`` text is written, as a line of its own."""
+        self._show(text, permanent)
+
     def _show(self, text: str, permanent: bool = False) -> None:
         with self._lock:
             if not self._paused:

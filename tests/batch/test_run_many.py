@@ -82,3 +82,12 @@ def test_lev_run_count_workers_sends_the_copies_across_processes(lev, home: Path
     assert result.returncode == 0, result.stderr
     ids = result.stdout.split()
     assert len(ids) == 4 and recorded(home) == dict.fromkeys(ids, "complete")
+
+
+def test_lev_run_count_workers_writes_one_progress_line_when_stderr_is_not_a_terminal(
+    lev, home: Path, importable: None
+) -> None:
+    result = lev("run", str(BLUEPRINTS / "triage"), "--task", TASKS[0], "--model", "mock", "--count", "3",
+                 "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "3/3 finished, 0 running, 0 failed\n"  # no carriage returns run together
