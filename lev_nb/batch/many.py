@@ -40,6 +40,8 @@ __all__ = ["BatchProgress", "RunSummary", "run_many"]
 # Runs in flight per worker process when the caller names no concurrency.
 DEFAULT_PER_PROCESS = 64
 PROGRESS_EVERY_S = 0.25
+# How many stages a progress line names (the busiest first); the rest are summed as "elsewhere".
+STAGES_SHOWN = 4
 POLL_S = 0.1
 
 
@@ -78,6 +80,7 @@ class BatchProgress:
     elapsed_s: float = 0.0
     done: bool = False
     by_status: dict[str, int] = field(default_factory=dict)
+    stages: dict[str, int] = field(default_factory=dict)  # runs in flight per stage, every worker's
 
     @property
     def finished(self) -> int:
@@ -88,6 +91,25 @@ class BatchProgress:
     def running(self) -> int:
         """Runs started and not yet ended."""
         return max(0, self.started - self.finished)
+
+    def line(self) -> str:
+        """The counts as one line, ``12/40 finished: 3 running, 11 complete, 1 failed, ...``, then
+        where the running ones are (``2 in plan, 1 in review``): the notebook view and ``lev run
+        --count`` both show it."""
+        parts = [f"{self.running} running", f"{self.complete} complete", f"{self.failed} failed"]
+        if self.retried:
+            parts.append(f"{self.retried} retried")
+        parts.append(f"{self.workers} worker{'s' if self.workers != 1 else ''}")
+        parts.append(f"{self.elapsed_s:.1f} s")
+        line = f"{self.finished}/{self.total} finished: " + ", ".join(parts)
+        stages = list(self.stages.items())
+        if stages:
+            where = [f"{runs} in {stage}" for stage, runs in stages[:STAGES_SHOWN]]
+            rest = sum(runs for _, runs in stages[STAGES_SHOWN:])
+            if rest:
+                where.append(f"{rest} elsewhere")
+            line += " · " + ", ".join(where)
+        return line
 
 
 class _Backend:
@@ -350,12 +372,24 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
         else:
             progress.failed += 1
 
+    by_worker: dict[str, dict[str, int]] = {}  # each worker's last word on where its runs are
+
     def read_messages() -> None:
+        stages_seen = False
         for message in backend.messages():
             if message[0] == "started":
                 progress.started += 1
             elif message[0] == "finished":
                 take(message[1])
+            elif message[0] == "stages":
+                by_worker[message[1]] = message[2]
+                stages_seen = True
+        if stages_seen:
+            totals: dict[str, int] = {}
+            for counts in by_worker.values():
+                for stage, runs in counts.items():
+                    totals[stage] = totals.get(stage, 0) + runs
+            progress.stages = dict(sorted(totals.items(), key=lambda item: -item[1]))
 
     def report(force: bool = False) -> None:
         nonlocal last_report
@@ -390,6 +424,7 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
         report()
     read_messages()
     progress.done = True
+    progress.stages = {}  # every run has ended (a lost worker's last word included)
     report(force=True)
     out = []
     for index, task in enumerate(tasks):

@@ -85,7 +85,9 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     """Run ``items`` (``(index, task)`` pairs) on this process's engine loop and return their summaries.
 
     Progress goes to ``channel`` as lists of messages, at most one list every ``FORWARD_EVERY_S``:
-    ``("started", index, run_id)`` and ``("finished", summary)``. One message per put made the
+    ``("started", index, run_id)``, ``("finished", summary)`` and, closing each list,
+    ``("stages", worker, {stage: runs})``: where this worker's runs in flight are (an empty dict
+    once the share is done). One message per put made the
     engine thread, this thread and the queue's own feeder thread trade the interpreter lock for
     every run start and end, which cost a batch a third of its speed; a Dask Queue put is also a
     round trip to the scheduler. Lists are sent from this thread only (a Dask Queue must be used
@@ -101,13 +103,16 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     lock = threading.Lock()
     outbox: list[tuple[Any, ...]] = []
     summaries: dict[int, dict[str, Any]] = {}
+    in_flight: dict[int, Any] = {}  # index -> its Run, until it finishes
     all_finished = threading.Event()
     sent_at = float("-inf")  # the first list goes at once: the caller learns the share has begun
+    me = where()
 
     def finish(summary: dict[str, Any]) -> None:
         with lock:
             outbox.append(("finished", summary))
             summaries[summary["index"]] = summary
+            in_flight.pop(summary["index"], None)
             if len(summaries) == len(items):
                 all_finished.set()
         slots.release()
@@ -119,9 +124,10 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
         with lock:
             batch = outbox[:]
             outbox.clear()
+            runs = list(in_flight.values())
         sent_at = time.monotonic()
-        if batch and channel is not None:
-            channel.put(batch)
+        if channel is not None:
+            channel.put(batch + [("stages", me, _stage_counts(runs))])
 
     if not items:
         all_finished.set()
@@ -139,12 +145,23 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
             continue
         with lock:
             outbox.append(("started", index, run.run_id))
+            if index not in summaries:
+                in_flight[index] = run
         send()
     while not all_finished.wait(FORWARD_EVERY_S):
         send(force=True)
     record_writer().sync()  # the records are on disk, and durable, before the caller reads them
     send(force=True)
     return [summaries[index] for index, _ in items]
+
+
+def _stage_counts(runs: list[Any]) -> dict[str, int]:
+    """How many of ``runs`` are in each stage (a run not in a stage yet counts as ``starting``)."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        stage = run.stage or "starting"
+        counts[stage] = counts.get(stage, 0) + 1
+    return counts
 
 
 # The progress queue of a local pool's worker process (set once by the pool's initializer).

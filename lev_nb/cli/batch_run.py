@@ -20,8 +20,7 @@ class _BatchProgress:
         self.line = ProgressLine(sys.stderr)
 
     def __call__(self, progress: Any) -> None:
-        self.line.show(f"{progress.finished}/{progress.total} finished, {progress.running} running, "
-                       f"{progress.failed} failed", permanent=progress.done)
+        self.line.show(progress.line(), permanent=progress.done)
 
 
 def run_batch(bp: Any, task: str, schema: dict[str, Any] | None, inputs: dict[str, Any],

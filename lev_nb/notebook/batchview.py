@@ -19,19 +19,9 @@ except ImportError:  # pragma: no cover
     _widgets = None
 
 
-def counts_text(progress: Any) -> str:
-    """The batch's counts as one line: ``12/40 finished: 3 running, 11 complete, 1 failed ...``."""
-    parts = [f"{progress.running} running", f"{progress.complete} complete", f"{progress.failed} failed"]
-    if progress.retried:
-        parts.append(f"{progress.retried} retried")
-    parts.append(f"{progress.workers} worker{'s' if progress.workers != 1 else ''}")
-    parts.append(f"{progress.elapsed_s:.1f} s")
-    return f"{progress.finished}/{progress.total} finished: " + ", ".join(parts)
-
-
 def counts_html(progress: Any) -> str:
     """The counts line, with the Dask dashboard link when there is one."""
-    line = html.escape(counts_text(progress))
+    line = html.escape(progress.line())
     if progress.dashboard:
         url = html.escape(progress.dashboard, quote=True)
         line += f' &middot; <a href="{url}" target="_blank">Dask dashboard</a>'
@@ -63,7 +53,7 @@ class BatchView:
         self.progress = progress
         if self.bar is None:
             if progress.done:
-                self._show(counts_text(progress))
+                self._show(progress.line())
             return
         self.bar.value = progress.finished
         self.label.value = counts_html(progress)

@@ -11,6 +11,7 @@ import pytest
 from support import BLUEPRINTS, ROOT, CrashingModel
 
 import lev_nb
+from lev_nb.providers import MockModel
 from lev_nb.store import RunStore
 from lev_nb.store.listing import list_runs
 
@@ -39,6 +40,7 @@ def test_a_batch_runs_on_a_local_pool_and_records_in_the_callers_store(home: Pat
     assert all(str(os.getpid()) not in (s.worker or "") for s in out)  # run in worker processes
     last = seen[-1]
     assert last.done and (last.total, last.complete, last.failed, last.started) == (4, 4, 0, 4)
+    assert last.stages == {}  # nothing is in flight at the end
 
 
 def test_a_crashed_worker_process_has_its_runs_retried(home: Path, tmp_path: Path, importable: None) -> None:
@@ -90,4 +92,14 @@ def test_lev_run_count_workers_writes_one_progress_line_when_stderr_is_not_a_ter
     result = lev("run", str(BLUEPRINTS / "triage"), "--task", TASKS[0], "--model", "mock", "--count", "3",
                  "--workers", "2")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == "3/3 finished, 0 running, 0 failed\n"  # no carriage returns run together
+    assert result.stderr.startswith("3/3 finished: 0 running, 3 complete, 0 failed, 2 workers, ")
+    assert result.stderr.count("\n") == 1 and "\r" not in result.stderr  # one line, nothing run together
+
+
+def test_the_progress_says_which_stages_the_runs_in_flight_are_in(home: Path, importable: None) -> None:
+    seen: list[dict[str, int]] = []
+    out = lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model=MockModel(latency_s=0.3), processes=2,
+                          on_progress=lambda p: seen.append(dict(p.stages)))
+    assert all(s.ok for s in out), [s.error for s in out]
+    stages = set().union(*seen)
+    assert stages and stages <= {"starting", *lev_nb.load(BLUEPRINTS / "triage").stages}

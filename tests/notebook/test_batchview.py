@@ -26,6 +26,15 @@ def test_the_view_shows_the_bar_the_counts_and_the_dashboard(monkeypatch: pytest
     assert view.bar.bar_style == "warning"  # a failed task shows
 
 
+def test_the_counts_line_says_where_the_running_runs_are() -> None:
+    progress = BatchProgress(total=40, started=12, workers=2)
+    progress.stages = {"plan": 5, "review": 3, "draft": 2, "fix": 1, "ship": 1}
+    line = progress.line()
+    assert line.endswith(" · 5 in plan, 3 in review, 2 in draft, 1 in fix, 1 elsewhere")
+    progress.stages = {}
+    assert "·" not in progress.line()
+
+
 def test_run_many_shows_the_view_through_the_facade_slot(monkeypatch: pytest.MonkeyPatch) -> None:
     import lev_nb  # noqa: F401  (fills the view slots)
     from lev_nb.engine import views
