@@ -236,9 +236,10 @@ def _cpus_to_pin(processes: int, pin_cpus: bool | None) -> list[int]:
     """The CPUs to keep the local workers on, one each (empty: do not pin).
 
     One worker process runs its engine loop, record writer and tool threads under one interpreter
-    lock; left free to move, those threads trade the lock across cores, and a worker spent a
-    quarter more time on the same batch than one kept on a single core (bench ``scaling``). By
-    default workers are pinned when there is a CPU for each of them."""
+    lock; left free to move, those threads trade the lock across cores. On 2 cores, 900 mock runs
+    of code-fixer took 4.9 s on one free worker against 4.4 s on a pinned one, and 2.5-3.7 s on
+    two free workers against 2.2-2.7 s on two pinned ones. By default workers are pinned when
+    there is a CPU for each of them."""
     try:
         available = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux: the system places the processes

@@ -87,11 +87,10 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     Progress goes to ``channel`` as lists of messages, at most one list every ``FORWARD_EVERY_S``:
     ``("started", index, run_id)``, ``("finished", summary)`` and, closing each list,
     ``("stages", worker, {stage: runs})``: where this worker's runs in flight are (an empty dict
-    once the share is done). One message per put made the
-    engine thread, this thread and the queue's own feeder thread trade the interpreter lock for
-    every run start and end, which cost a batch a third of its speed; a Dask Queue put is also a
-    round trip to the scheduler. Lists are sent from this thread only (a Dask Queue must be used
-    from the task's own thread).
+    once the share is done). A put per message woke this thread and the queue's feeder thread for
+    every run's start and end, each taking the interpreter lock from the engine thread, and a Dask
+    Queue put is a round trip to the scheduler. Lists are sent from this thread only (a Dask Queue
+    must be used from the task's own thread).
     """
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
