@@ -360,11 +360,20 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
     for share in shares:
         pending[backend.submit(spec, share)] = (share, 0)
     last_report = 0.0
+    # Tasks counted as started, once each: a retried task starts twice, and a worker's result can
+    # arrive before the list that said its runs started (that queue flushes in the background).
+    begun: set[int] = set()
+
+    def begin(index: int) -> None:
+        if index not in begun:
+            begun.add(index)
+            progress.started += 1
 
     def take(summary: dict[str, Any]) -> None:
         index = summary["index"]
         if index in summaries:
             return
+        begin(index)
         summaries[index] = summary
         status = summary["status"]
         progress.by_status[status] = progress.by_status.get(status, 0) + 1
@@ -379,7 +388,7 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
         stages_seen = False
         for message in backend.messages():
             if message[0] == "started":
-                progress.started += 1
+                begin(message[1])
             elif message[0] == "finished":
                 take(message[1])
             elif message[0] == "stages":
