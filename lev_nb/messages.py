@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Union
 
+from lev_nb.records import record
+
 __all__ = [
     "ToolCall",
     "ToolSpec",
@@ -98,7 +100,7 @@ class Message:
         return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
 
 
-@dataclass(frozen=True)
+@record
 class SystemBlock:
     """What the assembler knows about one system block: the region it renders, how often it
     changes (``volatility``: stable, grows, rewritten) and its cache tier (0: stays until the

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb.engine import events as ev
+from lev_nb.records import record
 
 T = TypeVar("T")
 
@@ -66,7 +67,7 @@ class Outcome:
     message: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Ending:
     """How the run ends: a terminal status and, for ``error``, the message."""
 

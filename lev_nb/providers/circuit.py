@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lev_nb.providers.base import ProviderError
+from lev_nb.records import record
 
 __all__ = ["CIRCUITS", "CircuitBreakers", "CircuitRefusal"]
 
@@ -28,7 +29,7 @@ class _Circuit:
     message: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class CircuitRefusal:
     """A call refused by an open circuit: the error to fail it with, and how the circuit stands."""
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lev_nb.messages import Usage
+from lev_nb.records import record
 
 __all__ = [
     "PRICES_READ_ON",
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ModelPricing:
     """One model's rates in USD per million tokens."""
 

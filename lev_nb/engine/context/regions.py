@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.text import cut_text, estimate_tokens
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
@@ -56,7 +57,7 @@ def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
     return cut_text(text, room) + note, True
 
 
-@dataclass(frozen=True)
+@record
 class RegionConfig:
     """One declared region, with its budget already resolved to absolute tokens.
 
