@@ -1,4 +1,4 @@
-"""Immutable records that are cheap to define: how lev_nb declares its frozen value classes.
+"""Records that are cheap to define: how lev_nb declares its dataclasses.
 
 ``@dataclass(frozen=True)`` compiles, from source, an ``__init__``, ``__repr__``, ``__eq__``,
 ``__hash__``, ``__setattr__`` and ``__delattr__`` for every class it decorates, about 0.1 ms each
@@ -10,6 +10,8 @@ functions below, which read the class's fields and behave as the generated ones 
 
 Immutability: ``__init__`` assigns each field once; after that, assigning or deleting any
 attribute raises :class:`dataclasses.FrozenInstanceError`, as on a frozen dataclass.
+``@record(frozen=False)`` is the mutable kind (a run's state, its meta.json record, the messages of
+a conversation being built), with the same shared ``__repr__`` and ``__eq__``.
 """
 
 from __future__ import annotations
@@ -76,29 +78,33 @@ def record(cls: type[T], /) -> type[T]: ...
 
 
 @overload
-def record(*, eq: bool = True) -> Callable[[type[T]], type[T]]: ...
+def record(*, eq: bool = True, frozen: bool = True) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def record(cls: type[T] | None = None, /, *, eq: bool = True) -> Any:
-    """Make ``cls`` an immutable dataclass, like ``@dataclass(frozen=True, eq=eq)``.
+def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = True) -> Any:
+    """Make ``cls`` a dataclass, like ``@dataclass(frozen=frozen, eq=eq)``: immutable unless
+    ``frozen=False``, compared by value unless ``eq=False`` (then by identity).
 
-    With ``eq=False`` instances compare (and hash) by identity, as ``eq=False`` does. Methods the
+    As with ``@dataclass``, an ``__eq__`` makes a mutable record unhashable, and the methods the
     class body defines itself (``__repr__``, ``__eq__``, ``__hash__``) are kept.
     """
 
     def wrap(cls: type[T]) -> type[T]:
         own = dict(cls.__dict__)
+        # A body that defines __eq__ gets __hash__ = None from Python itself: not a choice of its own.
+        own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
         cls = dataclass(cls, eq=False, repr=False)
-        cls.__setattr__ = _setattr  # type: ignore[method-assign]
-        cls.__delattr__ = _delattr  # type: ignore[method-assign]
+        if frozen:
+            cls.__setattr__ = _setattr  # type: ignore[method-assign]
+            cls.__delattr__ = _delattr  # type: ignore[method-assign]
         if "__repr__" not in own:
             cls.__repr__ = _repr  # type: ignore[method-assign]
         if eq:
             if "__eq__" not in own:
                 cls.__eq__ = _eq  # type: ignore[method-assign]
-            if own.get("__hash__") is None:  # None: the body's own __eq__ cleared it
-                cls.__hash__ = _hash  # type: ignore[method-assign]
+            if not own_hash:
+                cls.__hash__ = _hash if frozen else None  # type: ignore[method-assign,assignment]
         return cls
 
     return wrap if cls is None else wrap(cls)

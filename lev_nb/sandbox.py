@@ -32,7 +32,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -266,7 +266,7 @@ def _mount(entry: str, workdir: Path) -> tuple[str, str, bool]:
     return str(src), str(dst), writable
 
 
-@dataclass
+@record(frozen=False)
 class Sandbox:
     """One run's sandbox for one spec: wraps command lines (``argv``) for the chosen backend.
 

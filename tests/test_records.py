@@ -38,6 +38,18 @@ class Labelled(Point):
         return f"<{self.label}>"
 
 
+@record(frozen=False)
+class Tally:
+    name: str
+    count: int = 0
+
+
+@dataclass
+class TallyReference:
+    name: str
+    count: int = 0
+
+
 @record(eq=False)
 class Happened:
     what: str
@@ -95,3 +107,12 @@ def test_events_keep_their_events_jsonl_form() -> None:
     back = ev.event_from_dict(call.to_dict())
     assert type(back) is ev.ModelCall and back.to_dict() == call.to_dict()
     assert repr(entered) == "StageEntered(run_id='run-1', stage='work', ts=6.0, visit=1, from_stage=None)"
+
+
+def test_a_mutable_record_behaves_as_a_dataclass() -> None:
+    tally, ref = Tally("a"), TallyReference("a")
+    tally.count += 1
+    ref.count += 1
+    assert repr(tally) == repr(ref).replace("TallyReference", "Tally") == "Tally(name='a', count=1)"
+    assert tally == Tally("a", 1) != Tally("a") and tally != ref
+    assert Tally.__hash__ is None is TallyReference.__hash__  # mutable and compared by value: unhashable

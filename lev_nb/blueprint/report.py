@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from lev_nb.records import record
@@ -45,7 +45,7 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
 
 
-@dataclass
+@record(frozen=False)
 class Report:
     """What validating one blueprint found.
 

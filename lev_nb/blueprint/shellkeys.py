@@ -8,7 +8,9 @@ Used by the ``command-seed`` and ``unparseable-safe-command`` lints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from lev_nb.records import record
 
 KEY_PREFIX = "shell:"
 _PREFIX_WORDS = {"if", "elif", "then", "else", "do", "while", "until", "!", "{", "}"}
@@ -26,14 +28,14 @@ class _Unreadable(Exception):
     """The line holds a construct whose meaning decides what runs and cannot be read here."""
 
 
-@dataclass
+@record(frozen=False)
 class _Word:
     text: str
     literal: bool
     quoted: bool
 
 
-@dataclass
+@record(frozen=False)
 class _Segment:
     words: list[_Word] = field(default_factory=list)
     writes: list[_Word] = field(default_factory=list)

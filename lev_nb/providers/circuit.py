@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from lev_nb.providers.base import ProviderError
 from lev_nb.records import record
@@ -20,7 +19,7 @@ from lev_nb.records import record
 __all__ = ["CIRCUITS", "CircuitBreakers", "CircuitRefusal"]
 
 
-@dataclass
+@record(frozen=False)
 class _Circuit:
     failures: int = 0
     open_until: float = 0.0  # monotonic seconds

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from lev_nb.messages import Usage
@@ -144,7 +144,7 @@ def call_cost(usage: Usage, pricing: ModelPricing | None) -> float | None:
     return None if pricing is None else pricing.cost(usage)
 
 
-@dataclass
+@record(frozen=False)
 class CostTotals:
     """Token and money totals over a set of calls (a stage, a run).
 

@@ -33,7 +33,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def parse_meta(source: str) -> ProviderMeta:
     return ProviderMeta(**found)
 
 
-@dataclass
+@record(frozen=False)
 class ProviderScript:
     """A loaded provider script: its compiled form, metadata, optional entry points and the state
     its ``initialize`` returned."""

@@ -11,7 +11,7 @@ updated key, or refuse). This module knows nothing about stages, tools or reques
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from lev_nb.records import record
@@ -152,7 +152,7 @@ def ensure_auto_regions(layout: list[RegionConfig]) -> list[RegionConfig]:
     return list(layout) + [region for region in extra if region.name not in names]
 
 
-@dataclass
+@record(frozen=False)
 class Entry:
     """One item held by a region.
 
