@@ -30,6 +30,8 @@ class _Unreadable(Exception):
 
 @record(frozen=False)
 class _Word:
+    """One word of a command line, and whether quoting or expansion made it other than its text."""
+
     text: str
     literal: bool
     quoted: bool
@@ -37,6 +39,8 @@ class _Word:
 
 @record(frozen=False)
 class _Segment:
+    """One simple command of a line: its words, and the words it redirects output to."""
+
     words: list[_Word] = field(default_factory=list)
     writes: list[_Word] = field(default_factory=list)
 

@@ -76,6 +76,8 @@ class Event:
 
 @record(eq=False)
 class RunStarted(Event):
+    """The run began: which agent, on what task, in which working directory."""
+
     kind: ClassVar[str] = "run_started"
     agent: str
     task: str
@@ -84,6 +86,8 @@ class RunStarted(Event):
 
 @record(eq=False)
 class StageEntered(Event):
+    """The run entered a stage (``visit``: its how-manyth time there; ``from_stage``: where it came from)."""
+
     kind: ClassVar[str] = "stage_entered"
     visit: int
     from_stage: str | None = None
@@ -174,6 +178,8 @@ class ContextEvicted(Event):
 
 @record(eq=False)
 class ToolCallStarted(Event):
+    """A tool call the model asked for began (``arguments`` as the model sent them)."""
+
     kind: ClassVar[str] = "tool_started"
     call_id: str
     tool: str
@@ -182,6 +188,8 @@ class ToolCallStarted(Event):
 
 @record(eq=False)
 class ToolCallFinished(Event):
+    """A tool call ended, well (``ok``) or not; ``summary`` says what it gave back."""
+
     kind: ClassVar[str] = "tool_finished"
     call_id: str
     tool: str
@@ -202,6 +210,8 @@ class Transition(Event):
 
 @record(eq=False)
 class GateBlocked(Event):
+    """A gate held the run in its stage (``attempt`` of ``max_attempts``); ``message`` says what it still wants."""
+
     kind: ClassVar[str] = "gate_blocked"
     target: str
     message: str
@@ -211,6 +221,8 @@ class GateBlocked(Event):
 
 @record(eq=False)
 class GateForced(Event):
+    """A gate ran out of attempts and let the run move to ``target`` anyway; ``message`` is what it still wanted."""
+
     kind: ClassVar[str] = "gate_forced"
     target: str
     message: str
@@ -218,6 +230,8 @@ class GateForced(Event):
 
 @record(eq=False)
 class Nudge(Event):
+    """The run told the model ``text`` to move it on (``reason``: text_only, required_region, ...)."""
+
     kind: ClassVar[str] = "nudge"
     reason: str
     text: str
@@ -225,18 +239,24 @@ class Nudge(Event):
 
 @record(eq=False)
 class Stuck(Event):
+    """The stage is stuck (a stuck threshold was passed, or it went round without a model call): ``reason``."""
+
     kind: ClassVar[str] = "stuck"
     reason: str
 
 
 @record(eq=False)
 class MaxIterationsHit(Event):
+    """The stage made its ``limit`` of model calls (its ``max_iterations``)."""
+
     kind: ClassVar[str] = "max_iterations"
     limit: int
 
 
 @record(eq=False)
 class StageError(Event):
+    """The stage failed with ``message``; an ``error`` edge, if there is one, leads on."""
+
     kind: ClassVar[str] = "error"
     message: str
 
@@ -251,6 +271,8 @@ class Warning_(Event):
 
 @record(eq=False)
 class OutputSubmitted(Event):
+    """A final output was accepted: its format, size in bytes, whether it was cut, and whether checks ran."""
+
     kind: ClassVar[str] = "output_submitted"
     format: str | None
     bytes: int
@@ -260,18 +282,24 @@ class OutputSubmitted(Event):
 
 @record(eq=False)
 class OutputRejected(Event):
+    """A submitted final output was refused (``reason``), and the model may try again."""
+
     kind: ClassVar[str] = "output_rejected"
     reason: str
 
 
 @record(eq=False)
 class FanOutStarted(Event):
+    """A fan_out stage started ``workers`` worker runs."""
+
     kind: ClassVar[str] = "fan_out_started"
     workers: int
 
 
 @record(eq=False)
 class FanOutFinished(Event):
+    """A fan_out stage's workers all ended: how many succeeded and failed, and their run ids."""
+
     kind: ClassVar[str] = "fan_out_finished"
     succeeded: int
     failed: int

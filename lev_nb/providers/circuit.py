@@ -21,6 +21,8 @@ __all__ = ["CIRCUITS", "CircuitBreakers", "CircuitRefusal"]
 
 @record(frozen=False)
 class _Circuit:
+    """How one model's calls have gone lately: failures in a row, open until when, a probe out."""
+
     failures: int = 0
     open_until: float = 0.0  # monotonic seconds
     probing: bool = False
