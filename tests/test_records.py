@@ -4,6 +4,7 @@ and the run events built on it keep their events.jsonl form."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import FrozenInstanceError, dataclass, field
 
 import pytest
@@ -50,6 +51,18 @@ class TallyReference:
     count: int = 0
 
 
+@record
+class Checked:
+    """A record whose __post_init__ normalises a field, with a keyword-only one."""
+
+    name: str
+    at: float = field(default=0.0, kw_only=True)
+    seen: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.name.lower())
+
+
 @record(eq=False)
 class Happened:
     what: str
@@ -78,8 +91,17 @@ def test_a_record_behaves_as_a_frozen_dataclass() -> None:
     assert dataclasses.replace(one, y=5) == Point(1, 5, ("a",))
     assert dataclasses.asdict(one) == dataclasses.asdict(ref)
     assert [f.name for f in dataclasses.fields(Labelled)] == ["x", "y", "tags", "note", "label"]
+    assert str(inspect.signature(Point)) == str(inspect.signature(Reference))
     with pytest.raises(TypeError):
         Point()  # type: ignore[call-arg]
+
+
+def test_a_records_init_has_the_dataclass_parameters() -> None:
+    checked = Checked("ABC", at=2.0)
+    assert (checked.name, checked.at, checked.seen) == ("abc", 2.0, [])
+    assert str(inspect.signature(Checked)) == "(name: 'str', *, at: 'float' = 0.0) -> None"
+    with pytest.raises(TypeError):
+        Checked("abc", 2.0)  # type: ignore[misc]
 
 
 def test_a_records_own_methods_are_kept_and_eq_false_compares_by_identity() -> None:
