@@ -5,9 +5,10 @@
 at import time; over the hundred-odd value classes (run events, the run plan, the settings,
 messages) that a notebook's first ``bp.run`` imports, that was a third of its start-up.
 :func:`record` makes the same kind of dataclass (``dataclasses.fields``, ``replace`` and ``asdict``
-work as before; type checkers see a dataclass) with one compiled function per class, its
-``__init__``. ``__repr__``, ``__eq__`` and ``__hash__`` are the shared functions
-below, which read the class's fields and behave as the generated ones do.
+work as before; type checkers see a dataclass) but compiles one function per class, its
+``__init__`` (:func:`_write_init`: the parameters and body ``@dataclass`` would write). The other
+methods are the shared functions below, which read the class's fields and behave as the generated
+ones do.
 
 ``@record`` is immutable: assigning or deleting an attribute raises
 :class:`dataclasses.FrozenInstanceError`, as on a frozen dataclass. ``@record(frozen=False)`` is the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import reprlib
 from dataclasses import MISSING, FrozenInstanceError, dataclass
 from operator import attrgetter
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
@@ -111,6 +113,7 @@ def _delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
+@reprlib.recursive_repr()
 def _repr(self: Any) -> str:
     shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _names(type(self)).shown)
     return f"{type(self).__qualname__}({shown})"

@@ -86,7 +86,7 @@ class RunStarted(Event):
 
 @record(eq=False)
 class StageEntered(Event):
-    """The run entered a stage (``visit``: its how-manyth time there; ``from_stage``: where it came from)."""
+    """The run entered a stage (``visit`` counts its entries there; ``from_stage`` is the stage it left)."""
 
     kind: ClassVar[str] = "stage_entered"
     visit: int
