@@ -1,5 +1,5 @@
-"""``@record``: immutable dataclasses whose shared methods behave as ``@dataclass(frozen=True)``'s,
-and the run events built on it keep their events.jsonl form."""
+"""``@record``: dataclasses whose compiled ``__init__`` and shared methods behave as ``@dataclass``'s
+(frozen ones stay immutable), and the run events built on it keep their events.jsonl form."""
 
 from __future__ import annotations
 
