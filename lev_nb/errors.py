@@ -13,8 +13,9 @@ rest of lev_nb: every layer's exceptions can use it (this is the lowest layer).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any, Awaitable, TypeVar
+
+from lev_nb.records import record
 
 T = TypeVar("T")
 
@@ -53,7 +54,7 @@ RESET = "\x1b[0m"
 FULL_TRACEBACK_HINT = "(%tb shows the full traceback)"
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     """What an exception tells a notebook user: what is wrong, where, and what to do about it."""
 

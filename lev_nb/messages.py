@@ -7,8 +7,10 @@ that make up a message (spec/runtime.md §13 describes what a provider sends and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Literal, Union
+
+from lev_nb.records import record
 
 __all__ = [
     "ToolCall",
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@record(frozen=False)
 class ToolCall:
     """One tool call the model asked for."""
 
@@ -37,7 +39,7 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record(frozen=False)
 class ToolSpec:
     """A tool as advertised to the model: its name, what it does, and a JSON Schema for its input."""
 
@@ -46,14 +48,14 @@ class ToolSpec:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-@dataclass
+@record(frozen=False)
 class TextBlock:
     """Plain text inside a message."""
 
     text: str
 
 
-@dataclass
+@record(frozen=False)
 class ToolUseBlock:
     """An assistant's request to call a tool (mirrors a ToolCall inside the transcript)."""
 
@@ -62,7 +64,7 @@ class ToolUseBlock:
     input: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record(frozen=False)
 class ToolResultBlock:
     """The answer to one ToolUseBlock, sent back in a user message."""
 
@@ -74,7 +76,7 @@ class ToolResultBlock:
 Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
 
 
-@dataclass
+@record(frozen=False)
 class Message:
     """One conversation message: a plain string or a list of blocks.
 
@@ -98,7 +100,7 @@ class Message:
         return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
 
 
-@dataclass(frozen=True)
+@record
 class SystemBlock:
     """What the assembler knows about one system block: the region it renders, how often it
     changes (``volatility``: stable, grows, rewritten) and its cache tier (0: stays until the
@@ -118,7 +120,7 @@ class SystemBlock:
 Purpose = Literal["stage", "routing", "summary"]
 
 
-@dataclass
+@record(frozen=False)
 class StageDuties:
     """What the stage still owes before it may leave, as the engine sees it at this turn: regions
     to write (required and empty, or named by a gate that would refuse the stage now), whether a
@@ -138,7 +140,7 @@ class StageDuties:
         return bool(self.regions or self.modify_files or self.open_items or self.use_a_tool)
 
 
-@dataclass
+@record(frozen=False)
 class ModelRequest:
     """Everything a provider needs for one completion.
 
@@ -187,7 +189,7 @@ class ModelRequest:
         return [t.name for t in self.tools]
 
 
-@dataclass
+@record(frozen=False)
 class Usage:
     """Token counts for one completion."""
 
@@ -197,7 +199,7 @@ class Usage:
     cache_write_tokens: int = 0
 
 
-@dataclass
+@record(frozen=False)
 class ModelResponse:
     """What a provider returns: text, tool calls, usage and why it stopped."""
 

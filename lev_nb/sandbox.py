@@ -32,10 +32,11 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
+from lev_nb.records import record
 from lev_nb.secrets import child_environment
 
 Kind = Literal["none", "namespace", "container"]
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class SandboxSpec:
     """One resolved ``[sandbox]``: what the commands of a stage (or the seeds) must run in."""
 
@@ -156,7 +157,7 @@ def _container(engine: str | None, path: str | None) -> tuple[str | None, str]:
     return None, "; ".join(reasons)
 
 
-@dataclass(frozen=True)
+@record
 class Choice:
     """The backend a spec gets on this machine.
 
@@ -265,7 +266,7 @@ def _mount(entry: str, workdir: Path) -> tuple[str, str, bool]:
     return str(src), str(dst), writable
 
 
-@dataclass
+@record(frozen=False)
 class Sandbox:
     """One run's sandbox for one spec: wraps command lines (``argv``) for the chosen backend.
 

@@ -20,9 +20,11 @@ from the user's ``config.toml`` (:func:`lev_nb.settings.lint_env`). lev_nb does 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pydantic import BaseModel
+
+from lev_nb.records import record
 
 from . import constants as C
 from .errors import did_you_mean
@@ -34,7 +36,7 @@ from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
 from .script_tools import script_tool_names
 
 
-@dataclass(frozen=True)
+@record
 class LintEnv:
     """What the lints may assume about the machine.
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from lev_nb.records import record
 
 __all__ = [
     "SAMPLE_COMPONENT",
@@ -197,7 +198,7 @@ def _in_specs(specs: object, c: str) -> bool:
 _REGEX_META = set(".[](){}*+?|^$\\")
 
 
-@dataclass(frozen=True)
+@record
 class ReadPathEntry:
     """One compiled entry: ``kind`` is "exact" (``root``), "glob" (``glob``) or "regex" (``regex``)."""
 

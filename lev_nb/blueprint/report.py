@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
+
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from .model import Blueprint
@@ -14,7 +16,7 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "note": 2}
 _LABEL = {"error": "ERR ", "warning": "WARN", "note": "NOTE"}
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One lint result: a stable ``code``, its ``severity``, the ``stage`` (or None), and text."""
 
@@ -43,7 +45,7 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
 
 
-@dataclass
+@record(frozen=False)
 class Report:
     """What validating one blueprint found.
 

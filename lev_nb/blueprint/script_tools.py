@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from lev_nb.records import record
 
 # Canonical capability names and their accepted aliases.
 CAPABILITIES: dict[str, str] = {
@@ -41,7 +43,7 @@ class ToolSpecError(ValueError):
         self.line = line
 
 
-@dataclass(frozen=True)
+@record
 class ToolParam:
     """One parameter a tool advertises to the model."""
 
@@ -58,7 +60,7 @@ class ToolParam:
         return {"type": self.type, "description": self.description}
 
 
-@dataclass(frozen=True)
+@record
 class ToolSpec:
     """A tool's declared metadata. ``requires`` has capability aliases normalised (``net`` ->
     ``network`` ...), unknown ones kept as written; ``manifest`` is the ``<stem>.toml`` it came
@@ -187,7 +189,7 @@ def tool_files(dirs: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-@dataclass(frozen=True)
+@record
 class ToolScan:
     """What ``tools/`` declares: tool names in load order, and the files skipped with a reason."""
 

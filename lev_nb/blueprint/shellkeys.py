@@ -8,7 +8,9 @@ Used by the ``command-seed`` and ``unparseable-safe-command`` lints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from lev_nb.records import record
 
 KEY_PREFIX = "shell:"
 _PREFIX_WORDS = {"if", "elif", "then", "else", "do", "while", "until", "!", "{", "}"}
@@ -26,15 +28,19 @@ class _Unreadable(Exception):
     """The line holds a construct whose meaning decides what runs and cannot be read here."""
 
 
-@dataclass
+@record(frozen=False)
 class _Word:
+    """One word of a command line, and whether quoting or expansion made it other than its text."""
+
     text: str
     literal: bool
     quoted: bool
 
 
-@dataclass
+@record(frozen=False)
 class _Segment:
+    """One simple command of a line: its words, and the words it redirects output to."""
+
     words: list[_Word] = field(default_factory=list)
     writes: list[_Word] = field(default_factory=list)
 

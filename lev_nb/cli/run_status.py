@@ -8,9 +8,9 @@ through :mod:`lev_nb.store`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.store.listing import ABANDONED_AFTER_S, RunEntry, abandoned, owner_gone, scan_runs
 
@@ -119,7 +119,7 @@ def cost_text(row: dict[str, Any]) -> str:
     return f"{tokens} tok (no price)" if tokens else "-"
 
 
-@dataclass
+@record(frozen=False)
 class _View:
     """What ``lev ps`` lists: every entry (newest first), the top-level runs shown in order, each
     entry's children (oldest first), the ids listed and how many abandoned runs were folded."""

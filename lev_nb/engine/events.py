@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
+
+from lev_nb.records import record
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -38,9 +40,8 @@ def text_field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-# eq=False: an event is one occurrence, never compared by value; skipping the generated __eq__
-# and __hash__ of 25 classes takes a few milliseconds off the first run's imports.
-@dataclass(frozen=True, eq=False)
+# eq=False: an event is one occurrence, never compared by value (nor hashed by it).
+@record(eq=False)
 class Event:
     """Base class: what happened, to which run, when, and in which stage."""
 
@@ -73,22 +74,26 @@ class Event:
         return data
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class RunStarted(Event):
+    """The run began: which agent, on what task, in which working directory."""
+
     kind: ClassVar[str] = "run_started"
     agent: str
     task: str
     workdir: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class StageEntered(Event):
+    """The run entered a stage (``visit`` counts its entries there; ``from_stage`` is the stage it left)."""
+
     kind: ClassVar[str] = "stage_entered"
     visit: int
     from_stage: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ModelCall(Event):
     """A model request finished (or failed, with ``error`` set)."""
 
@@ -107,7 +112,7 @@ class ModelCall(Event):
     cost_usd: float | None = None  # None: the model has no known price (or the call failed)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ModelText(Event):
     """Text of an answer as it forms: the deltas a streaming provider sent since the last such
     event (throttled, so a long answer makes a few events a second, not one per token).
@@ -119,7 +124,7 @@ class ModelText(Event):
     attempt: int = 1
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ModelRetry(Event):
     """A model call failed with a transient error and is tried again after ``delay_s``."""
 
@@ -132,7 +137,7 @@ class ModelRetry(Event):
     reason: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ModelFallback(Event):
     """The stage's model is unusable (``reason``), so the next one in its list takes over."""
 
@@ -142,7 +147,7 @@ class ModelFallback(Event):
     reason: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Compaction(Event):
     """Regions were summarised by the compaction model, or carried unchanged because it could not
     be done (``outcome`` summarised | carried, ``reason`` says why). ``trigger`` is ``transform``
@@ -160,7 +165,7 @@ class Compaction(Event):
     reason: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ContextEvicted(Event):
     """Entries were dropped from a region to keep the context inside the model's window."""
 
@@ -171,16 +176,20 @@ class ContextEvicted(Event):
     reason: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ToolCallStarted(Event):
+    """A tool call the model asked for began (``arguments`` as the model sent them)."""
+
     kind: ClassVar[str] = "tool_started"
     call_id: str
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ToolCallFinished(Event):
+    """A tool call ended, well (``ok``) or not; ``summary`` says what it gave back."""
+
     kind: ClassVar[str] = "tool_finished"
     call_id: str
     tool: str
@@ -188,7 +197,7 @@ class ToolCallFinished(Event):
     summary: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Transition(Event):
     """The run moved along an edge (``condition`` says which kind fired it)."""
 
@@ -199,8 +208,10 @@ class Transition(Event):
     reason: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class GateBlocked(Event):
+    """A gate held the run in its stage (``attempt`` of ``max_attempts``); ``message`` says what it still wants."""
+
     kind: ClassVar[str] = "gate_blocked"
     target: str
     message: str
@@ -208,39 +219,49 @@ class GateBlocked(Event):
     max_attempts: int
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class GateForced(Event):
+    """A gate ran out of attempts and let the run move to ``target`` anyway; ``message`` is what it still wanted."""
+
     kind: ClassVar[str] = "gate_forced"
     target: str
     message: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Nudge(Event):
+    """The run told the model ``text`` to move it on (``reason``: text_only, required_region, ...)."""
+
     kind: ClassVar[str] = "nudge"
     reason: str
     text: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Stuck(Event):
+    """The stage is stuck (a stuck threshold was passed, or it went round without a model call): ``reason``."""
+
     kind: ClassVar[str] = "stuck"
     reason: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MaxIterationsHit(Event):
+    """The stage made its ``limit`` of model calls (its ``max_iterations``)."""
+
     kind: ClassVar[str] = "max_iterations"
     limit: int
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class StageError(Event):
+    """The stage failed with ``message``; an ``error`` edge, if there is one, leads on."""
+
     kind: ClassVar[str] = "error"
     message: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Warning_(Event):
     """Something went wrong that the run survives (a broken validator, a skipped compaction)."""
 
@@ -248,8 +269,10 @@ class Warning_(Event):
     message: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class OutputSubmitted(Event):
+    """A final output was accepted: its format, size in bytes, whether it was cut, and whether checks ran."""
+
     kind: ClassVar[str] = "output_submitted"
     format: str | None
     bytes: int
@@ -257,27 +280,33 @@ class OutputSubmitted(Event):
     checked: bool = True
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class OutputRejected(Event):
+    """A submitted final output was refused (``reason``), and the model may try again."""
+
     kind: ClassVar[str] = "output_rejected"
     reason: str
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class FanOutStarted(Event):
+    """A fan_out stage started ``workers`` worker runs."""
+
     kind: ClassVar[str] = "fan_out_started"
     workers: int
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class FanOutFinished(Event):
+    """A fan_out stage's workers all ended: how many succeeded and failed, and their run ids."""
+
     kind: ClassVar[str] = "fan_out_finished"
     succeeded: int
     failed: int
     children: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ChildStarted(Event):
     """This run started a child run: a sub-agent (``child_kind`` "agent", by spawn_agent) or a
     fan-out worker ("worker")."""
@@ -289,7 +318,7 @@ class ChildStarted(Event):
     task: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ChildEnded(Event):
     """A child run of this run ended (complete, error or cancelled)."""
 
@@ -300,7 +329,7 @@ class ChildEnded(Event):
     error: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ChildrenAwaited(Event):
     """The stage (``requires_children``) held still until its sub-agents ended: ``outstanding``
     were still running when it began to wait."""
@@ -309,7 +338,7 @@ class ChildrenAwaited(Event):
     outstanding: int
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class HookModified(Event):
     """A stage hook changed something: ``target`` is ``region:<name>``, ``response``,
     ``tool_calls``, ``final_output`` or ``error``; ``summary`` starts the new value."""
@@ -320,7 +349,7 @@ class HookModified(Event):
     summary: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class InteractionRequested(Event):
     """The run waits for a person: an approval, a question, a document to review or edit, a
     checkpoint (spec/runtime.md §12.1). ``request`` is the request as ``run.pending`` shows it."""
@@ -332,7 +361,7 @@ class InteractionRequested(Event):
     request: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class InteractionResolved(Event):
     """A request was settled: ``outcome`` answered | declined | timed_out | cancelled."""
 
@@ -343,7 +372,7 @@ class InteractionResolved(Event):
     source: str = ""  # who answered: python, notebook, terminal, inbox, timeout
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MessageSent(Event):
     """A message for the model: ``delivered`` into the conversation, or ``queued`` until a stage
     that accepts messages."""
@@ -354,7 +383,7 @@ class MessageSent(Event):
     source: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Completed(Event):
     """The run reached a terminal status: complete, error or cancelled."""
 
@@ -365,7 +394,7 @@ class Completed(Event):
     final_output: dict[str, Any] | None = None  # the meta.json descriptor, when there is one
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Paused(Event):
     """The run stopped until a person sets something up (``blocker``: credits or providers);
     ``lev resume`` / ``lev_nb.resume`` continues it."""
@@ -376,7 +405,7 @@ class Paused(Event):
     remedy: str = ""
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Resumed(Event):
     """The run was continued from its record (``count``: how many times so far; ``from_status``:
     paused, or running for a run whose process died)."""
@@ -388,7 +417,7 @@ class Resumed(Event):
     replayed_tool_calls: int = 0
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class CircuitOpen(Event):
     """Calls to ``model`` fail fast for a while: it failed ``failures`` times in a row in this process."""
 
@@ -399,7 +428,7 @@ class CircuitOpen(Event):
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@record(eq=False)
 class Stalled(Event):
     """No model of the stage can be called now (every circuit is open): the run waits up to
     ``wait_s`` seconds for one to close before it pauses (spec/runtime.md §7.3 stall)."""

@@ -29,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.constants import canon_tool
 from lev_nb.engine import events as ev
 from lev_nb.errors import UsageError
 from lev_nb.messages import ToolCall
+from lev_nb.records import record
 from lev_nb.tools.policy import declined_text, needs_approval_text
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class InteractionError(UsageError):
     not fit the request, or a run that has ended."""
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """One question to a person.
 
@@ -120,7 +121,7 @@ class Request:
         return self.prompt or self.kind
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     """How a request ended: ``outcome`` answered | declined | timed_out | cancelled.
 

@@ -33,13 +33,13 @@ arguments), so neither ever gets the other's advice: ``str(exc)`` is the Python 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.errors import did_you_mean
 from lev_nb.blueprint.formats import format_typo
 from lev_nb.errors import UsageError
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from lev_nb.engine.plan.types import RunPlan, SeedPlan
@@ -70,7 +70,7 @@ class LaunchError(UsageError):
         return self._join(self.cli_hint)
 
 
-@dataclass(frozen=True)
+@record
 class Launch:
     """What the checks resolved: the provider given at launch (None: each stage's own model) and
     the working directory as an absolute path (None: a fresh folder in the run record)."""

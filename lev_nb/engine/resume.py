@@ -23,10 +23,11 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.errors import CleanError
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from lev_nb.engine.handle import Run
@@ -45,7 +46,7 @@ class ResumeError(CleanError, ValueError):
     """A run that cannot be resumed; the message says which, why and what to do instead."""
 
 
-@dataclass
+@record(frozen=False)
 class Resumption:
     """What a resumed run takes from its previous life: its id, its meta.json, its journal and
     its events."""

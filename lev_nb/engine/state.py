@@ -14,11 +14,12 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb.engine import events as ev
+from lev_nb.records import record
 
 T = TypeVar("T")
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from lev_nb.store import RunMeta, RunStore
 
 
-@dataclass
+@record(frozen=False)
 class StageProgress:
     """What the watchdogs and gates measure within the current stage visit."""
 
@@ -58,7 +59,7 @@ class StageProgress:
     point_body: str | None = None  # the person's own edit of the stage's answer, if they made one
 
 
-@dataclass
+@record(frozen=False)
 class Outcome:
     """Why a stage stopped other than by finishing normally."""
 
@@ -66,7 +67,7 @@ class Outcome:
     message: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Ending:
     """How the run ends: a terminal status and, for ``error``, the message."""
 
@@ -94,7 +95,7 @@ def _usage_book() -> UsageBook:
     return UsageBook()
 
 
-@dataclass(eq=False)
+@record(frozen=False, eq=False)
 class RunState:
     """The run's shared state: what it is, where it is, and where it writes.
 

@@ -17,9 +17,10 @@ import html
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.notebook.story import (
     Line, clip, first_line, format_count, gate_blocked_text, nudge_text, plural, sentence,
@@ -101,7 +102,7 @@ STYLE = """<style>
 </style>"""
 
 
-@dataclass
+@record(frozen=False)
 class Visit:
     """One stay in a stage: its sentences, its transcript and its counts."""
 
@@ -119,7 +120,7 @@ class Visit:
     repeat: tuple[Any, ...] | None = None
 
 
-@dataclass
+@record(frozen=False)
 class Child:
     """A run this run started: a sub-agent (``kind`` agent) or a fan-out worker (``worker``)."""
 
@@ -131,7 +132,7 @@ class Child:
     error: str | None = None
 
 
-@dataclass
+@record(frozen=False)
 class FinalOutput:
     """The answer as the view shows it."""
 

@@ -9,8 +9,9 @@ dataclass reprs, no paths of the machine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from lev_nb.records import record
 
 __all__ = ["Line", "sentence", "first_line", "clip", "format_count", "format_bytes", "plural"]
 
@@ -29,7 +30,7 @@ CALLOUT_LABELS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One event told as a sentence.
 

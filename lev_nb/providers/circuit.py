@@ -12,15 +12,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from lev_nb.providers.base import ProviderError
+from lev_nb.records import record
 
 __all__ = ["CIRCUITS", "CircuitBreakers", "CircuitRefusal"]
 
 
-@dataclass
+@record(frozen=False)
 class _Circuit:
+    """How one model's calls have gone lately: failures in a row, open until when, a probe out."""
+
     failures: int = 0
     open_until: float = 0.0  # monotonic seconds
     probing: bool = False
@@ -28,7 +30,7 @@ class _Circuit:
     message: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class CircuitRefusal:
     """A call refused by an open circuit: the error to fail it with, and how the circuit stands."""
 

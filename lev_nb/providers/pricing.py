@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from lev_nb.messages import Usage
+from lev_nb.records import record
 
 __all__ = [
     "PRICES_READ_ON",
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ModelPricing:
     """One model's rates in USD per million tokens."""
 
@@ -143,7 +144,7 @@ def call_cost(usage: Usage, pricing: ModelPricing | None) -> float | None:
     return None if pricing is None else pricing.cost(usage)
 
 
-@dataclass
+@record(frozen=False)
 class CostTotals:
     """Token and money totals over a set of calls (a stage, a run).
 

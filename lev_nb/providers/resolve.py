@@ -4,7 +4,6 @@ a built-in one, or a Rhai provider script found by its name (lev_nb.providers.rh
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Callable
 
 from lev_nb.errors import UsageError
@@ -13,6 +12,7 @@ from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
+from lev_nb.records import record
 from lev_nb.settings.loader import current as current_settings
 from lev_nb.settings.model import ProviderSettings, Settings
 
@@ -122,7 +122,7 @@ def provider_for(provider: str, model: str, settings: Settings | None = None) ->
     return UnavailableProvider(provider, f"no provider named '{provider}' (known: {known})")
 
 
-@dataclass(frozen=True)
+@record
 class ModelOverride:
     """A ``provider/model`` spec that replaces every stage's own model choice.
 

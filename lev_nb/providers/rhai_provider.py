@@ -33,13 +33,14 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
+from lev_nb.records import record
 from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
 from lev_nb.secrets import env_var_allowed
 from lev_nb.settings.model import Settings
@@ -96,7 +97,7 @@ class ProviderScriptError(Exception):
     or its ``initialize`` failed. The message names the script."""
 
 
-@dataclass(frozen=True)
+@record
 class ProviderMeta:
     """The ``// @key value`` metadata of a provider script (values that do not parse are ignored)."""
 
@@ -122,7 +123,7 @@ def parse_meta(source: str) -> ProviderMeta:
     return ProviderMeta(**found)
 
 
-@dataclass
+@record(frozen=False)
 class ProviderScript:
     """A loaded provider script: its compiled form, metadata, optional entry points and the state
     its ``initialize`` returned."""

@@ -23,8 +23,10 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from lev_nb.records import record
 
 __all__ = [
     "BODY_LIMIT",
@@ -95,7 +97,7 @@ def address_refusal(address: str) -> str | None:
     return None
 
 
-@dataclass
+@record(frozen=False)
 class _Target:
     scheme: str
     host: str

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lev_nb.errors import CleanError
 from lev_nb.messages import ModelRequest, ModelResponse, ToolCall, Usage, request_text
 from lev_nb.providers.base import ERROR_KINDS, ProviderError
+from lev_nb.records import record
 from lev_nb.text import estimate_tokens
 
 __all__ = ["ScriptedModel", "ScriptFileError"]
@@ -35,7 +36,7 @@ class ScriptFileError(CleanError, ValueError):
     (in a notebook, one clean block)."""
 
 
-@dataclass
+@record(frozen=False)
 class _Entry:
     """One validated script entry."""
 

@@ -8,10 +8,11 @@ Any failure while running a hook, or a return value outside the outcome contract
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.rhai import AST
 
 from ._common import (
@@ -38,26 +39,26 @@ HOOK_NAMES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Allow:
     """Go ahead unchanged."""
 
 
-@dataclass(frozen=True)
+@record
 class Modify:
     """Go ahead with ``value`` in place of what the hook was shown."""
 
     value: Any
 
 
-@dataclass(frozen=True)
+@record
 class Cancel:
     """Stop; ``reason`` is None when the script gave none."""
 
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Retry:
     """Ask for a retry (no hook honours it yet; the runtime treats it as a failure)."""
 
@@ -90,7 +91,7 @@ def _outcome(value: object, fail: Callable[[str], ScriptError]) -> HookOutcome:
     raise fail(f"expected (), a bool, or a map with an 'action', got: {value!r}")
 
 
-@dataclass(frozen=True)
+@record
 class HookScript:
     """A compiled stage-hook file; ``defined`` lists its hooks in HOOK_NAMES order."""
 

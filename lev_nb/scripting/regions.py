@@ -8,10 +8,11 @@ region's job in the engine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.rhai import AST
 
 from ._common import (
@@ -26,7 +27,7 @@ from ._common import (
 from .budgets import REGION_MAX_OPERATIONS
 
 
-@dataclass(frozen=True)
+@record
 class RegionScript:
     """A compiled custom-region script: ``render`` required, ``on_write``/``on_overflow`` optional.
 

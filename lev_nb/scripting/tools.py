@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from lev_nb.blueprint.script_tools import (
     tool_files,
     tool_spec,
 )
+from lev_nb.records import record
 from lev_nb.rhai import AST, NotPlainDataError, RhaiError
 from lev_nb.schemas import compile_schema
 
@@ -37,7 +38,7 @@ from .budgets import TOOL_MAX_OPERATIONS
 from .host import ToolHost, serving, tool_engine
 
 
-@dataclass(frozen=True)
+@record
 class ToolScript:
     """A compiled tool script and the metadata it advertises."""
 
@@ -64,7 +65,7 @@ class ToolScript:
         return tuple(c for c in self.requires if c not in CAPABILITIES.values())
 
 
-@dataclass(frozen=True)
+@record
 class SkippedTool:
     """A `.rhai` file that discovery did not load, and why."""
 

@@ -7,9 +7,10 @@ content is accepted unchecked (the runtime logs a warning).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from lev_nb.records import record
 from lev_nb.rhai import AST, NotPlainDataError, RhaiError
 
 from ._common import (
@@ -22,19 +23,19 @@ from ._common import (
 from .budgets import VALIDATOR_MAX_OPERATIONS
 
 
-@dataclass(frozen=True)
+@record
 class Valid:
     """The content passes the validator."""
 
 
-@dataclass(frozen=True)
+@record
 class Invalid:
     """The validator rejected the content; ``reason`` goes back to the model."""
 
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class Unusable:
     """The validator itself failed; the submission is accepted unchecked (and a warning logged)."""
 
@@ -44,7 +45,7 @@ class Unusable:
 Verdict = Valid | Invalid | Unusable
 
 
-@dataclass(frozen=True)
+@record
 class Validator:
     """A compiled output validator defining ``fn validate(content)``."""
 

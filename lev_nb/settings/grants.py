@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,7 @@ from lev_nb.blueprint.read_paths import (
     grant_stanza,
     home_dir,
 )
+from lev_nb.records import record
 
 from .errors import ConfigError
 from .model import Settings
@@ -48,7 +48,7 @@ STATUS_LABELS: dict[bool | None, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class ReadPathReport:
     """Every declared entry of one blueprint with its verdict (True, False, or None = cannot tell)."""
 

@@ -23,7 +23,6 @@ import threading
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
+from lev_nb.records import record
 
 from .errors import ConfigError
 from .model import BUILTIN_PROVIDERS, POLICIES, Settings, Source
@@ -618,7 +618,7 @@ def _remove(data: dict[str, Any], key: Key) -> None:
 # ------------------------------------------------------------------------------------------------
 # What `lev config` lists
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record
 class Row:
     """One effective value: its dotted key, value and where it came from."""
 

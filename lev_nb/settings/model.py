@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+from lev_nb.records import record
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -56,7 +57,7 @@ def setting(default: Any = None, *, env: str | None = None, minimum: int | None 
     return field(default=default, metadata=meta)
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """Where an effective value came from.
 
@@ -92,7 +93,7 @@ class Source:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class ModelPrice:
     """``[model_providers.<name>.prices.<model>]``: what one model charges, in USD per million tokens.
 
@@ -106,7 +107,7 @@ class ModelPrice:
     cache_write_per_mtok: float | None = setting(doc="input written to the prompt cache (default: the input rate)")
 
 
-@dataclass(frozen=True)
+@record
 class ProviderSettings:
     """``[model_providers.<name>]``: options of a built-in provider, or a Rhai provider script by name."""
 
@@ -118,7 +119,7 @@ class ProviderSettings:
     prices: Mapping[str, ModelPrice] = setting({}, doc="model id -> its rates, over the built-in price table")
 
 
-@dataclass(frozen=True)
+@record
 class Providers:
     """``[providers]``: choices across providers (spec/runtime.md §13.3)."""
 
@@ -130,7 +131,7 @@ class Providers:
         300, minimum=0, doc="how long an open circuit fails calls fast before one probe call is let through")
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """``[limits]``: the ceilings every run is bounded by."""
 
@@ -160,7 +161,7 @@ class Limits:
         30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
 
 
-@dataclass(frozen=True)
+@record
 class Security:
     """``[security]``: what a downloaded blueprint may do on this machine (declaring is not granting)."""
 
@@ -176,7 +177,7 @@ class Security:
         False, doc="let script HTTP reach loopback, private and link-local addresses (off: public only)")
 
 
-@dataclass(frozen=True)
+@record
 class SafeCommands:
     """``[safe_commands]``: calls that never need approval, for every agent."""
 
@@ -185,7 +186,7 @@ class SafeCommands:
     shell: tuple[str, ...] = setting((), doc="shell prefixes approved without a prompt ('cargo test', 'rg')")
 
 
-@dataclass(frozen=True)
+@record
 class AgentSafeCommands:
     """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
 
@@ -194,14 +195,14 @@ class AgentSafeCommands:
     allow_blueprint: bool = setting(False, doc="honour this agent's own [safe_commands]")
 
 
-@dataclass(frozen=True)
+@record
 class ReadPathGrants:
     """``[agent_read_paths.<agent>]``: read grants for one agent."""
 
     allow: tuple[str, ...] = setting((), doc="exact paths, 'glob:' or 'regex:' entries")
 
 
-@dataclass(frozen=True)
+@record
 class NudgeDefaults:
     """``[nudge]``: machine-wide defaults of the empty-response nudge (stage > agent > this > built-in)."""
 
@@ -210,7 +211,7 @@ class NudgeDefaults:
     text: str | None = setting()
 
 
-@dataclass(frozen=True)
+@record
 class NotebookDefaults:
     """``[notebook]``: defaults of runs started from a notebook."""
 
@@ -218,7 +219,7 @@ class NotebookDefaults:
         env="LEV_NOTEBOOK_MODEL", doc="model spec of a run that names none: mock, scripted:FILE or provider/model")
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """The effective configuration: ``config.toml`` under environment variables and overrides.
 

@@ -11,8 +11,9 @@ import dataclasses
 import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Union
+
+from lev_nb.records import record
 
 from .model import Policy, Settings
 
@@ -21,7 +22,7 @@ __all__ = ["ENVIRONMENT", "SCHEMA", "Key", "MapOf", "Node", "Table", "Value", "s
 Key = tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Value:
     """A key with a value: ``type`` is str, int, float, bool, str_list, policy or table (free-form)."""
 
@@ -33,7 +34,7 @@ class Value:
     doc: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Table:
     """A ``[table]`` with a fixed set of keys (unknown keys are errors)."""
 
@@ -41,7 +42,7 @@ class Table:
     fields: Mapping[str, Node]
 
 
-@dataclass(frozen=True)
+@record
 class MapOf:
     """A table whose keys the user names (an agent, a tool, a provider); each value is ``item``."""
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.store.files import META, RunStore, runs_dir
 from lev_nb.store.meta import TERMINAL_STATUSES
 
@@ -148,7 +149,7 @@ _PEEK_PID = re.compile(r'"pid": (\d+)[,\n}]')
 _PEEK_PARENT = re.compile(r'"parent_run_id": (?:null|"([^"\\]*)")')
 
 
-@dataclass
+@record(frozen=False)
 class RunEntry:
     """One run folder as a listing sees it, classified without (always) parsing its record.
 

@@ -12,11 +12,12 @@ import copy
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from typing import Any
 
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+from lev_nb.records import record
 
 __all__ = ["RunMeta", "RunFlags", "RUN_STATUSES", "TERMINAL_STATUSES", "utc_now", "new_run_id"]
 
@@ -41,7 +42,7 @@ def new_run_id(agent_name: str, now: float | None = None) -> str:
     return f"{safe}-{secs}-{secrets.token_hex(6)}"
 
 
-@dataclass
+@record(frozen=False)
 class RunFlags:
     """What a run did that a reader checks afterwards: files touched, gates forced, output given."""
 
@@ -78,7 +79,7 @@ class RunFlags:
         }
 
 
-@dataclass
+@record(frozen=False)
 class RunMeta:
     """One run's meta.json as a typed value; see the module docstring."""
 

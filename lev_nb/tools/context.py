@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Awaitable, Protocol, TypeVar, Union, runtime_checkable
 
+from lev_nb.records import record
 from lev_nb.sandbox import Sandbox
 from lev_nb.workspace import Workspace
 
@@ -61,7 +62,7 @@ class ContextAccess(Protocol):
         ...
 
 
-@dataclass
+@record(frozen=False)
 class ToolContext:
     """Per-run facts a handler needs. ``context`` is None until the engine provides regions."""
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from lev_nb.blueprint.constants import SUBAGENT_TOOLS
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ToolCall
+from lev_nb.records import record
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.policy import Policies, authorise
 from lev_nb.tools.registry import MODIFYING_TOOLS, ToolRegistry
@@ -36,7 +36,7 @@ _ERROR_PREFIXES = FAILURE_PREFIXES + ("[exit code",)
 INLINE_TOOLS = frozenset({"submit_output", "fan_out", "runtime_info", *SUBAGENT_TOOLS})
 
 
-@dataclass
+@record(frozen=False)
 class ToolResult:
     """The outcome of one call.
 

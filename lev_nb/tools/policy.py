@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Awaitable, Callable, Mapping, Union
 
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit
 from lev_nb.messages import ToolCall
+from lev_nb.records import record
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
 __all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text"]
@@ -28,7 +29,7 @@ Approver = Callable[..., Union[bool, str, Awaitable[Union[bool, str]]]]
 VALID_POLICIES = ("allow", "ask", "deny")  # from loosest to strictest
 
 
-@dataclass
+@record(frozen=False)
 class Policies:
     """The permission tables in force for one stage, plus who answers ``ask`` (None: nobody)."""
 

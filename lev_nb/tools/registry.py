@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal
 
 from lev_nb.blueprint.constants import MODIFYING_TOOLS
 from lev_nb.messages import ToolSpec
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from lev_nb.tools.context import ToolContext
@@ -21,7 +22,7 @@ ALIASES: dict[str, str] = {"bash": "shell"}
 # Tools whose successful call counts as a file modification (shell writes are invisible on purpose).
 
 
-@dataclass(frozen=True)
+@record
 class ToolDef:
     """One tool: what the model sees (name, description, schema) and how lev_nb runs it.
 

@@ -11,9 +11,10 @@ updated key, or refuse). This module knows nothing about stages, tools or reques
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from lev_nb.records import record
 from lev_nb.text import cut_text, estimate_tokens
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
@@ -56,7 +57,7 @@ def trim_with_note(text: str, tokens: int, note: str) -> tuple[str, bool]:
     return cut_text(text, room) + note, True
 
 
-@dataclass(frozen=True)
+@record
 class RegionConfig:
     """One declared region, with its budget already resolved to absolute tokens.
 
@@ -151,7 +152,7 @@ def ensure_auto_regions(layout: list[RegionConfig]) -> list[RegionConfig]:
     return list(layout) + [region for region in extra if region.name not in names]
 
 
-@dataclass
+@record(frozen=False)
 class Entry:
     """One item held by a region.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable
 
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
@@ -26,6 +26,7 @@ from lev_nb.engine.context.regions import (
     ensure_auto_regions,
     trim_with_note,
 )
+from lev_nb.records import record
 from lev_nb.text import cut_text, estimate_tokens
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
@@ -59,7 +60,7 @@ class StageInstructionsError(Exception):
     """A stage's instructions do not fit the region they are placed in."""
 
 
-@dataclass(frozen=True)
+@record
 class ToolRouting:
     """Where a stage's tool results go (``[stages.S.tool_routing]``).
 
@@ -74,7 +75,7 @@ class ToolRouting:
     max_result_tokens_per_tool: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class RoutedResult:
     """Where one tool result ended up.
 
@@ -89,7 +90,7 @@ class RoutedResult:
     tokens: int
 
 
-@dataclass(frozen=True)
+@record
 class TransformResult:
     """What an edge transform did: regions emptied, regions left for the summariser, and
     regions named by the transform that it left alone (with the reason)."""

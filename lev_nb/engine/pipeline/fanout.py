@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,6 +20,7 @@ from lev_nb.engine.plan.types import FanOutPlan, RunPlan
 from lev_nb.engine.record import PAUSE_REASONS, close_paused_child, roll_up_usage
 from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
+from lev_nb.records import record
 from lev_nb.store import lev_home
 from lev_nb.text import cut_text_marked
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_REPORT_BYTES = 4000
 
 
-@dataclass
+@record(frozen=False)
 class WorkerResult:
     """What one worker brought back."""
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
@@ -26,6 +25,7 @@ from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
 from lev_nb.providers.base import Provider, ProviderError
 from lev_nb.providers.pricing import call_cost, price_for
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -89,7 +89,7 @@ class TextStream:
                                     attempt=self.attempt))
 
 
-@dataclass(frozen=True)
+@record
 class RetryPolicy:
     """How often a transient model error is retried, and how long to wait in between."""
 
@@ -156,7 +156,7 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(max_attempts=limits.inference_retry_attempts, base_delay_s=limits.inference_retry_base_ms / 1000)
 
 
-@dataclass(frozen=True)
+@record
 class ModelPick:
     """The model a stage talks to: ``provider``/``model``, and why it is not the stage's first choice
     (``note``), or why none is allowed (``refusal``)."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 import io
 import json
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from lev_nb.blueprint.constants import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine import views
 from lev_nb.engine.plan.types import OutputSpec
+from lev_nb.records import record
 from lev_nb.schemas import compile_schema
 from lev_nb.text import cut_text_marked
 from lev_nb.workspace import PathEscape, confine
@@ -92,7 +93,7 @@ def submit_output_description(spec: OutputSpec | None) -> str:
     return SUBMIT_OUTPUT_BASE + ("\n\n" + described if described else "")
 
 
-@dataclass
+@record(frozen=False)
 class FinalOutput:
     """An accepted answer."""
 

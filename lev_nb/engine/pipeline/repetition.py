@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from lev_nb.engine.plan.types import RepetitionPolicy
+from lev_nb.records import record
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
 _SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
@@ -22,7 +23,7 @@ PRODUCTIVE_TOOLS = frozenset(
 )
 
 
-@dataclass
+@record(frozen=False)
 class RepetitionWatch:
     """Per-stage counters; :meth:`observe` returns the nudges one tool call earns."""
 

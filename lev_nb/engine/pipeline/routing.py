@@ -4,12 +4,12 @@ normal resolution, the routing prompt and how a model's answer is matched to an 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from lev_nb.engine.plan.types import EdgePlan, RunPlan, StagePlan
+from lev_nb.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Resolution:
     """What normal resolution decided.
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -56,6 +56,7 @@ from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import PAUSE_REASONS, close_paused_child, roll_up_usage
 from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
+from lev_nb.records import record
 
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
@@ -71,7 +72,7 @@ DEPTH_SOURCES = {
 }
 
 
-@dataclass(eq=False)
+@record(frozen=False, eq=False)
 class ChildLink:
     """One child run of this run: the runner, its kind (``agent``: spawn_agent; ``worker``:
     fan_out), ``done`` (set when it has ended and its record is written), and for a sub-agent the

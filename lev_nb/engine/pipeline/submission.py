@@ -7,11 +7,12 @@ and a warning says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lev_nb.engine.plan.types import OutputSpec
+from lev_nb.records import record
 from lev_nb.store import utc_now
 from lev_nb.engine.pipeline.outputs import (
     FinalOutput,
@@ -28,7 +29,7 @@ TRUNCATED_TAIL = (
 )
 
 
-@dataclass
+@record(frozen=False)
 class SubmissionResult:
     """The tool result text, the accepted output (None when refused) and any warnings."""
 

@@ -8,7 +8,7 @@ loop noticing. Defaults the blueprint layer also knows are read from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from lev_nb.blueprint.constants import (
@@ -17,6 +17,7 @@ from lev_nb.blueprint.constants import (
     DEFAULT_MAX_WORKERS,
     DEFAULT_WINDOW_TOKENS,
 )
+from lev_nb.records import record
 from lev_nb.sandbox import SandboxSpec
 
 NORMAL_CONDITIONS = frozenset({"always", "llm_choice"})
@@ -27,7 +28,7 @@ DEFAULT_NUDGE_TEXT = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class OutputSpec:
     """The shape a final answer must take; every field optional."""
 
@@ -42,7 +43,7 @@ class OutputSpec:
         return not any((self.format, self.instructions, self.example, self.schema, self.validator))
 
 
-@dataclass(frozen=True)
+@record
 class SeedPlan:
     """One region's seed, as the engine runs it."""
 
@@ -57,7 +58,7 @@ class SeedPlan:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class RepetitionPolicy:
     """The thresholds in force (``[repetition_detection]``, runtime defaults otherwise)."""
 
@@ -66,7 +67,7 @@ class RepetitionPolicy:
     max_readonly_streak: int = 10
 
 
-@dataclass(frozen=True)
+@record
 class GatePlan:
     """Preconditions an edge imposes on the stage it leaves."""
 
@@ -80,7 +81,7 @@ class GatePlan:
     max_attempts: int = DEFAULT_GATE_ATTEMPTS
 
 
-@dataclass(frozen=True)
+@record
 class EdgePlan:
     """One transition, in declaration order."""
 
@@ -101,7 +102,7 @@ class EdgePlan:
         return self.condition in NORMAL_CONDITIONS
 
 
-@dataclass(frozen=True)
+@record
 class ModelChoice:
     """A provider/model pair from a stage's ordered model list."""
 
@@ -109,7 +110,7 @@ class ModelChoice:
     model: str
 
 
-@dataclass(frozen=True)
+@record
 class CompactionPlan:
     """The summariser that compacts regions (``[compaction]``; the runtime defaults otherwise).
 
@@ -124,7 +125,7 @@ class CompactionPlan:
     declared: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class NudgePlan:
     """The blueprint's word on one stage's empty-response nudge (agent, then stage; None: not set).
 
@@ -148,7 +149,7 @@ class NudgePlan:
         return enabled, maximum, text
 
 
-@dataclass(frozen=True)
+@record
 class FanOutPlan:
     """How a fan_out stage splits work and where the results go."""
 
@@ -163,7 +164,7 @@ class FanOutPlan:
     on_worker_failure: str = "continue"
 
 
-@dataclass(frozen=True)
+@record
 class PointPlan:
     """One interaction point of an ``interactive_points`` stage (spec/runtime.md §12.3)."""
 
@@ -179,7 +180,7 @@ class PointPlan:
     document_region: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class StagePlan:
     """Everything the run loop needs to know about one stage."""
 
@@ -227,7 +228,7 @@ class StagePlan:
         return any(e.is_normal for e in self.transitions or ())
 
 
-@dataclass(frozen=True)
+@record
 class RunPlan:
     """The whole blueprint as the engine sees it."""
 
