@@ -29,11 +29,12 @@ import queue
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from lev_nb.batch.worker import ShareSpec, failed
+from lev_nb.records import record
 
 __all__ = ["BatchProgress", "RunSummary", "run_many"]
 
@@ -45,7 +46,7 @@ STAGES_SHOWN = 4
 POLL_S = 0.1
 
 
-@dataclass(frozen=True)
+@record
 class RunSummary:
     """How one task of a batch ended: ``status`` is the run's (complete, error, cancelled) or
     ``failed`` when it never ran to an end (it could not start, or its worker was lost twice);
@@ -66,7 +67,7 @@ class RunSummary:
         return self.status == "complete"
 
 
-@dataclass
+@record(frozen=False)
 class BatchProgress:
     """The batch so far, as a progress view shows it."""
 

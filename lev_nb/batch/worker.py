@@ -16,8 +16,10 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
+
+from lev_nb.records import record
 
 __all__ = ["Channel", "ShareSpec", "dask_share", "init_local", "local_share", "run_share", "summary_of"]
 
@@ -33,7 +35,7 @@ class Channel(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@record
 class ShareSpec:
     """What every share of one batch needs: the blueprint (a Blueprint object or a path), the model
     spec, the caller's run store, its settings overrides, the per-process concurrency and the
