@@ -149,11 +149,20 @@ class RunStore:
         self._made = False
         self._sizes: dict[str, int] = {}  # .jsonl file -> its size after this store's last append
         self._foreign: list[str] = []  # what was found written into them by anyone else
+        self._paths: dict[str, str] = {}  # file name -> its path, joined once (see _path)
 
     @property
     def dir(self) -> Path:
         """Short name for :attr:`run_dir`."""
         return self.run_dir
+
+    def _path(self, name: str) -> str:
+        """The path of ``name`` in the run folder, joined once: a Path join on every append and on
+        every turn's inbox check took a tenth of the engine's time per model call."""
+        path = self._paths.get(name)
+        if path is None:
+            path = self._paths[name] = os.path.join(self.run_dir, name)
+        return path
 
     def ensure(self) -> Path:
         """Create the run folder (owner-only) if needed and return it."""
@@ -201,7 +210,7 @@ class RunStore:
         self.ensure()
         data = b"".join(lines)
         with self._lock:
-            fd = os.open(self.dir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self._path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 size = os.fstat(fd).st_size
                 expected = self._sizes.get(name)
@@ -300,7 +309,7 @@ class RunStore:
         """The inbox folder's modification time (ns), None when nothing was ever posted: a cheap
         "has anything arrived" check before :meth:`take_inbox` lists it."""
         try:
-            return os.stat(self.dir / INBOX).st_mtime_ns
+            return os.stat(self._path(INBOX)).st_mtime_ns
         except OSError:
             return None
 

@@ -8,6 +8,8 @@ send it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lev_nb.engine.context.regions import Entry, Region, render_checklist
 from lev_nb.messages import Block, Message, SystemBlock, TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -107,7 +109,9 @@ def entries_to_messages(entries: list[Entry]) -> list[Message]:
 
 
 def _strip_orphans(messages: list[Message]) -> list[Message]:
-    """Drop tool_use blocks without a result and results without a tool_use."""
+    """Drop tool_use blocks without a result and results without a tool_use. The messages come
+    back as they are when nothing is dropped (the usual case), and only a message that loses a
+    block is rebuilt: this runs on every model call over the whole conversation."""
     uses: set[str] = set()
     results: set[str] = set()
     for message in messages:
@@ -117,17 +121,18 @@ def _strip_orphans(messages: list[Message]) -> list[Message]:
                     uses.add(block.id)
                 elif isinstance(block, ToolResultBlock):
                     results.add(block.tool_use_id)
-    paired = uses & results
+    orphans = uses ^ results
+    if not orphans:
+        return messages
+
+    def orphan(block: Any) -> bool:
+        return (isinstance(block, ToolUseBlock) and block.id in orphans) or (
+            isinstance(block, ToolResultBlock) and block.tool_use_id in orphans)
+
     cleaned: list[Message] = []
     for message in messages:
-        if isinstance(message.content, list):
-            blocks = [
-                block
-                for block in message.content
-                if not (isinstance(block, ToolUseBlock) and block.id not in paired)
-                and not (isinstance(block, ToolResultBlock) and block.tool_use_id not in paired)
-            ]
-            message = Message(role=message.role, content=blocks)
+        if isinstance(message.content, list) and any(orphan(block) for block in message.content):
+            message = Message(role=message.role, content=[block for block in message.content if not orphan(block)])
         cleaned.append(message)
     return cleaned
 
