@@ -213,7 +213,11 @@ def request_text(request: ModelRequest) -> str:
     """All the prose in a request, for rough prompt-token estimates."""
     parts: list[str] = list(request.system)
     for message in request.messages:
-        for block in message.blocks():
+        if isinstance(message.content, str):  # the usual message: no blocks to build for it
+            if message.content:
+                parts.append(message.content)
+            continue
+        for block in message.content:
             if isinstance(block, TextBlock):
                 parts.append(block.text)
             elif isinstance(block, ToolUseBlock):
