@@ -34,27 +34,27 @@ class ProgressLine:
             self.stage = event.stage
         if kind == "stage_entered":
             self.stage = event.stage
-            self._show(f"stage {self.stage}", permanent=not self.tty)
+            self.show(f"stage {self.stage}", permanent=not self.tty)
         elif kind == "model_text":
             # Only a terminal shows the answer forming: the line is rewritten in place.
             self._answer = (self._answer + event.text)[-ANSWER_TAIL:]
             if self.tty:
                 tail = " ".join(self._answer.split())[-ANSWER_SHOWN:]
-                self._show(f"stage {self.stage} · turn {self.iteration + 1} · {tail}")
+                self.show(f"stage {self.stage} · turn {self.iteration + 1} · {tail}")
         elif kind == "model_retry":
             self._answer = ""
         elif kind == "model_call":
             self._answer = ""
             self.iteration = event.iteration
-            self._show(f"stage {self.stage} · turn {self.iteration}")
+            self.show(f"stage {self.stage} · turn {self.iteration}")
         elif kind == "tool_started":
-            self._show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
+            self.show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
         elif kind in ("gate_blocked", "gate_forced", "stuck", "error"):
             detail = getattr(event, "message", "") or getattr(event, "reason", "")
-            self._show(f"stage {self.stage} · {kind.replace('_', ' ')}: {_short(detail)}", permanent=True)
+            self.show(f"stage {self.stage} · {kind.replace('_', ' ')}: {_short(detail)}", permanent=True)
         elif kind == "completed" and event.status == "complete":
             # Any other ending is said once, in full, by `lev run` itself after the run.
-            self._show("complete", permanent=True)
+            self.show("complete", permanent=True)
 
     def pause(self) -> None:
         """Clear the line and draw nothing until :meth:`resume` (a prompt is being shown)."""
@@ -73,9 +73,6 @@ class ProgressLine:
     def show(self, text: str, permanent: bool = False) -> None:
         """Draw ``text``: in place on a terminal (``permanent`` ends the line); elsewhere only a
         ``permanent`` text is written, as a line of its own."""
-        self._show(text, permanent)
-
-    def _show(self, text: str, permanent: bool = False) -> None:
         with self._lock:
             if not self._paused:
                 self._draw(text, permanent)

@@ -210,7 +210,7 @@ class Transitions:
 
     async def _take(self, edge: EdgePlan, reason: str) -> None:
         """Apply the edge's transform to the stage being left (summaries included), then move."""
-        result = await self.state.in_context(self.state.ctx.transform, edge.transform, edge.transform_config)
+        result = self.state.ctx.transform(edge.transform, edge.transform_config)  # empties regions; runs no script
         if self.compactor is not None:
             await self.compactor.after_transform(result, edge.transform_config)
         elif result.to_summarise:
