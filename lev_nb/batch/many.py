@@ -233,6 +233,20 @@ class _DaskBackend(_Backend):
             self.client.close()
 
 
+def _check_option_names(blueprint: Any, options: dict[str, Any]) -> None:
+    """Raise LaunchError for a keyword that is neither an option of ``run_many`` or of a run nor
+    one of the blueprint's inputs (``pin_cpu=``: did you mean ``pin_cpus``?)."""
+    import inspect
+
+    from lev_nb.engine.api import start_options
+    from lev_nb.engine.launch import check_input_names
+    from lev_nb.engine.prepare import cached_plan
+
+    ours = [name for name in inspect.signature(run_many).parameters if name != "options"]
+    inputs = [name for name in options if name not in start_options()]
+    check_input_names(cached_plan(blueprint), inputs, [*ours, *start_options()])
+
+
 def _cpus_to_pin(processes: int, pin_cpus: bool | None) -> list[int]:
     """The CPUs to keep the local workers on, one each (empty: do not pin).
 
@@ -316,6 +330,7 @@ def run_many(
 
     tasks = [str(t) for t in tasks]
     blueprint = load(blueprint)  # a blueprint that cannot be read fails here, once
+    _check_option_names(blueprint, options)  # a misspelt option fails here, once, not in every worker
     overrides = session_overrides()
     overrides.update(settings or {})
     store = str(lev_home() if home is None else os.path.abspath(os.fspath(home)))

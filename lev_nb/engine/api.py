@@ -74,7 +74,7 @@ def start_run(
     plan = cached_plan(blueprint)
     launch = check_launch(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
-        workdir=workdir, webhook=webhook, settings=settings,
+        workdir=workdir, webhook=webhook, settings=settings, options=start_options(),
     )
     allowed = check_allowed_tools(plan, allow)
     request = None
@@ -135,6 +135,12 @@ def _declares_schema(plan: Any) -> bool:
     """Whether the blueprint asks for a JSON Schema check of an answer (agent or stage output)."""
     specs = [plan.agent_output] + [stage.output for stage in plan.stages]
     return any(spec is not None and spec.schema for spec in specs)
+
+
+def start_options() -> tuple[str, ...]:
+    """The keyword names :func:`start_run` takes itself (any other keyword is a blueprint input)."""
+    code = start_run.__code__
+    return code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
 
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:

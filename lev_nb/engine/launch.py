@@ -33,6 +33,7 @@ arguments), so neither ever gets the other's advice: ``str(exc)`` is the Python 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,12 +90,14 @@ def check_launch(
     workdir: str | os.PathLike[str] | None = None,
     webhook: str | None = None,
     settings: Settings,
+    options: Iterable[str] = (),
 ) -> Launch:
     """Judge a launch request against ``plan`` and the user's ``settings``; raise LaunchError for
-    the first problem (see the module docstring for the order), else return what was resolved."""
+    the first problem (see the module docstring for the order), else return what was resolved.
+    ``options`` are the caller's own keyword names, suggested for an input name close to one."""
     provider = _check_model(model)
     given = dict(inputs or {})
-    _check_input_names(plan, given)
+    check_input_names(plan, given, options)
     _check_task(plan, task)
     _check_required(plan, task, given)
     _check_formats(plan, output_format)
@@ -147,12 +150,16 @@ def _as_kwargs(keys: list[str]) -> str:
     return ", ".join(f"{k}=..." for k in keys)
 
 
-def _check_input_names(plan: RunPlan, given: dict[str, Any]) -> None:
+def check_input_names(plan: RunPlan, given: Iterable[str], options: Iterable[str] = ()) -> None:
+    """Raise LaunchError for the first name in ``given`` that is not one of the blueprint's
+    inputs: keyword arguments a launch does not know itself are taken as inputs, so a misspelt
+    option (``yollo=``) lands here, and ``options`` (the launch's own keyword names) are offered
+    when one is close."""
     keys = [_key(s) for s in _declared(plan) if _key(s) != "task"]
     for name in given:
         if name in keys:
             continue
-        hint = did_you_mean(name, keys)
+        hint = did_you_mean(name, keys) or did_you_mean(name, options)
         if keys:
             takes = f"its inputs are {', '.join(repr(k) for k in keys)}"
         else:

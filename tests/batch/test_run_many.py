@@ -103,3 +103,11 @@ def test_the_progress_says_which_stages_the_runs_in_flight_are_in(home: Path, im
     assert all(s.ok for s in out), [s.error for s in out]
     stages = set().union(*seen)
     assert stages and stages <= {"starting", *lev_nb.load(BLUEPRINTS / "triage").stages}
+
+
+def test_a_misspelt_option_is_refused_once_before_any_worker_starts(home: Path) -> None:
+    from lev_nb.engine.launch import LaunchError
+
+    with pytest.raises(LaunchError, match="did you mean 'pin_cpus'"):
+        lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model="mock", processes=2, pin_cpu=True)
+    assert recorded(home) == {}  # nothing ran

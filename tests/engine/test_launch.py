@@ -139,6 +139,8 @@ def test_required_inputs_and_unknown_names(home: Path) -> None:
                           "pass diff=...")
     error = refused(home, INPUTS, model="mock", diff="+1", critera="strict")
     assert str(error).startswith("blueprint 'engine-test' has no input 'critera' (did you mean 'criteria'?)")
+    error = refused(home, INPUTS, model="mock", diff="+1", yollo=True)  # a misspelt option of the run itself
+    assert "has no input 'yollo' (did you mean 'yolo'?)" in str(error)
     task_required = '[context.regions]\ntask = { kind = "pinned", max_tokens = 100, required = true }\n' \
                     '[stages.only]\n[stages.only.transitions]\n'
     error = refused(home, task_required, "  ", model="mock")
