@@ -381,6 +381,23 @@ def _sandbox(tmp: Path) -> Row:
             f"{'seen' if 'sk-ant' in seen else 'absent'}, workdir {'writable' if wrote else 'read-only'}", "held": ok}
 
 
+@fault("sandbox-mount-lev-home")
+def _sandbox_mount(tmp: Path) -> Row:
+    from lev_nb.engine.launch import LaunchError
+
+    home = tmp / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "config.toml"
+    config.write_text(ALLOW_SHELL + 'sandbox_mounts = ["/:rw"]\n')  # a user who grants everything
+    what = f'[sandbox] mount = ["/:/host:ro", "LEV_HOME:/x:rw"], then append to /x/config.toml'
+    body = f'[sandbox]\nkind = "namespace"\nmount = ["/:/host:ro", "{home}:/x:rw"]\n' + SHELL_STAGE
+    try:
+        run = _run(tmp, body, [_call("shell", command="echo pwned >> /x/config.toml"), _say("done")])
+    except LaunchError as exc:
+        return {"input": what, "outcome": f"LaunchError: {_short(exc, 90)}", "held": "pwned" not in config.read_text()}
+    return {"input": what, "outcome": f"the run started ({run.status})", "held": False}
+
+
 @fault("sandbox-required-missing")
 def _sandbox_missing(tmp: Path) -> Row:
     from lev_nb.engine.launch import LaunchError

@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,8 +50,13 @@ SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
 PROBE_TIMEOUT_S = 10.0
 
 __all__ = [
-    "Choice", "Sandbox", "SandboxSpec", "Sandboxes", "choose", "describe", "resolve", "shell_argv",
+    "Choice", "Mount", "MountGrant", "Sandbox", "SandboxError", "SandboxSpec", "Sandboxes", "choose", "describe",
+    "mount_problems", "parse_mount", "split_mount", "resolve", "shell_argv",
 ]
+
+
+class SandboxError(RuntimeError):
+    """A sandbox that cannot be set up as asked without showing what must stay hidden."""
 
 
 @record
@@ -207,7 +212,7 @@ def choose(spec: SandboxSpec, environ: Mapping[str, str] | None = None) -> Choic
 
 
 def describe(choice: Choice) -> str:
-    """One sentence: where the commands will run."""
+    """One sentence: where the commands will run, and what they see there."""
     spec = choice.spec
     net = "network on" if spec.network else "no network"
     if choice.backend == "host":
@@ -216,8 +221,19 @@ def describe(choice: Choice) -> str:
         what = "bubblewrap"
     else:
         what = f"{choice.backend} (image {spec.image})"
-    return (f"in {what} ({choice.program}): the working directory read-write, system folders read-only, "
-            f"the rest of the filesystem hidden, {net}, no credential variables")
+    seen = "the working directory read-write, system folders read-only"
+    if spec.mount:
+        seen += ", " + ", ".join(_shown(entry) for entry in spec.mount)
+    return (f"in {what} ({choice.program}): {seen}, the rest of the filesystem hidden "
+            f"($LEV_HOME, the run records and the configuration too, even inside a mount), {net}, "
+            "no credential variables")
+
+
+def _shown(entry: str) -> str:
+    """How one mount entry reads in :func:`describe` ("/data at /mnt/data read-only")."""
+    source, target, writable = split_mount(entry)
+    mode = "read-write" if writable else "read-only"
+    return f"{source} {mode}" if source == target else f"{source} at {target} {mode}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -250,20 +266,87 @@ def _system_binds() -> list[str]:
     return args
 
 
-def _mount(entry: str, workdir: Path) -> tuple[str, str, bool]:
-    """``(source, target, writable)`` of one ``mount`` entry: ``PATH``, ``SRC:DST``, with ``:ro``
-    (the default) or ``:rw`` last; ``~`` is expanded and a relative path is taken from the workdir."""
+@record
+class Mount:
+    """One ``mount`` entry made concrete: the host ``source`` (symlinks followed), where it appears
+    inside the sandbox (``target``), whether it is writable, and the ``entry`` as written."""
+
+    entry: str
+    source: Path
+    target: Path
+    writable: bool
+
+
+def split_mount(entry: str) -> tuple[str, str, bool]:
+    """The text of one ``mount`` entry: ``(source, target, writable)``. ``PATH`` or ``SRC:DST``,
+    with ``:ro`` (the default) or ``:rw`` last; the target of ``PATH`` is the path itself."""
     parts = entry.split(":")
     writable = False
     if len(parts) > 1 and parts[-1] in ("ro", "rw"):
         writable = parts.pop() == "rw"
-    source = parts[0]
-    target = parts[1] if len(parts) > 1 else source
+    return parts[0], parts[1] if len(parts) > 1 else parts[0], writable
+
+
+def parse_mount(entry: str, workdir: Path) -> Mount:
+    """One ``mount`` entry made concrete (:func:`split_mount`): ``~`` is expanded and a relative path
+    is taken from the workdir. The source is resolved the way the kernel will bind it (every symlink
+    followed), so a link cannot disguise what it shows."""
+    source, target, writable = split_mount(entry)
     src = Path(source).expanduser()
     src = src if src.is_absolute() else workdir / src
     dst = Path(target).expanduser()
     dst = dst if dst.is_absolute() else workdir / dst
-    return str(src), str(dst), writable
+    return Mount(entry, Path(os.path.realpath(src)), Path(os.path.normpath(dst)), writable)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it (both already resolved)."""
+    return path == folder or folder in path.parents
+
+
+MountGrant = Callable[[Mount], bool]
+
+
+def mount_problems(spec: SandboxSpec, workdir: Path, hidden: Iterable[Path],
+                   granted: MountGrant | None = None) -> list[str]:
+    """Why the ``mount`` entries of ``spec`` cannot be honoured, one sentence each (empty: all fine).
+
+    The rule, in one place: a mount may never show what lev_nb keeps from commands (``hidden``:
+    ``$LEV_HOME``, the run records, the user's configuration), so a source inside one of those is
+    refused (one that merely *contains* one is fine: the hidden part is covered inside the sandbox);
+    a mount may not replace the sandbox's root; and a source outside the working directory needs
+    the user's grant (``granted``; None grants nothing), read-only and read-write alike.
+    """
+    work = Path(os.path.realpath(workdir))
+    secret = [Path(os.path.realpath(h)) for h in hidden]
+    problems = []
+    for entry in spec.mount:
+        mount = parse_mount(entry, work)
+        where = f"mount '{entry}'"
+        if mount.target == Path("/"):
+            problems.append(f"{where} would replace the whole filesystem of the sandbox")
+            continue
+        # Part of the working directory is fine even when the workdir itself lies in $LEV_HOME.
+        exposed = next((h for h in secret if _inside(mount.source, h) and not _inside(mount.source, work)), None)
+        if exposed is not None:
+            problems.append(f"{where} would show {exposed}, which lev_nb keeps hidden from commands "
+                            "(its run records and configuration)")
+            continue
+        if _inside(mount.source, work):
+            continue
+        if granted is None or not granted(mount):
+            mode = "read-write" if mount.writable else "read-only"
+            problems.append(f"{where} shows {mount.source} ({mode}), outside the working directory, "
+                            "and the user's configuration does not grant it")
+    return problems
+
+
+def _bwrap_bind(mount: Mount) -> list[str]:
+    return ["--bind-try" if mount.writable else "--ro-bind-try", str(mount.source), str(mount.target)]
+
+
+def _bwrap_cover(path: str, folder: bool) -> list[str]:
+    return ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
 
 
 @record(frozen=False)
@@ -277,6 +360,7 @@ class Sandbox:
     choice: Choice
     workdir: Path
     hidden: tuple[Path, ...] = ()
+    granted: MountGrant | None = field(default=None, repr=False)  # mounts outside the workdir (None: any)
     _scratch: str | None = field(default=None, repr=False)
 
     @property
@@ -303,19 +387,40 @@ class Sandbox:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
-    def _covered(self) -> list[str]:
-        """Hidden paths that would be visible: those inside the working directory or a mount."""
-        roots = [self.workdir.resolve(), *(Path(p) for p in SYSTEM_READ_ONLY)]
-        roots += [Path(_mount(m, self.workdir)[1]) for m in self.spec.mount]
-        workdir = roots[0]
-        out = []
+    def _mounts(self) -> list[Mount]:
+        return [parse_mount(entry, self.workdir) for entry in self.spec.mount]
+
+    def _covered(self) -> list[tuple[str, bool]]:
+        """Where, inside the sandbox, a hidden path would be visible, and whether it is a folder: in
+        the working directory and the system folders (bound at their own paths) and under every
+        mount whose source holds it (at the mount's target). Each is covered last, so no bind can
+        uncover it."""
+        workdir = self.workdir.resolve()
+        same_path = [workdir, *(Path(p) for p in SYSTEM_READ_ONLY)]
+        mounts = self._mounts()
+        out: dict[str, bool] = {}
         for path in self.hidden:
             real = path.resolve()
-            if real == workdir or real in workdir.parents:
-                continue  # covering it would cover the working directory too
-            if any(real == r or r in real.parents for r in roots) and real.exists():
-                out.append(str(real))
-        return out
+            if not real.exists():
+                continue
+            folder = real.is_dir()
+            # At its own path it is covered unless that would cover the working directory too.
+            if not _inside(workdir, real) and any(_inside(real, root) for root in same_path):
+                out[str(real)] = folder
+            for mount in mounts:
+                if _inside(real, mount.source):
+                    out[str(mount.target / real.relative_to(mount.source))] = folder
+        return list(out.items())
+
+    def _checked_mounts(self) -> list[Mount]:
+        """The mounts to bind; refuses (SandboxError) one that would show a hidden path or that the
+        user did not grant. The launch check refuses such a run first, with advice; this keeps any
+        other way in (a resumed run, a direct caller) from binding it."""
+        granted = self.granted if self.granted is not None else (lambda m: True)
+        problems = mount_problems(self.spec, self.workdir, self.hidden, granted)
+        if problems:
+            raise SandboxError("; ".join(problems))
+        return self._mounts()
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` as it must be started to run inside the sandbox (unchanged on the host)."""
@@ -331,14 +436,29 @@ class Sandbox:
         args = _isolation(self.spec.network)
         scratch = self._tmp()
         args += ["--bind", scratch, "/tmp"] if scratch else ["--tmpfs", "/tmp"]
+        # Later binds lie over earlier ones. A mount that holds the working directory goes first,
+        # so the workdir shows through it; one inside the workdir after it, so it shows at all; the
+        # hidden paths are covered after both (those that hold the workdir only before it).
+        inner, outer = self._split(self._checked_mounts(), Path(workdir))
+        covers = self._covered()
+        for m in outer:
+            args += _bwrap_bind(m)
+        for path, folder in covers:
+            args += _bwrap_cover(path, folder)
         args += ["--bind", workdir, workdir]
-        for entry in self.spec.mount:
-            src, dst, writable = _mount(entry, self.workdir)
-            args += ["--bind-try" if writable else "--ro-bind-try", src, dst]
-        for path in self._covered():
-            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        for m in inner:
+            args += _bwrap_bind(m)
+        for path, folder in covers:
+            if not _inside(Path(workdir), Path(path)):
+                args += _bwrap_cover(path, folder)
         args += ["--setenv", "HOME", "/tmp", "--chdir", workdir]
         return args
+
+    @staticmethod
+    def _split(mounts: list[Mount], workdir: Path) -> tuple[list[Mount], list[Mount]]:
+        """The mounts whose target lies inside the working directory, and the others."""
+        inner = [m for m in mounts if _inside(m.target, workdir) and m.target != workdir]
+        return inner, [m for m in mounts if m not in inner]
 
     def _container_args(self, workdir: str) -> list[str]:
         args = ["run", "--rm", "-i", "--workdir", workdir, "-v", f"{workdir}:{workdir}:rw"]
@@ -348,11 +468,10 @@ class Sandbox:
             args += ["--network", "none"]
         scratch = self._tmp()
         args += ["-v", f"{scratch}:/tmp:rw"] if scratch else ["--tmpfs", "/tmp"]
-        for entry in self.spec.mount:
-            src, dst, writable = _mount(entry, self.workdir)
-            args += ["-v", f"{src}:{dst}:{'rw' if writable else 'ro'}"]
-        for path in self._covered():
-            args += ["--tmpfs", path] if os.path.isdir(path) else ["-v", f"/dev/null:{path}:ro"]
+        for m in self._checked_mounts():
+            args += ["-v", f"{m.source}:{m.target}:{'rw' if m.writable else 'ro'}"]
+        for path, folder in self._covered():
+            args += ["--tmpfs", path] if folder else ["-v", f"/dev/null:{path}:ro"]
         # Only what the image needs to find its programs: no host variable crosses over.
         args += ["-e", "HOME=/tmp", str(self.spec.image)]
         return args
@@ -365,9 +484,11 @@ class Sandbox:
 class Sandboxes:
     """The sandboxes of one run, one per spec, made on first use (see :class:`Sandbox`)."""
 
-    def __init__(self, workdir: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    def __init__(self, workdir: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str] | None] = (),
+                 granted: MountGrant | None = None) -> None:
         self.workdir = Path(workdir)
         self.hidden = unique(hidden)
+        self.granted = granted
         self._made: dict[SandboxSpec, Sandbox] = {}
 
     def get(self, spec: SandboxSpec) -> tuple[Sandbox, bool]:
@@ -375,7 +496,7 @@ class Sandboxes:
         made = self._made.get(spec)
         if made is not None:
             return made, False
-        made = Sandbox(choose(spec), self.workdir, self.hidden)
+        made = Sandbox(choose(spec), self.workdir, self.hidden, self.granted)
         self._made[spec] = made
         return made, True
 

@@ -74,7 +74,7 @@ def start_run(
     plan = cached_plan(blueprint)
     launch = check_launch(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
-        workdir=workdir, webhook=webhook, settings=settings, options=start_options(),
+        workdir=workdir, webhook=webhook, settings=settings, options=start_options(), home=home,
     )
     allowed = check_allowed_tools(plan, allow)
     request = None

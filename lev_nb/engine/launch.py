@@ -91,6 +91,7 @@ def check_launch(
     webhook: str | None = None,
     settings: Settings,
     options: Iterable[str] = (),
+    home: str | os.PathLike[str] | None = None,
 ) -> Launch:
     """Judge a launch request against ``plan`` and the user's ``settings``; raise LaunchError for
     the first problem (see the module docstring for the order), else return what was resolved.
@@ -104,7 +105,9 @@ def check_launch(
     _check_keys(plan, provider, settings)
     _check_webhook(webhook)
     _check_isolation(plan)
-    return Launch(provider, _check_workdir(workdir))
+    checked_workdir = _check_workdir(workdir)
+    _check_mounts(plan, settings, checked_workdir, home)
+    return Launch(provider, checked_workdir)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -310,6 +313,39 @@ def _check_isolation(plan: RunPlan) -> None:
             f"(kind = \"{choice.spec.kind}\", on_unavailable = \"error\") and this machine has none: {choice.reason}",
             cli_hint="install bubblewrap (bwrap), or set on_unavailable = \"warn\" in [sandbox] to allow less isolation",
             python_hint="install bubblewrap (bwrap), or set on_unavailable = \"warn\" in [sandbox] to allow less isolation",
+        )
+
+
+def _check_mounts(plan: RunPlan, settings: Settings, workdir: Path | None,
+                  home: str | os.PathLike[str] | None) -> None:
+    """Every ``[sandbox] mount`` of the run against the one mount rule (:func:`lev_nb.sandbox.mount_problems`):
+    nothing lev_nb hides may show, and a path outside the workdir needs the user's grant."""
+    from lev_nb.blueprint.read_paths import ReadPathError
+    from lev_nb.sandbox import mount_problems
+    from lev_nb.settings.grants import mount_grant
+    from lev_nb.settings.paths import config_path, lev_home
+
+    specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
+    specs = [spec for spec in dict.fromkeys(specs) if spec.isolated and spec.mount]
+    if not specs:
+        return
+    where = lev_home(home)
+    # A run without a workdir gets one inside its run folder, which does not exist yet.
+    work = workdir if workdir is not None else where / "runs" / "new-run" / "workdir"
+    try:
+        granted = mount_grant(plan.agent_name, settings)
+    except ReadPathError as exc:
+        raise LaunchError(f"[security] sandbox_mounts in your configuration: {exc}",
+                          cli_hint="fix the entry in config.toml (`lev config` shows where it is)",
+                          python_hint="fix the entry in config.toml") from None
+    problems = [p for spec in specs for p in mount_problems(spec, work, (where, config_path()), granted)]
+    if problems:
+        raise LaunchError(
+            f"blueprint '{plan.agent_name}': [sandbox] " + "; ".join(dict.fromkeys(problems)),
+            cli_hint="grant a path in config.toml with [security] sandbox_mounts = [\"PATH\"] (\"PATH:rw\" to "
+                     "write), or remove the mount; $LEV_HOME and the configuration can never be mounted",
+            python_hint="grant a path in config.toml with [security] sandbox_mounts = [\"PATH\"] (\"PATH:rw\" "
+                        "to write), or remove the mount; $LEV_HOME and the configuration can never be mounted",
         )
 
 

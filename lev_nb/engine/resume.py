@@ -288,7 +288,7 @@ def resume_run(
         checked = check_launch(
             plan, task=task, inputs=inputs, model=model,
             output_format=request.format if request else None,
-            workdir=meta.get("workdir") or None, webhook=launch.get("webhook"), settings=settings,
+            workdir=meta.get("workdir") or None, webhook=launch.get("webhook"), settings=settings, home=home,
         )
         validators = compile_validators(plan, validator)
         hook_scripts, region_scripts = compile_run_scripts(plan)

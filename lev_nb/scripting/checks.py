@@ -41,6 +41,7 @@ SCRIPT_ERROR = "script-error"
 TOOL_SKIPPED = "script-tool-skipped"
 SANDBOX_BACKEND = "sandbox-backend"
 SANDBOX_UNAVAILABLE = "sandbox-unavailable"
+SANDBOX_MOUNT_REFUSED = "sandbox-mount-refused"
 
 
 def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
@@ -93,7 +94,33 @@ def isolation_findings(bp: Blueprint) -> list[Finding]:
                 f"commands would run {describe(choice)}", stage,
                 "install bubblewrap (bwrap) or a container runtime for the isolation asked for",
             ))
+        findings += _mount_findings(bp.agent.name, spec, where, stage)
     return findings
+
+
+def _mount_findings(agent: str, spec: SandboxSpec, where: str, stage: str | None) -> list[Finding]:
+    """A ``sandbox-mount-refused`` warning for each mount a run would be refused for on this machine
+    (the one rule, :func:`lev_nb.sandbox.mount_problems`, under the user's configuration; a
+    configuration that cannot be read grants nothing). A warning, not an error: whether a path is
+    granted is this machine's configuration, not the blueprint's fault."""
+    from lev_nb.blueprint.read_paths import ReadPathError
+    from lev_nb.sandbox import MountGrant, mount_problems
+    from lev_nb.settings import ConfigError, current
+    from lev_nb.settings.grants import mount_grant
+    from lev_nb.settings.paths import config_path, lev_home
+
+    if not spec.mount:
+        return []
+    granted: MountGrant | None
+    try:
+        granted = mount_grant(agent, current())
+    except (ConfigError, ReadPathError):
+        granted = None
+    problems = mount_problems(spec, Path.cwd(), (lev_home(), config_path()), granted)
+    fix = ('grant the path in config.toml: [security] sandbox_mounts = ["PATH"] ("PATH:rw" to write), '
+           "or remove the mount; $LEV_HOME and the configuration can never be mounted")
+    return [Finding(SANDBOX_MOUNT_REFUSED, "warning", f"{where}: {problem}; runs are refused here until "
+                    "that changes", stage, fix) for problem in problems]
 
 
 def script_findings(bp: Blueprint) -> list[Finding]:

@@ -31,6 +31,7 @@ from lev_nb.blueprint.read_paths import (
     home_dir,
 )
 from lev_nb.records import record
+from lev_nb.sandbox import Mount, MountGrant
 
 from .errors import ConfigError
 from .model import Settings
@@ -38,7 +39,9 @@ from .model import Settings
 if TYPE_CHECKING:  # the lints load with `lev validate`, not with every run (issue 15, instant start)
     from lev_nb.blueprint.lints import LintEnv
 
-__all__ = ["STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "read_grant", "read_path_report"]
+__all__ = [
+    "STATUS_LABELS", "ReadPathReport", "configured_lint_env", "lint_env", "mount_grant", "read_grant", "read_path_report",
+]
 
 # How each verdict reads in a report.
 STATUS_LABELS: dict[bool | None, str] = {
@@ -82,6 +85,30 @@ class ReadPathReport:
         """The config.toml lines that would grant every refused entry ("" when none is refused)."""
         refused = self.ungranted()
         return grant_stanza(self.agent, refused) if refused else ""
+
+
+def mount_grant(agent: str, settings: Settings, home: str | os.PathLike[str] | None = None) -> MountGrant:
+    """Which ``[sandbox] mount`` sources outside the workdir the user lets ``agent`` show.
+
+    ``[security] sandbox_mounts`` entries (the ``[read_paths]`` forms, relative ones taken from the
+    current folder) grant a read-only mount, and a read-write one when the entry ends in ``:rw``;
+    the agent's read grants (``[security] read_paths``, ``[agent_read_paths.<agent>]``) grant a
+    read-only mount too, since they already let it read there. Raises :class:`ReadPathError` when an
+    entry does not compile, so a run refuses to start rather than show more or less than meant.
+    """
+    home_path = Path(home) if home is not None else home_dir()
+    read_only: list[str] = []
+    read_write: list[str] = []
+    for raw in settings.security.sandbox_mounts:
+        path, _, mode = raw.rpartition(":") if raw.endswith((":rw", ":ro")) else (raw, "", "ro")
+        (read_write if mode == "rw" else read_only).append(path)
+    readable = ReadPathSet.compile([*read_only, *read_write, *settings.read_path_grants(agent)], Path.cwd(), home_path)
+    writable = ReadPathSet.compile(read_write, Path.cwd(), home_path)
+
+    def granted(mount: Mount) -> bool:
+        return (writable if mount.writable else readable).matches_lexically(mount.source)
+
+    return granted
 
 
 def read_path_report(

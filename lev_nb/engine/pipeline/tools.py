@@ -27,7 +27,8 @@ from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
-from lev_nb.settings.grants import read_grant
+from lev_nb.settings.grants import mount_grant, read_grant
+from lev_nb.settings.paths import config_path
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -80,8 +81,12 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
-        # Commands never see the run record nor $LEV_HOME, even when they lie in the workdir.
-        self.sandboxes = Sandboxes(state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent))
+        # Commands never see the run record, $LEV_HOME nor the configuration, even when they lie in
+        # the workdir or a mount; a mount outside the workdir shows only what the user granted.
+        self.sandboxes = Sandboxes(
+            state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent, config_path()),
+            granted=mount_grant(state.plan.agent_name, state.settings),
+        )
         self._sandbox_warned: set[SandboxSpec] = set()
 
     async def prepare_sandboxes(self) -> None:
