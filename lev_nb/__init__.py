@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
-    from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
+    from lev_nb.blueprint import Blueprint, BlueprintError, Report
+    from lev_nb.catalog import load
     from lev_nb.batch import RunSummary, run_many
     from lev_nb.engine.api import resume, run
     from lev_nb.engine.handle import Run
@@ -35,7 +36,7 @@ __all__ = [
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
 _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
-    "load": ("lev_nb.blueprint", "load"),
+    "load": ("lev_nb.catalog", "load"),
     "validate": ("lev_nb.scripting.checks", "validate"),
     "Blueprint": ("lev_nb.blueprint", "Blueprint"),
     "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),

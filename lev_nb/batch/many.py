@@ -324,7 +324,7 @@ def run_many(
     progress view (default: inside a Jupyter kernel). Other keyword arguments go to every run
     (``workdir``, ``output_format``, caller inputs...).
     """
-    from lev_nb.blueprint import load
+    from lev_nb.catalog import load
     from lev_nb.settings.loader import session_overrides
     from lev_nb.settings.paths import lev_home
 

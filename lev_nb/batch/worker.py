@@ -94,7 +94,7 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     Queue put is a round trip to the scheduler. Lists are sent from this thread only (a Dask Queue
     must be used from the task's own thread).
     """
-    from lev_nb.blueprint import load
+    from lev_nb.catalog import load
     from lev_nb.engine.api import start_run
     from lev_nb.store.writer import record_writer
 

@@ -141,7 +141,7 @@ def load(source: str | os.PathLike[str] | Blueprint) -> Blueprint:
     """
     if isinstance(source, Blueprint):
         return source
-    if isinstance(source, str) and not _looks_like_path(source):
+    if isinstance(source, str) and looks_like_text(source):
         return load_text(source)
     manifest = resolve_manifest(source)
     if not manifest.is_file():
@@ -153,13 +153,15 @@ def load(source: str | os.PathLike[str] | Blueprint) -> Blueprint:
     return load_text(text, path=manifest)
 
 
-def _looks_like_path(source: str) -> bool:
+def looks_like_text(source: str) -> bool:
+    """Whether ``source`` is blueprint TOML text rather than a path: it has a newline, ``=`` or
+    ``[`` and is not an existing path."""
     if "\n" in source or "=" in source or "[" in source:
         try:
-            return Path(source).exists()
+            return not Path(source).exists()
         except (OSError, ValueError):
-            return False
-    return True
+            return True
+    return False
 
 
 def load_text(text: str, *, path: str | os.PathLike[str] | None = None) -> Blueprint:

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import agent_commands, blueprint_commands, config_commands, interaction_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -31,6 +31,11 @@ COMMANDS = (
     interaction_commands.add_msg,
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
+    agent_commands.add_list,
+    agent_commands.add_add,
+    agent_commands.add_remove,
+    agent_commands.add_create,
+    agent_commands.add_pack,
     config_commands.add_config,
 )
 
@@ -56,7 +61,7 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
 
 EPILOG = """\
 examples:
-  lev validate blueprints/triage                 check an agent (exit 1 on errors)
+  lev validate triage                            check an agent by name or folder (exit 1 on errors)
   lev graph blueprints/triage                    its stage graph as Mermaid text
   lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock
                                                  a key-free dry run; prints the run id

@@ -65,16 +65,16 @@ def run_schema(args: argparse.Namespace) -> int:
 def run_validate(args: argparse.Namespace) -> int:
     """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status (§8)."""
     from lev_nb.blueprint.errors import BlueprintError
-    from lev_nb.blueprint.loader import load
     from lev_nb.blueprint.pipeline import refusal
+    from lev_nb.catalog import load_argument
     from lev_nb.blueprint.script_tools import scan_tools
     from lev_nb.scripting.checks import validate_blueprint
 
     try:
-        bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
+        bp = load_argument(args.path)  # a path or an agent's name, never TOML text
     except BlueprintError as exc:
         if exc.kind == "read":
-            print(f"Error: {exc.message}", file=sys.stderr)
+            print(f"Error: {exc.detail}", file=sys.stderr)
             return 1
         report = refusal(exc, args.deny_warnings)
     else:
@@ -112,11 +112,12 @@ def _lint_env(bp: Any) -> Any:
 
 def run_graph(args: argparse.Namespace) -> int:
     """``lev graph PATH``: the blueprint as Mermaid text."""
-    from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.blueprint import BlueprintError
     from lev_nb.blueprint.graph import blueprint_mermaid
+    from lev_nb.catalog import load_argument
 
     try:
-        bp = load(args.path)
+        bp = load_argument(args.path)  # a path or an agent's name, never TOML text
     except BlueprintError as exc:
         print(f"lev graph: {exc}", file=sys.stderr)
         return 1

@@ -317,7 +317,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     130, nothing written); from the moment the run is being created, the first Ctrl-C cancels it
     and closes its record (exit 130) and further ones only wait for that.
     """
-    from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.blueprint import BlueprintError
+    from lev_nb.catalog import load_argument
     from lev_nb.engine.api import start_run
     from lev_nb.engine.launch import LaunchError
     from lev_nb.scripting import ScriptError
@@ -332,7 +333,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "batch add --workers K (worker processes) or call lev_nb.run_many")
         if args.max_depth is not None and args.max_depth < 0:
             raise UsageError(f"--max-depth must be 0 or more, got {args.max_depth}")
-        bp = load(Path(args.path))  # a Path: the argument is never read as TOML text
+        bp = load_argument(args.path)  # a path or an agent's name, never TOML text
         declared = [i.key for i in bp.inputs if i.key != "task"]
         inputs = parse_inputs(getattr(args, "extra", []), declared=declared, agent=bp.name,
                               reserved=_run_parameters(start_run))

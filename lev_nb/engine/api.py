@@ -145,6 +145,6 @@ def start_options() -> tuple[str, ...]:
 
 def run(blueprint: Any, task: str = "", model: str | Provider | None = None, **kwargs: Any) -> Run:
     """``lev_nb.run(path_or_blueprint, task=..., ...)``: load the blueprint if needed, then start it."""
-    from lev_nb.blueprint import load
+    from lev_nb.catalog import load
 
     return start_run(load(blueprint), task=task, model=model, **kwargs)

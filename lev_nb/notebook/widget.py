@@ -62,7 +62,8 @@ def blueprint_of(run: Any) -> Any:
 
 @lru_cache(maxsize=32)
 def _load_cached(path: str, mtime_ns: int) -> Any:
-    from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.blueprint import BlueprintError
+    from lev_nb.catalog import load
 
     try:
         return load(path)

@@ -46,13 +46,16 @@ SANDBOX_MOUNT_REFUSED = "sandbox-mount-refused"
 
 def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
              env: LintEnv | None = None) -> Report:
-    """Validate an agent folder, its agent.leviath, TOML text, or a loaded :class:`Blueprint`:
+    """Validate an agent folder, its agent.leviath, TOML text, an agent's name or a loaded :class:`Blueprint`:
     the hard checks, the lints and the script compile checks, as ``lev validate`` reports them.
     Refusals and unreadable manifests are handled as in :func:`~lev_nb.blueprint.pipeline.validate_source`.
     ``env`` (default: the user's configuration) is the lint environment.
     """
+    from lev_nb.catalog import resolve_source
+
     lint_env = env if env is not None else configured_lint_env
-    return pipeline.validate_source(source, deny_warnings=deny_warnings, env=lint_env, checks=CHECKS)
+    return pipeline.validate_source(resolve_source(source), deny_warnings=deny_warnings, env=lint_env,
+                                    checks=CHECKS)
 
 
 def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None) -> Report:

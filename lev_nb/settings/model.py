@@ -235,6 +235,8 @@ class Settings:
     default_model: str | None = setting(
         env="LEV_DEFAULT_MODEL", doc="model id on default_provider, tried first where a stage allows it")
     model_providers: Mapping[str, ProviderSettings] = setting({}, doc="provider options and Rhai provider scripts")
+    agent_paths: tuple[str, ...] = setting(
+        (), doc="more folders of agents, found by name after $LEV_HOME/agents (`lev list` shows them)")
     providers: Providers = field(default_factory=Providers)
     limits: Limits = field(default_factory=Limits)
     tool_permissions: Mapping[str, Policy] = setting({}, doc="tool -> allow|ask|deny: a ceiling blueprints may only tighten")

@@ -131,7 +131,9 @@ def test_report_text_and_repr() -> None:
 
 
 def test_top_level_lazy_exports() -> None:
-    assert lev_nb.validate is validate and lev_nb.load is load
+    from lev_nb.catalog import load as load_by_name_or_path
+
+    assert lev_nb.validate is validate and lev_nb.load is load_by_name_or_path
     assert lev_nb.BlueprintError is BlueprintError
 
 

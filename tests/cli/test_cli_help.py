@@ -26,7 +26,7 @@ def test_top_level_help_has_examples_and_every_environment_variable(lev: Lev) ->
     out = lev("--help")
     assert out.returncode == 0
     text = out.stdout
-    assert "examples:\n  lev validate blueprints/triage" in text
+    assert "examples:\n  lev validate triage" in text
     assert "lev run blueprints/triage --task @blueprints/triage/reports.txt --model mock" in text
     assert "environment:\n" in text
     for variable in ["LEV_HOME", CONFIG_ENV, "ANTHROPIC_API_KEY", *(name for name, _ in ENVIRONMENT)]:

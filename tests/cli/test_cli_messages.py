@@ -171,10 +171,11 @@ def test_a_workdir_that_is_a_file(lev: Lev, home: Path, tmp_path: Path) -> None:
 def test_a_missing_path_is_named_once(lev: Lev, tmp_path: Path) -> None:
     missing = tmp_path / "does-not-exist"
     out = lev("validate", str(missing))
-    assert one_line(out, 1) == f"Error: No agent.leviath found at {missing}: no such file or folder"
+    hint = " (pass an agent folder or its agent.leviath file)"
+    assert one_line(out, 1) == f"Error: No agent.leviath found at {missing}: no such file or folder{hint}"
     out = lev("validate", str(missing / "agent.leviath"))
     assert one_line(out, 1) == (
-        f"Error: No agent.leviath found at {missing / 'agent.leviath'}: there is no folder {missing}")
+        f"Error: No agent.leviath found at {missing / 'agent.leviath'}: there is no folder {missing}{hint}")
     out = lev("run", str(missing), "--task", "hi", "--model", "mock")
     line = one_line(out, 1)
     assert line == (f"lev run: No agent.leviath found at {missing}: no such file or folder (pass an agent "

@@ -21,7 +21,6 @@ from lev_nb.engine.record import PAUSE_REASONS, close_paused_child, roll_up_usag
 from lev_nb.engine.state import RunPaused
 from lev_nb.messages import ToolCall
 from lev_nb.records import record
-from lev_nb.store import lev_home
 from lev_nb.text import cut_text_marked
 
 if TYPE_CHECKING:
@@ -268,20 +267,18 @@ class FanOut:
 
 
 def _agent_dirs(plan: RunPlan) -> list[Path]:
-    from lev_nb.blueprint.bundled import bundled_agents_dir  # importlib.resources: only for a fan-out
+    """Beside this blueprint (and its parent folder), then the search path of agents by name."""
+    from lev_nb.catalog import agent_search_dirs  # importlib.resources: only for a fan-out
 
     base = Path(plan.base_dir) if plan.base_dir else None
-    dirs = []
-    if base is not None:
-        dirs += [base, base.parent]
-    dirs.append(lev_home() / "agents")
-    dirs.append(bundled_agents_dir())
-    return dirs
+    dirs = [base, base.parent] if base is not None else []
+    return dirs + [folder for _, folder in agent_search_dirs()]
 
 
 def find_agent(plan: RunPlan, name: str, *, workdir: Path | None = None) -> Path:
     """The agent.leviath of the agent ``name``: beside this blueprint (or in its parent folder), in
-    ``$LEV_HOME/agents``, or bundled with lev_nb; LookupError when none has that name.
+    ``$LEV_HOME/agents``, the configuration's ``agent_paths``, or bundled with lev_nb; LookupError
+    when none has that name.
 
     ``name`` is a name, never a path (``/tmp/x`` or ``../x`` would reach any folder on the disk).
     When a model chose the name (``spawn_agent``, the ``agent`` of a ``fan_out`` call), pass the
