@@ -32,10 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _config_env_names() -> list[str]:
-    from lev_nb.settings.paths import CONFIG_ENV
+    from lev_nb.settings.paths import CONFIG_ENV, UPSTREAM_CONFIG_ENV, UPSTREAM_HOME_ENV
     from lev_nb.settings.schema import ENVIRONMENT
 
-    return [CONFIG_ENV, *(var for var, _ in ENVIRONMENT)]
+    return [CONFIG_ENV, UPSTREAM_CONFIG_ENV, UPSTREAM_HOME_ENV, *(var for var, _ in ENVIRONMENT)]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

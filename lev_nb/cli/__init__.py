@@ -46,6 +46,8 @@ COMMANDS = (
 ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEV_HOME", "where runs are recorded and config.toml lives (default: ~/.lev)"),
     ("LEV_CONFIG", "read this configuration file instead of $LEV_HOME/config.toml"),
+    ("LEVIATH_HOME", "the upstream's name for LEV_HOME, read when LEV_HOME is not set"),
+    ("LEVIATH_CONFIG_PATH", "the upstream's name for LEV_CONFIG, read when LEV_CONFIG is not set"),
     ("ANTHROPIC_API_KEY", "the key for anthropic models (config.toml may name another variable)"),
     ("ANTHROPIC_BASE_URL", "another endpoint for the Anthropic API"),
     ("LEV_DEFAULT_PROVIDER", "provider of a stage that names no model (default: anthropic)"),
@@ -128,7 +130,23 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
 
 
+def _show_config_warning(show: Any) -> Any:
+    """``warnings.showwarning`` that prints a configuration warning as one ``lev: warning:`` line
+    (compared by name: importing the settings here would slow down ``lev --help``)."""
+
+    def showwarning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if category.__name__ == "ConfigWarning":
+            print(f"lev: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return showwarning
+
+
 def _main(argv: list[str]) -> int:
+    import warnings
+
+    warnings.showwarning = _show_config_warning(warnings.showwarning)
     parser = build_parser()
     # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside
     # before argparse, which then refuses anything else it does not know.

@@ -59,6 +59,8 @@ def run_config(args: argparse.Namespace) -> int:
     state = "" if settings.file_exists else " (not found: built-in defaults apply)"
     print(f"# configuration file: {settings.path}{state}")
     print("# precedence: launch option (-c) > session (lev_nb.configure) > environment > config.toml > default")
+    for warning in settings.warnings:  # keys nothing reads, each with why
+        print(f"# ignored: {warning}")
     table = [(row.key, _render(row.value), str(row.source)) for row in rows(settings)]
     width = max(len(k) + len(v) for k, v, _ in table) + 3
     for key, value, source in table:

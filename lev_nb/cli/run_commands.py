@@ -73,7 +73,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
-    run.add_argument("-t", "--task", default="", help="the task (TEXT, or @FILE to read it)")
+    run.add_argument("-t", "--task", default="",
+                     help="the task: TEXT, or a FILE (or @FILE) holding it; a path with no file behind it is an error")
     run.add_argument(
         "-m", "--model", default=None,
         help="override every stage's model: provider/model, mock, or scripted:FILE",
@@ -256,6 +257,23 @@ def _read_at(value: str, what: str) -> str:
     return value
 
 
+def read_task(value: str) -> str:
+    """The task of ``lev run -t VALUE`` as the upstream reads it: ``@FILE``, or a value naming a file
+    that exists is that file's text; a value that looks like a path (no space, and a ``/``, ``\\`` or a
+    leading ``~``) with no file behind it is an error, so a mistyped file name never becomes the
+    task; anything else is the task itself."""
+    if value.startswith("@"):
+        return _read_at(value, "--task")
+    if value and "\n" not in value and len(value) < 4096:
+        path = Path(value).expanduser()
+        if path.is_file():
+            return _read_at(f"@{path}", "--task")
+        if " " not in value and ("/" in value or "\\" in value or value.startswith("~")):
+            raise UsageError(f"--task '{value}' looks like a file, and there is no such file (fix the path, "
+                             "or write the task as a sentence)")
+    return value
+
+
 def parse_inputs(
     given: list[tuple[str, str | None]],
     *,
@@ -337,7 +355,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         declared = [i.key for i in bp.inputs if i.key != "task"]
         inputs = parse_inputs(getattr(args, "extra", []), declared=declared, agent=bp.name,
                               reserved=_run_parameters(start_run))
-        task = _read_at(args.task, "--task")
+        task = read_task(args.task)
         schema = None
         if args.output_schema:
             text = _read_at(args.output_schema, "--output-schema")

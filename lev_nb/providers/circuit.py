@@ -50,6 +50,8 @@ class CircuitBreakers:
     def before_call(self, key: str, threshold: int) -> CircuitRefusal | None:
         """None when a call to ``key`` may go ahead (the one probe after a cool-down included),
         else the refusal to fail it with at once."""
+        if threshold <= 0:
+            return None  # the breaker is off
         with self._lock:
             circuit = self._circuits.get(key)
             if circuit is None or circuit.failures < threshold:
@@ -69,6 +71,8 @@ class CircuitBreakers:
     def closed_in(self, key: str, threshold: int) -> float:
         """Seconds until a call to ``key`` may go ahead (0: now, or a probe may be made), without
         taking the probe; a probe in flight counts as a short wait."""
+        if threshold <= 0:
+            return 0.0
         with self._lock:
             circuit = self._circuits.get(key)
             if circuit is None or circuit.failures < threshold:
@@ -86,7 +90,7 @@ class CircuitBreakers:
     def failure(self, key: str, error: ProviderError, threshold: int, cooldown_s: float) -> bool:
         """A call to ``key`` failed; only unusable failures count. True when this failure
         opened the circuit (or a probe failed and it opened again)."""
-        if error.unusable_reason is None:
+        if error.unusable_reason is None or threshold <= 0:
             with self._lock:
                 circuit = self._circuits.get(key)
                 if circuit is not None:

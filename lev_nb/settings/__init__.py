@@ -25,7 +25,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .errors import ConfigError
+    from .errors import ConfigError, ConfigWarning
     from .grants import ReadPathReport, configured_lint_env, lint_env, read_path_report
     from .loader import clear_session, configure, current, launch_options, load, rows
     from .model import Settings, Source
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigError",
+    "ConfigWarning",
     "ReadPathReport",
     "Settings",
     "Source",
@@ -51,6 +52,7 @@ __all__ = [
 
 _LAZY = {
     "ConfigError": "errors",
+    "ConfigWarning": "errors",
     "Settings": "model",
     "Source": "model",
     "ReadPathReport": "grants",

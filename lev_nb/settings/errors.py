@@ -17,6 +17,11 @@ from lev_nb.errors import location
 ConfigErrorKind = Literal["read", "parse", "validation"]
 
 
+class ConfigWarning(UserWarning):
+    """Something the configuration file says that nothing reads (an unknown or upstream-only key):
+    told once per process, and the file still loads."""
+
+
 class ConfigError(ValueError):
     """A configuration that cannot be used: unreadable, not TOML, or a key or value the format refuses.
 

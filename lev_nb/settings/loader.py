@@ -32,10 +32,11 @@ from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigWarning
 from .model import BUILTIN_PROVIDERS, POLICIES, Settings, Source
 from .paths import config_path
 from .schema import ENVIRONMENT, SCHEMA, Key, MapOf, Node, Table, Value, static_keys
+from .upstream import alias_of, ignored_reason
 
 __all__ = [
     "Row",
@@ -103,6 +104,13 @@ class _FileLayer(_Layer):
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.text = text
+        self.warnings: list[str] = []
+
+    def warn(self, message: str, key: Key) -> None:
+        """Keep a warning about ``key``, prefixed with where it is (``file:line``)."""
+        loc = self._where(key)
+        where = f"{self.path}:{loc[0]}" if loc else str(self.path)
+        self.warnings.append(f"{where}: {message}")
 
     def _where(self, key: Key) -> tuple[int, int] | None:
         return locate_key(self.text, list(key))
@@ -167,9 +175,30 @@ def _walk(node: Node, data: Any, key: Key, layer: _Layer, out: Flat) -> None:
     for name, value in data.items():
         child = node.fields.get(name)
         if child is None:
-            raise layer.error(f"unknown key '{name}'", key + (name,), hint=_unknown_hint(name, node, key))
+            _not_ours(node, data, key + (name,), value, layer, out)
+            continue
         _check_placement(key + (name,), layer)
         _walk(child, value, key + (name,), layer, out)
+
+
+def _not_ours(node: Table, data: Any, key: Key, value: Any, layer: _Layer, out: Flat) -> None:
+    """A key lev_nb's schema does not have. In the file (where an upstream configuration may be):
+    an upstream alias is read as its lev_nb key, an upstream key lev_nb cannot honour is one warning
+    saying why, anything else one warning with a "did you mean"; the file still loads, as the
+    upstream's does. Elsewhere (the environment, ``configure()``, ``-c``) it is an error."""
+    if not isinstance(layer, _FileLayer):
+        raise layer.error(f"unknown key '{key[-1]}'", key, hint=_unknown_hint(key[-1], node, key[:-1]))
+    target = alias_of(key)
+    if target is not None:
+        spec = _lookup(SCHEMA, target)
+        if isinstance(spec, Value):
+            out[target] = (_coerce(spec, value, key, layer), layer.source(key))
+            return
+    reason = ignored_reason(key)
+    if reason is not None:
+        layer.warn(f"{dotted(key)} is an upstream setting lev_nb ignores: {reason}", key)
+    else:
+        layer.warn(f"unknown key '{dotted(key)}' is ignored ({_unknown_hint(key[-1], node, key[:-1])})", key)
 
 
 def _check_placement(key: Key, layer: _Layer) -> None:
@@ -313,11 +342,11 @@ def _defaults() -> Flat:
     return {key: (spec.default, Source("default")) for key, spec in static_keys()}
 
 
-def _file_layer(path: Path) -> tuple[Flat, bool]:
+def _file_layer(path: Path) -> tuple[Flat, bool, tuple[str, ...]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}, False
+        return {}, False, ()
     except IsADirectoryError:
         raise ConfigError("is a folder, not a file", path=path, kind="read") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -330,8 +359,9 @@ def _file_layer(path: Path) -> tuple[Flat, bool]:
         raise ConfigError(f"not valid TOML: {msg}", path=path, kind="parse",
                           line=int(m.group(1)) if m else None, column=int(m.group(2)) if m else None) from None
     out: Flat = {}
-    _walk(SCHEMA, data, (), _FileLayer(path, text), out)
-    return out, True
+    layer = _FileLayer(path, text)
+    _walk(SCHEMA, data, (), layer, out)
+    return out, True, tuple(layer.warnings)
 
 
 def _env_values() -> dict[str, str]:
@@ -367,10 +397,10 @@ def _flatten_overrides(data: Mapping[str, Any], layer: _OverrideLayer) -> Flat:
 # ------------------------------------------------------------------------------------------------
 # Assembling Settings
 # ------------------------------------------------------------------------------------------------
-def _build(flat: Flat, path: Path, exists: bool) -> Settings:
+def _build(flat: Flat, path: Path, exists: bool, warnings: tuple[str, ...] = ()) -> Settings:
     sources = MappingProxyType({dotted(k): src for k, (v, src) in flat.items() if v is not _PRESENT})
     kwargs = _build_kwargs(SCHEMA, (), flat)
-    return Settings(**kwargs, path=path, file_exists=exists, sources=sources)
+    return Settings(**kwargs, path=path, file_exists=exists, sources=sources, warnings=warnings)
 
 
 def _build_kwargs(node: Table, prefix: Key, flat: Flat) -> dict[str, Any]:
@@ -417,14 +447,14 @@ def load(path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, st
     values = _env_values() if environ is None else {
         var: environ[var] for var, _ in ENVIRONMENT if environ.get(var, "").strip()}
     flat = _defaults()
-    from_file, exists = _file_layer(file)
+    from_file, exists, warnings = _file_layer(file)
     flat.update(from_file)
     flat.update(_env_layer(values))
     if session:
         flat.update(_flatten_overrides(session, _SESSION))
     if launch:
         flat.update(_flatten_overrides(launch, _LAUNCH))
-    return _build(flat, file, exists)
+    return _build(flat, file, exists, warnings)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -458,7 +488,39 @@ def current() -> Settings:
             return _cache[1]
         settings = load(path, session=_session, launch=_launch)
         _cache = (key, settings)
-        return settings
+    _tell(settings.warnings)
+    return settings
+
+
+_told: set[str] = set()
+
+
+def _tell(messages: tuple[str, ...]) -> None:
+    """Warn (:class:`ConfigWarning`, once per process) that the file sets keys nothing reads: the
+    one message itself, or one line naming them all (``lev config`` gives the reason for each), so a
+    whole upstream configuration does not bury every command's output."""
+    import warnings
+
+    fresh = [m for m in messages if m not in _told]
+    if not fresh:
+        return
+    _told.update(fresh)
+    if len(fresh) == 1:
+        text = fresh[0]
+    else:
+        keys = [_ignored_key(m) for m in fresh]
+        shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+        where = fresh[0].split(":", 1)[0]
+        text = f"{where}: {len(fresh)} keys nothing reads are ignored ({shown}); `lev config` says why for each"
+    warnings.warn(text, ConfigWarning, stacklevel=3)
+
+
+def _ignored_key(message: str) -> str:
+    """The dotted key a warning of :func:`_not_ours` is about."""
+    body = message.split(": ", 1)[1]
+    if body.startswith("unknown key '"):
+        return body[len("unknown key '"):].split("'", 1)[0]
+    return body.split(" ", 1)[0]
 
 
 # Sections whose keys are long and unambiguous enough to be given by their own name alone

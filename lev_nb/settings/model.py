@@ -126,7 +126,7 @@ class Providers:
     fallback_order: tuple[str, ...] = setting(
         (), doc="provider/model entries every stage may fall back to, in order, after its own list and the default")
     provider_failures_before_open: int = setting(
-        3, minimum=1, doc="unusable failures in a row after which a model's calls fail fast (its circuit opens)")
+        3, minimum=0, doc="unusable failures in a row after which a model's calls fail fast (its circuit opens; 0 = never)")
     provider_circuit_cooldown_secs: int = setting(
         300, minimum=0, doc="how long an open circuit fails calls fast before one probe call is let through")
 
@@ -251,6 +251,8 @@ class Settings:
 
     path: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
     file_exists: bool = field(default=False, compare=False, repr=False, metadata={"internal": True})
+    # What the file sets that nothing reads (unknown and upstream-only keys), one sentence each.
+    warnings: tuple[str, ...] = field(default=(), compare=False, repr=False, metadata={"internal": True})
     sources: Mapping[str, Source] = field(default_factory=lambda: _EMPTY, compare=False, repr=False,
                                           metadata={"internal": True})
 

@@ -237,10 +237,12 @@ def test_validate_names_the_backend(lev, tmp_path: Path) -> None:
 def test_validate_says_when_the_sandbox_is_unavailable(lev, tmp_path: Path, no_bwrap: None) -> None:
     folder = _write(tmp_path, _shell_stage())
     found = [f for f in _findings(lev, folder) if f["code"].startswith("sandbox")]
-    assert [(f["code"], f["severity"]) for f in found] == [("sandbox-unavailable", "error")], found
-    assert "bwrap" in found[0]["message"]
+    # A warning (the verdict does not depend on this machine) that says runs here are refused.
+    assert [(f["code"], f["severity"]) for f in found] == [("sandbox-unavailable", "warning")], found
+    assert "bwrap" in found[0]["message"] and "refused here" in found[0]["message"]
     done = lev("validate", str(folder))
-    assert done.returncode != 0
+    assert done.returncode == 0
+    assert lev("validate", str(folder), "--deny-warnings").returncode != 0
     warn = _write(tmp_path, _shell_stage('kind = "namespace"\non_unavailable = "warn"'))
     found = [f for f in _findings(lev, warn) if f["code"].startswith("sandbox")]
     assert [(f["code"], f["severity"]) for f in found] == [("sandbox-unavailable", "warning")], found

@@ -1,0 +1,86 @@
+"""The upstream runtime's ``config.toml`` keys that lev_nb reads under another name or does not
+honour (issue 25; upstream ``configuration.md`` and ``config.schema.json``).
+
+A user brings their upstream configuration along. Like the upstream, lev_nb then warns about a key
+nothing reads and goes on; it never refuses the file for it. :data:`ALIASES` maps an upstream key
+to the lev_nb key that has the same meaning (the value is checked as that key's); :data:`IGNORED`
+names each upstream key lev_nb cannot honour, with the reason the warning gives. A key in neither
+(and not in lev_nb's own schema) is a plain unknown key: a warning with a "did you mean".
+Keys are dotted; an entry that names a table covers every key under it.
+"""
+
+from __future__ import annotations
+
+from .schema import Key
+
+__all__ = ["ALIASES", "IGNORED", "alias_of", "ignored_reason"]
+
+ALIASES: dict[str, str] = {
+    # The upstream keeps the circuit breaker's numbers under [limits].
+    "limits.provider_failures_before_open": "providers.provider_failures_before_open",
+    "limits.provider_circuit_cooldown_secs": "providers.provider_circuit_cooldown_secs",
+    # The upstream's top-level request timeout is lev_nb's [limits] one.
+    "request_timeout_secs": "limits.request_timeout_secs",
+}
+
+_DAEMON = "lev_nb has no daemon: each run lives in the process that started it"
+IGNORED: dict[str, str] = {
+    "taint_tracking": "lev_nb has no taint gate yet (a blueprint that turns taint tracking on is refused)",
+    "batch_tool_hint": "lev_nb does not add tool hints to prompts yet",
+    "shell_hint": "lev_nb does not add tool hints to prompts yet",
+    "openrouter_api_key": "lev_nb has no openrouter provider in this version",
+    "ollama_base_url": "lev_nb has no ollama provider in this version",
+    "providers.anthropic_api_key": "keys are read from the environment (ANTHROPIC_API_KEY, or "
+                                   "[model_providers.anthropic] api_key_env), never from this file",
+    "providers.openai_api_key": "lev_nb has no openai provider in this version",
+    "providers.google_api_key": "lev_nb has no google provider",
+    "providers.anthropic_base_url": "set [model_providers.anthropic] base_url (or ANTHROPIC_BASE_URL) instead",
+    "providers.openai_base_url": "lev_nb has no openai provider in this version",
+    "providers.google_base_url": "lev_nb has no google provider",
+    "providers.openrouter_base_url": "lev_nb has no openrouter provider in this version",
+    "providers.claude_code_enabled": "lev_nb has no Claude Code provider",
+    "providers.claude_code_binary": "lev_nb has no Claude Code provider",
+    "providers.claude_code_effort": "lev_nb has no Claude Code provider",
+    "providers.anthropic_cache_ttl": "lev_nb asks for the API's default cache lifetime (five minutes)",
+    "limits.exact_token_counting": "lev_nb estimates tokens locally and never calls a counting endpoint",
+    "limits.script_shell_timeout_secs": "a script's shell() keeps its fixed 60 s timeout",
+    "limits.mcp_idle_disconnect_secs": "lev_nb has no MCP client in this version",
+    "limits.dead_cycles_before_relief": _DAEMON,
+    "limits.finished_retention_secs": _DAEMON + "; finished runs stay in $LEV_HOME/runs until removed",
+    "limits.wedge_timeout_secs": "lev_nb's watchdogs are the per-request timeout and the stall timeout",
+    "limits.max_tool_call_write_bytes": "write sizes are not capped yet",
+    "limits.max_run_write_bytes": "write sizes are not capped yet",
+    "limits.max_concurrent_inferences_by_model": "only the overall max_concurrent_inferences is enforced",
+    "limits.max_concurrent_inferences_by_provider": "only the overall max_concurrent_inferences is enforced",
+    "security.allowed_workdirs": "any working directory is accepted in this version",
+    "security.shell_env": "commands get this process's environment without credentials",
+    "security.shell_env_withhold": "commands get this process's environment without credentials",
+    "security.credential_store": "keys are read from environment variables only",
+    "webhook": "lev_nb delivers a webhook once per run, with the fixed timeout of `lev run --webhook`",
+    "observability": "lev_nb does not export traces in this version",
+    "title": "lev_nb does not generate run titles",
+    "sandbox": "a machine-wide sandbox is not applied yet; set [sandbox] in the blueprint",
+    "tool_script_permissions": "script host functions follow the agent's own tool permissions",
+    "rate_limits": "client-side rate limits are not enforced in this version",
+    "model_capabilities": "lev_nb uses its own model table in this version",
+    "mcp_servers": "lev_nb has no MCP client in this version",
+}
+
+
+def _lookup(table: dict[str, str], key: Key) -> str | None:
+    for n in range(len(key), 0, -1):
+        found = table.get(".".join(key[:n]))
+        if found is not None:
+            return found
+    return None
+
+
+def alias_of(key: Key) -> Key | None:
+    """The lev_nb key an upstream key is read as, or None."""
+    target = ALIASES.get(".".join(key))
+    return tuple(target.split(".")) if target is not None else None
+
+
+def ignored_reason(key: Key) -> str | None:
+    """Why lev_nb does not honour this upstream key (or the table holding it), or None."""
+    return _lookup(IGNORED, key)
