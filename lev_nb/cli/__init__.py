@@ -18,7 +18,14 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import agent_commands, blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import (
+    agent_commands,
+    blueprint_commands,
+    config_commands,
+    doctor_commands,
+    interaction_commands,
+    run_commands,
+)
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -37,6 +44,7 @@ COMMANDS = (
     agent_commands.add_create,
     agent_commands.add_pack,
     config_commands.add_config,
+    doctor_commands.add_doctor,
 )
 
 
@@ -74,6 +82,7 @@ examples:
   lev result RUN_ID                              a run's final answer
   lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from
+  lev doctor --model mock                        check this install end to end, offline
   lev COMMAND --help                             the options of one command
 
 environment:
