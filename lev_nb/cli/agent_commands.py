@@ -48,9 +48,8 @@ def add_remove(subparsers: SubParsers) -> None:
 
 
 def add_create(subparsers: SubParsers) -> None:
-    """Register ``lev create``."""
-    from lev_nb.catalog.templates import TEMPLATES
-
+    """Register ``lev create`` (the template names are written out: importing the catalog here would
+    slow down ``lev --help``; an unknown one is refused with a "did you mean" when it runs)."""
     p = subparsers.add_parser(
         "create", help="start a new agent from a template",
         description=("Write a new agent folder NAME with an agent.leviath that validates and runs (try it "
@@ -58,7 +57,7 @@ def add_create(subparsers: SubParsers) -> None:
     )
     p.add_argument("name", metavar="NAME", help="the agent's name and folder")
     p.add_argument("-t", "--template", default="default",
-                   help=f"{' or '.join(TEMPLATES)} (default: default; coder is plan, implement, review, report)")
+                   help="default (one stage) or coder (plan, implement, review, report); default: default")
     p.set_defaults(func=run_create)
 
 
