@@ -51,7 +51,7 @@ PROBE_TIMEOUT_S = 10.0
 
 __all__ = [
     "Choice", "Mount", "MountGrant", "Sandbox", "SandboxError", "SandboxSpec", "Sandboxes", "choose", "describe",
-    "mount_problems", "parse_mount", "split_mount", "resolve", "shell_argv",
+    "mount_problems", "parse_mount", "split_mount", "resolve", "shell_argv", "under",
 ]
 
 
@@ -78,18 +78,36 @@ class SandboxSpec:
 
     @classmethod
     def of(cls, table: Any) -> SandboxSpec:
-        """The spec of one ``[sandbox]`` table (None, or an empty block: the host)."""
+        """The spec of one ``[sandbox]`` table (None, or an empty block: the host). The machine-wide
+        table of ``config.toml`` names its mounts ``mounts``, as the upstream does."""
         if table is None:
             return cls()
         return cls(
             kind=getattr(table, "kind", None) or "none",
             network=bool(getattr(table, "network", True)),
-            mount=tuple(getattr(table, "mount", ()) or ()),
+            mount=tuple(getattr(table, "mount", None) or getattr(table, "mounts", ()) or ()),
             persist=bool(getattr(table, "persist", False)),
             image=getattr(table, "image", None),
             engine=getattr(table, "engine", None),
             on_unavailable=getattr(table, "on_unavailable", "error") or "error",
         )
+
+
+def under(spec: SandboxSpec, floor: SandboxSpec) -> SandboxSpec:
+    """``spec`` (a blueprint's, resolved) under the machine-wide ``[sandbox]`` of the user's
+    configuration: a blueprint may pick a stronger sandbox, never a weaker one (upstream
+    ``security.md``). The stronger kind wins with its image and mounts (the machine's on a tie, and
+    its engine whenever it names one, since the engine runs on the host); network only when both
+    allow it; required when either requires it."""
+    if not floor.isolated:
+        return spec
+    base = spec if _RANK[spec.kind] > _RANK[floor.kind] else floor
+    required = any(t.isolated and t.on_unavailable == "error" for t in (spec, floor))
+    return SandboxSpec(
+        kind=base.kind, network=spec.network and floor.network, mount=base.mount,
+        persist=base.persist, image=base.image or floor.image, engine=floor.engine or base.engine,
+        on_unavailable="error" if required else "warn",
+    )
 
 
 def resolve(agent: Any, stage: Any = None) -> SandboxSpec:
@@ -326,6 +344,12 @@ def mount_problems(spec: SandboxSpec, workdir: Path, hidden: Iterable[Path],
         if mount.target == Path("/"):
             problems.append(f"{where} would replace the whole filesystem of the sandbox")
             continue
+        system = next((s for s in SYSTEM_READ_ONLY if _inside(mount.target, Path(s))), None)
+        if system is not None and not mount.target.is_dir():
+            # The system folders are bound read-only, so a mount point cannot be made in them.
+            problems.append(f"{where} targets {mount.target}, inside {system}, which is read-only in the sandbox "
+                            "and has no such folder; choose a target such as /mnt/NAME")
+            continue
         # Part of the working directory is fine even when the workdir itself lies in $LEV_HOME.
         exposed = next((h for h in secret if _inside(mount.source, h) and not _inside(mount.source, work)), None)
         if exposed is not None:
@@ -485,14 +509,17 @@ class Sandboxes:
     """The sandboxes of one run, one per spec, made on first use (see :class:`Sandbox`)."""
 
     def __init__(self, workdir: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str] | None] = (),
-                 granted: MountGrant | None = None) -> None:
+                 granted: MountGrant | None = None, floor: SandboxSpec | None = None) -> None:
         self.workdir = Path(workdir)
         self.hidden = unique(hidden)
         self.granted = granted
+        self.floor = floor or SandboxSpec()  # the machine-wide [sandbox] (see :func:`under`)
         self._made: dict[SandboxSpec, Sandbox] = {}
 
     def get(self, spec: SandboxSpec) -> tuple[Sandbox, bool]:
-        """The sandbox for ``spec``, and whether it was made by this call (the first use)."""
+        """The sandbox for ``spec`` under the machine-wide one, and whether it was made by this call
+        (the first use)."""
+        spec = under(spec, self.floor)
         made = self._made.get(spec)
         if made is not None:
             return made, False

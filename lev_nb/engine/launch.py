@@ -104,7 +104,7 @@ def check_launch(
     _check_formats(plan, output_format)
     _check_keys(plan, provider, settings)
     _check_webhook(webhook)
-    _check_isolation(plan)
+    _check_isolation(plan, settings)
     checked_workdir = _check_workdir(workdir)
     _check_mounts(plan, settings, checked_workdir, home)
     return Launch(provider, checked_workdir)
@@ -292,7 +292,16 @@ def _check_webhook(webhook: str | None) -> None:
         )
 
 
-def _check_isolation(plan: RunPlan) -> None:
+def _sandboxes(plan: RunPlan, settings: Settings) -> list[tuple[str, Any]]:
+    """Who runs commands in which sandbox: the agent and each stage, under the machine-wide one."""
+    from lev_nb.sandbox import SandboxSpec, under
+
+    floor = SandboxSpec.of(settings.sandbox)
+    return [("the agent", under(plan.sandbox, floor))] + [
+        (f"stage '{s.name}'", under(s.sandbox, floor)) for s in plan.stages]
+
+
+def _check_isolation(plan: RunPlan, settings: Settings) -> None:
     from lev_nb.sandbox import choose
 
     if plan.taint_tracking:
@@ -302,8 +311,7 @@ def _check_isolation(plan: RunPlan) -> None:
             cli_hint="set taint_tracking = false in that [security] table, or remove it (`lev validate` says the same)",
             python_hint="set taint_tracking = false in that [security] table, or remove it",
         )
-    wanted = [("the agent", plan.sandbox)] + [(f"stage '{s.name}'", s.sandbox) for s in plan.stages]
-    refused = [(who, choice) for who, spec in wanted if (choice := choose(spec)).refused]
+    refused = [(who, choice) for who, spec in _sandboxes(plan, settings) if (choice := choose(spec)).refused]
     if refused:
         who, choice = refused[0]
         others = [] if who == "the agent" else [w for w, _ in refused[1:]]  # every stage inherits it
@@ -325,8 +333,7 @@ def _check_mounts(plan: RunPlan, settings: Settings, workdir: Path | None,
     from lev_nb.settings.grants import mount_grant
     from lev_nb.settings.paths import config_path, lev_home
 
-    specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
-    specs = [spec for spec in dict.fromkeys(specs) if spec.isolated and spec.mount]
+    specs = [spec for spec in dict.fromkeys(s for _, s in _sandboxes(plan, settings)) if spec.isolated and spec.mount]
     if not specs:
         return
     where = lev_home(home)

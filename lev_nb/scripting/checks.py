@@ -72,10 +72,16 @@ def isolation_findings(bp: Blueprint) -> list[Finding]:
     sandbox is required, or run with less isolation when ``on_unavailable = "warn"``). A warning,
     not an error: the blueprint is valid, this machine lacks a program (the upstream's own test
     blueprints with ``kind = "container"`` are valid there)."""
-    from lev_nb.sandbox import choose, describe, resolve
+    from lev_nb.sandbox import choose, describe, resolve, under
+    from lev_nb.settings import ConfigError, current
 
-    tables: list[tuple[str | None, SandboxSpec]] = [(None, resolve(bp.sandbox))]
-    tables += [(name, resolve(bp.sandbox, st.sandbox)) for name, st in bp.stages.items() if st.sandbox is not None]
+    try:
+        floor = SandboxSpec.of(current().sandbox)  # the machine-wide [sandbox] of config.toml
+    except ConfigError:
+        floor = SandboxSpec()
+    tables: list[tuple[str | None, SandboxSpec]] = [(None, under(resolve(bp.sandbox), floor))]
+    tables += [(name, under(resolve(bp.sandbox, st.sandbox), floor))
+               for name, st in bp.stages.items() if st.sandbox is not None]
     findings = []
     seen: set[SandboxSpec] = set()
     for stage, spec in tables:

@@ -99,7 +99,8 @@ def mount_grant(agent: str, settings: Settings, home: str | os.PathLike[str] | N
     home_path = Path(home) if home is not None else home_dir()
     read_only: list[str] = []
     read_write: list[str] = []
-    for raw in settings.security.sandbox_mounts:
+    # The machine-wide [sandbox] mounts are the user's own, so granted as written.
+    for raw in (*settings.security.sandbox_mounts, *(_source_of(m) for m in settings.sandbox.mounts)):
         path, _, mode = raw.rpartition(":") if raw.endswith((":rw", ":ro")) else (raw, "", "ro")
         (read_write if mode == "rw" else read_only).append(path)
     readable = ReadPathSet.compile([*read_only, *read_write, *settings.read_path_grants(agent)], Path.cwd(), home_path)
@@ -109,6 +110,14 @@ def mount_grant(agent: str, settings: Settings, home: str | os.PathLike[str] | N
         return (writable if mount.writable else readable).matches_lexically(mount.source)
 
     return granted
+
+
+def _source_of(mount: str) -> str:
+    """A machine ``mounts`` entry (``SRC[:DST][:ro|rw]``) as a grant of its source, mode kept."""
+    from lev_nb.sandbox import split_mount
+
+    source, _, writable = split_mount(mount)
+    return f"{source}:{'rw' if writable else 'ro'}"
 
 
 def read_path_report(

@@ -324,8 +324,21 @@ def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:
     return text
 
 
+# Keys whose value is one of a few words.
+_CHOICES: dict[Key, tuple[str, ...]] = {
+    ("sandbox", "kind"): ("none", "namespace", "container"),
+    ("sandbox", "on_unavailable"): ("error", "warn"),
+    ("sandbox", "engine"): ("podman", "docker"),
+}
+
+
 def _check_value(key: Key, value: Any, layer: _Layer) -> None:
-    """Rules beyond the type: a safe-commands shell entry must be a bare command prefix."""
+    """Rules beyond the type: a word among its choices; a safe-commands shell entry must be a bare
+    command prefix."""
+    choices = _CHOICES.get(key)
+    if choices is not None and value is not None and value not in choices:
+        raise layer.error(f"'{value}' is not one of {', '.join(choices)}", key,
+                          hint=did_you_mean(str(value), choices))
     if key[-1] == "shell" and key[0] in ("safe_commands", "agent_safe_commands"):
         for entry in value:
             if not is_valid_prefix(entry):

@@ -181,6 +181,20 @@ class Security:
 
 
 @record
+class MachineSandbox:
+    """``[sandbox]``: the machine-wide sandbox every agent's commands run in at least (a blueprint's
+    own may be stronger, never weaker; upstream ``configuration.md`` ``[sandbox]``)."""
+
+    kind: str = setting("none", doc="none | namespace | container")
+    image: str | None = setting(doc="the container image (kind = \"container\")")
+    engine: str | None = setting(doc="podman or docker; found on PATH when unset")
+    network: bool = setting(True, doc="let sandboxed commands reach the network")
+    mounts: tuple[str, ...] = setting((), doc="host paths shown inside (read-only unless ':rw'); yours, so granted")
+    persist: bool = setting(False, doc="keep /tmp between the commands of a run")
+    on_unavailable: str = setting("error", doc="error: refuse runs when this machine has no such sandbox; warn: run with less")
+
+
+@record
 class SafeCommands:
     """``[safe_commands]``: calls that never need approval, for every agent."""
 
@@ -243,6 +257,7 @@ class Settings:
     agent_tool_permissions: Mapping[str, Mapping[str, Policy]] = setting(
         {}, doc="per-agent ceilings, replacing [tool_permissions] entries for that agent")
     security: Security = field(default_factory=Security)
+    sandbox: MachineSandbox = field(default_factory=MachineSandbox)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
     agent_read_paths: Mapping[str, ReadPathGrants] = setting({})

@@ -59,7 +59,6 @@ IGNORED: dict[str, str] = {
     "webhook": "lev_nb delivers a webhook once per run, with the fixed timeout of `lev run --webhook`",
     "observability": "lev_nb does not export traces in this version",
     "title": "lev_nb does not generate run titles",
-    "sandbox": "a machine-wide sandbox is not applied yet; set [sandbox] in the blueprint",
     "tool_script_permissions": "script host functions follow the agent's own tool permissions",
     "rate_limits": "client-side rate limits are not enforced in this version",
     "model_capabilities": "lev_nb uses its own model table in this version",

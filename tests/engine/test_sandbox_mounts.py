@@ -181,3 +181,51 @@ def test_validate_says_what_the_sandbox_will_show(lev, tmp_path: Path, home: Pat
     assert any("does not grant it" in f["message"] for f in refused)
     assert any("would show" in f["message"] for f in refused)
     assert all(f["severity"] == "warning" and "sandbox_mounts" in f["fix"] for f in refused)
+
+
+# --- the machine-wide [sandbox] of config.toml (issue 25) ---------------------------------------
+
+
+def test_the_machine_sandbox_is_a_floor_a_blueprint_cannot_lower() -> None:
+    from lev_nb.sandbox import under
+
+    floor = SandboxSpec(kind="namespace", network=False, mount=("/opt/tools",), engine="podman")
+    assert under(SandboxSpec(), floor) == SandboxSpec(kind="namespace", network=False, mount=("/opt/tools",),
+                                                      engine="podman", on_unavailable="error")
+    stronger = under(SandboxSpec(kind="container", image="debian", mount=("/srv",), engine="docker"), floor)
+    assert stronger.kind == "container" and stronger.mount == ("/srv",) and stronger.engine == "podman"
+    assert not stronger.network  # network only when both allow it
+    assert under(SandboxSpec(kind="namespace"), SandboxSpec()) == SandboxSpec(kind="namespace")
+
+
+@needs_bwrap
+def test_a_configured_sandbox_holds_a_blueprint_that_asks_for_none(place, tmp_path: Path) -> None:
+    home, work, outside = place
+    tools = tmp_path / "toolchain"
+    tools.mkdir()
+    (tools / "VERSION").write_text("1.2\n")
+    _config(home, f'[sandbox]\nkind = "namespace"\nnetwork = false\nmounts = ["{tools}:/mnt/toolchain:ro"]\n')
+    toml = ('[agent]\nname = "open"\n[sandbox]\nkind = "none"\n[stages.work]\navailable_tools = ["shell"]\n'
+            'tool_permissions = { shell = "allow" }\n[stages.work.transitions]\n')
+    command = (f"cat {outside}/secret.txt > seen.txt 2>&1; cat /opt/toolchain/VERSION > tool.txt; "
+               "cat /proc/net/dev | wc -l > net.txt")
+    command = command.replace("/opt/toolchain", "/mnt/toolchain")
+    run = _run(toml, command, work, home)
+    assert run.status == "complete", run.error
+    assert "swordfish" not in (work / "seen.txt").read_text()  # the blueprint's "none" did not lower it
+    assert (work / "tool.txt").read_text() == "1.2\n"  # the machine's own mount needs no extra grant
+    assert (work / "net.txt").read_text().strip() == "3"  # loopback only
+    # A mount point cannot be made inside the read-only system folders: refused before the run.
+    _config(home, f'[sandbox]\nkind = "namespace"\nmounts = ["{tools}:/opt/lev-no-such-folder"]\n')
+    with pytest.raises(LaunchError, match="inside /opt, which is read-only in the sandbox"):
+        _run(toml, "true", work, home)
+
+
+def test_a_misspelt_machine_sandbox_is_an_error(tmp_path: Path) -> None:
+    from lev_nb.settings import ConfigError, load
+
+    path = tmp_path / "config.toml"
+    path.write_text('[sandbox]\nkind = "namesapce"\n')
+    with pytest.raises(ConfigError, match="not one of none, namespace, container") as info:
+        load(path)
+    assert info.value.hint == "did you mean 'namespace'?" and info.value.line == 2

@@ -86,6 +86,7 @@ class StageTools:
         self.sandboxes = Sandboxes(
             state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent, config_path()),
             granted=mount_grant(state.plan.agent_name, state.settings),
+            floor=SandboxSpec.of(state.settings.sandbox),
         )
         self._sandbox_warned: set[SandboxSpec] = set()
 
@@ -94,7 +95,7 @@ class StageTools:
         one may start a probe process), so switching stages never waits on it."""
         plan = self.state.plan
         specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
-        if any(spec.isolated for spec in specs):
+        if self.sandboxes.floor.isolated or any(spec.isolated for spec in specs):
             await asyncio.to_thread(lambda: [self.sandboxes.get(spec) for spec in specs])
 
     def use_sandbox(self, spec: SandboxSpec, who: str) -> None:
@@ -103,7 +104,7 @@ class StageTools:
         sandbox, _ = self.sandboxes.get(spec)
         if spec not in self._sandbox_warned and sandbox.choice.degraded:
             self._sandbox_warned.add(spec)
-            self.state.warn(f"{who} asks for a sandbox (kind = \"{spec.kind}\") this machine cannot give: "
+            self.state.warn(f"{who} asks for a sandbox (kind = \"{sandbox.spec.kind}\") this machine cannot give: "
                             f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
         self.tool_context.sandbox = sandbox
         self._outputs: dict[str, OutputSpec | None] = {}
