@@ -33,7 +33,7 @@ from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
 
 from .errors import ConfigError
-from .model import BUILTIN_PROVIDERS, POLICIES, Settings, Source
+from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, Settings, Source
 from .paths import config_path
 from .schema import ENVIRONMENT, SCHEMA, Key, MapOf, Node, Table, Value, static_keys
 
@@ -296,7 +296,11 @@ def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:
 
 
 def _check_value(key: Key, value: Any, layer: _Layer) -> None:
-    """Rules beyond the type: a safe-commands shell entry must be a bare command prefix."""
+    """Rules beyond the type: a safe-commands shell entry must be a bare command prefix; an
+    ``[observability]`` exporter must be one the runtime has."""
+    if key == ("observability", "exporter") and value not in EXPORTERS:
+        raise layer.error(f"'{value}' is not an exporter (valid: {', '.join(EXPORTERS)})", key,
+                          hint=did_you_mean(value, EXPORTERS))
     if key[-1] == "shell" and key[0] in ("safe_commands", "agent_safe_commands"):
         for entry in value:
             if not is_valid_prefix(entry):
