@@ -62,5 +62,5 @@ def span_line(span: ReadableSpan) -> str:
     parts = [f"span {span.name}", f"{(end - start) / 1e9:.3f}s"]
     if not span.status.is_ok:
         parts.append(f"ERROR({span.status.description or ''})")
-    parts.extend(f"{key}={value}" for key, value in (span.attributes or {}).items())
+    parts.extend(key + "=" + str(value) for key, value in (span.attributes or {}).items())
     return " ".join(parts) + "\n"
