@@ -2,13 +2,15 @@
 process, with the exporter ``[observability]`` names (upstream docs, observability page).
 
 ``otlp`` is the SDK's OTLP/HTTP (protobuf) exporter behind a batch processor, so a model call never
-waits for the network; ``stdout`` writes one line per span to stderr as it ends. The provider is
+waits for the network (an export gives up after EXPORT_TIMEOUT_S, so a collector that is down
+costs a short ``lev run`` at most that at its exit); ``stdout`` writes one line per span to stderr as it ends. The provider is
 made on the first traced run and kept: the SDK flushes and shuts it down when the process exits
 (``lev run``), and :func:`flush` sends what is queued before a batch worker returns its share.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -22,6 +24,9 @@ from lev_nb.version import __version__
 
 # The instrumentation scope every lev_nb span carries.
 SCOPE = "lev_nb"
+# How long one OTLP export may take, its retries included, when no OTEL_ variable says.
+EXPORT_TIMEOUT_S = 3.0
+_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 _PROVIDERS: dict[TraceConfig, TracerProvider] = {}
 _LOCK = threading.Lock()
@@ -52,7 +57,10 @@ def _provider(config: TraceConfig) -> TracerProvider:
     else:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.endpoint)))
+        # An unreachable collector holds a process's exit for the export's whole deadline, retries
+        # included (the SDK's default is 10 s): lev_nb's is shorter unless the variables set one.
+        timeout = None if any(os.environ.get(name) for name in _TIMEOUT_VARIABLES) else EXPORT_TIMEOUT_S
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.endpoint, timeout=timeout)))
     return provider
 
 

@@ -138,6 +138,21 @@ def test_the_signal_specific_endpoint_variable_is_used_as_it_is(tmp_path: Path, 
     assert {s.service for s in collector.spans} == {"lev_nb"}
 
 
+def test_a_collector_that_is_down_changes_nothing_about_the_run(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    agent, script, home = setup(tmp_path, f'[observability]\nendpoint = "http://127.0.0.1:{port}"\n')
+    result = lev_run(tmp_path, agent, script, clean_env(home))
+    run_id = run_id_of(result)
+    meta = json.loads((home / "runs" / run_id / "meta.json").read_text())
+    assert meta["status"] == "complete"
+    assert "Traceback" not in result.stderr
+    assert "export" in result.stderr  # the SDK says the spans could not be sent
+
+
 def test_the_stdout_exporter_narrates_spans_on_stderr(tmp_path: Path) -> None:
     agent, script, home = setup(tmp_path, '[observability]\nenabled = true\nexporter = "stdout"\n')
     result = lev_run(tmp_path, agent, script, clean_env(home))
