@@ -173,12 +173,12 @@ class RunTracer:
             self.stage_span.end(end_time=_ns(ts))
         self.stage_span = self.stage_name = None
 
-    def _stage(self, event: ev.Event) -> Span:
-        """The span of the stage ``event`` happened in (opened here when the run's record was
-        muted at its entry: a resumed run replaying its journal)."""
+    def _stage(self, event: ev.Event, since: float | None = None) -> Span:
+        """The span of the stage ``event`` happened in (opened here, from ``since``, when the run's
+        record was muted at its entry: a resumed run replaying its journal)."""
         if self.stage_span is None or (event.stage is not None and event.stage != self.stage_name):
             self._end_stage(event.ts, event.stage)
-            return self._start_stage(event.stage or "", event.ts)
+            return self._start_stage(event.stage or "", since if since is not None else event.ts)
         return self.stage_span
 
     def _where(self, event: ev.Event) -> Span:
@@ -217,7 +217,8 @@ class RunTracer:
 
     # -- model calls --------------------------------------------------------------------------
     def _model_call(self, event: ev.ModelCall) -> None:
-        stage = self._stage(event)
+        started = event.started_at if event.started_at is not None and event.started_at <= event.ts else event.ts
+        stage = self._stage(event, started)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": event.provider,
@@ -240,7 +241,6 @@ class RunTracer:
         if self.retries:
             attributes["lev.retries"] = self.retries
             self.retries = 0
-        started = event.started_at if event.started_at is not None and event.started_at <= event.ts else event.ts
         span = self.tracer.start_span(INFERENCE_SPAN, context=trace.set_span_in_context(stage), kind=SpanKind.CLIENT,
                                       attributes=attributes, start_time=_ns(started))
         if event.error:

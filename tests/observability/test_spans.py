@@ -179,3 +179,32 @@ def test_nudges_and_warnings_become_events_on_the_span_they_happened_in(engine, 
     # The workdir warning comes before the first stage is entered: it is on the run's span.
     warned = [e for e in only(spans, "agent.run").events if e.name == "warning"]
     assert len(warned) == 1 and "did not exist" in warned[0].attributes["message"]
+
+
+def test_a_paused_run_and_its_resumption_are_two_traces_of_one_run_id(engine, spans):
+    import lev_nb
+    from lev_nb.providers.scripted import ScriptedModel
+
+    toml = '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
+    run, _ = engine.run(toml, [call("list_dir", path="."), fail("credits", "the account is empty")])
+    assert run.status == "paused", run.error
+    (first,) = named(spans, "agent.run")
+    assert first.attributes["lev.status"] == "paused"
+    assert first.status.status_code is StatusCode.UNSET
+    spans.clear()
+
+    resumed = lev_nb.resume(run.run_id, model=ScriptedModel([call("list_dir", path="."), say("done")]))
+    resumed.wait(60)
+    assert resumed.status == "complete", resumed.error
+    (second,) = named(spans, "agent.run")
+    assert second.attributes["lev.run_id"] == run.run_id
+    assert second.attributes["lev.status"] == "complete"
+    assert "resumed" in [e.name for e in second.events]
+    # Only what this life did is traced (the journal's replayed call is on the first trace), in
+    # a stage span opened where the record went live, inside the run's.
+    inferences = sorted(named(spans, "agent.inference"), key=lambda s: s.start_time)
+    assert [s.attributes["lev.iteration"] for s in inferences] == [2, 3]
+    (stage,) = named(spans, "agent.stage")
+    assert stage.attributes["lev.stage"] == "work" and parent_of(stage) == second.context.span_id
+    assert all(parent_of(s) == stage.context.span_id for s in inferences)
+    assert second.start_time <= stage.start_time <= inferences[0].start_time
