@@ -11,14 +11,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Every run started in the test is traced into this exporter (``spans.get_finished_spans()``)."""
+def provider() -> Iterator[TracerProvider]:
+    """An SDK TracerProvider that every run started in the test is traced into."""
     from lev_nb.observability import use_tracer_provider
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(shutdown_on_exit=False)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    use_tracer_provider(provider)
-    yield exporter
+    made = TracerProvider(shutdown_on_exit=False)
+    use_tracer_provider(made)
+    yield made
     use_tracer_provider(None)
-    provider.shutdown()
+    made.shutdown()
+
+
+@pytest.fixture
+def spans(provider: TracerProvider) -> InMemorySpanExporter:
+    """The spans of the test's runs, as they end (``spans.get_finished_spans()``)."""
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter

@@ -208,3 +208,13 @@ def test_a_paused_run_and_its_resumption_are_two_traces_of_one_run_id(engine, sp
     assert stage.attributes["lev.stage"] == "work" and parent_of(stage) == second.context.span_id
     assert all(parent_of(s) == stage.context.span_id for s in inferences)
     assert second.start_time <= stage.start_time <= inferences[0].start_time
+
+
+def test_a_run_started_inside_the_callers_span_nests_under_it(engine, provider, spans):
+    toml = '[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n'
+    with provider.get_tracer("caller").start_as_current_span("notebook cell") as cell:
+        run, _ = engine.run(toml, [call("list_dir", path="."), say("done")])
+    assert run.status == "complete", run.error
+    root = only(spans, "agent.run")
+    assert parent_of(root) == cell.get_span_context().span_id
+    assert root.context.trace_id == cell.get_span_context().trace_id
