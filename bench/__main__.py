@@ -7,7 +7,7 @@
 Each figure is printed next to its baseline measured in the same run (median, and the spread as
 min-max over the repeats), with the issue's target and whether it is met. The figures come from
 the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
-bench_validate, bench_rhai, bench_requests, bench_ps), called as functions. The results, with a description of
+bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing), called as functions. The results, with a description of
 the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
 """
 
@@ -40,6 +40,7 @@ import bench_engine  # noqa: E402
 import bench_first_run  # noqa: E402
 import bench_ps  # noqa: E402
 import bench_rhai  # noqa: E402
+import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
 
 
@@ -95,6 +96,21 @@ def engine_rows(repeats: int) -> list[Row]:
         rows.append(Row("engine", label, "ms", median, spread, statistics.median(bare) * ms, "bare asyncio loop",
                         target, f"< {target} ms" if target else "").judge())
     return rows
+
+
+def tracing_rows(repeats: int) -> list[Row]:
+    """CPU per model call and per tool call with OpenTelemetry tracing (OTLP/HTTP to a collector
+    stand-in) against the same run untraced, and the tracer's own share measured alone."""
+    found = bench_tracing.with_collector(lambda endpoint: bench_tracing.measure(repeats, endpoint=endpoint))
+    off, otlp = found["off"], found["otlp"]
+    alone = bench_tracing.direct()
+    return [
+        Row("tracing", "CPU per model call, traced (OTLP)", "ms", otlp["model_call_ms"],
+            (otlp["model_call_min_ms"], otlp["model_call_max_ms"]), off["model_call_ms"], "untraced"),
+        Row("tracing", "CPU per tool call, traced (OTLP)", "ms", otlp["tool_call_ms"],
+            (otlp["tool_call_min_ms"], otlp["tool_call_max_ms"]), off["tool_call_ms"], "untraced"),
+        Row("tracing", "tracer alone per model call", "us", alone["model_call_us"], None, None, ""),
+    ]
 
 
 def concurrent_rows(sizes: list[int], latency: float, pool: int) -> tuple[list[Row], list[dict[str, Any]]]:
@@ -429,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
     parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
     parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
-                                                     "outputs,validate,scaling,ps")
+                                                     "outputs,validate,scaling,ps,tracing")
     args = parser.parse_args(argv)
     quick = args.quick
     repeats = 3 if quick else 7
@@ -447,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         raw.setdefault("seconds", {})[name] = round(time.perf_counter() - t, 2)
 
     section("engine", lambda: engine_rows(repeats))
+    section("tracing", lambda: tracing_rows(repeats))
 
     def concurrent() -> list[Row]:
         sizes = [100, 1000] if quick else [100, 1000, 10_000]

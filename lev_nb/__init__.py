@@ -91,7 +91,16 @@ def _wire_notebook_views() -> None:
     views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
 
 
+def _wire_tracing() -> None:
+    """Let each new run ask lev_nb.observability whether to trace it (the engine never imports it;
+    OpenTelemetry itself loads only when [observability] or OTEL_TRACES_EXPORTER turns tracing on)."""
+    from lev_nb.engine import views
+
+    views.provide(views.RUN_OBSERVER, _notebook_view("lev_nb.observability", "observe_run"))
+
+
 _wire_notebook_views()
+_wire_tracing()
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -29,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # exported in the shell (notebook kernels inherit this environment too).
     for name in _config_env_names():
         os.environ.pop(name, None)
+    # Nor does a run trace to the developer's collector (OTEL_TRACES_EXPORTER would turn tracing on).
+    for name in [n for n in os.environ if n.startswith("OTEL_")]:
+        os.environ.pop(name, None)
 
 
 def _config_env_names() -> list[str]:

@@ -119,7 +119,7 @@ def test_events_keep_their_events_jsonl_form() -> None:
         ("type", "model_call"), ("run_id", "run-1"), ("stage", "work"), ("ts", 5.0), ("purpose", "stage"),
         ("provider", "mock"), ("model", "m"), ("iteration", 2), ("prompt_tokens", 0), ("completion_tokens", 0),
         ("tool_calls", 0), ("text", ""), ("error", None), ("cached_tokens", 0), ("cache_write_tokens", 0),
-        ("cost_usd", None),
+        ("cost_usd", None), ("started_at", None),
     ]
     entered = ev.StageEntered("run-1", "work", visit=1, ts=6.0)
     assert list(entered.to_dict().items()) == [

@@ -152,6 +152,10 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     while not all_finished.wait(FORWARD_EVERY_S):
         send(force=True)
     record_writer().sync()  # the records are on disk, and durable, before the caller reads them
+    # The runs' spans leave too: a pool's worker process exits without the interpreter's exit handlers.
+    from lev_nb.observability import flush as flush_traces
+
+    flush_traces()
     send(force=True)
     return [summaries[index] for index, _ in items]
 

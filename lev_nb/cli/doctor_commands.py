@@ -103,12 +103,12 @@ def _store(state: dict[str, Any]) -> str:
 
 
 def _resolve(state: dict[str, Any]) -> str:
-    import lev_nb
+    from lev_nb.catalog import load
     from lev_nb.engine.launch import LaunchError, check_launch
     from lev_nb.engine.pipeline.inference import model_label
     from lev_nb.engine.prepare import cached_plan
 
-    plan = cached_plan(lev_nb.load(_PROBE))
+    plan = cached_plan(load(_PROBE))
     try:
         launch = check_launch(plan, task="ping", model=state["model"], settings=state["settings"])
     except LaunchError as exc:
@@ -118,11 +118,11 @@ def _resolve(state: dict[str, Any]) -> str:
 
 
 def _run(state: dict[str, Any]) -> str:
-    import lev_nb
+    from lev_nb.catalog import load
 
     folder = Path(tempfile.mkdtemp(prefix="lev-doctor-"))
     try:
-        run = lev_nb.load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
+        run = load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
         run.wait(300)
         if run.status != "complete":
             raise _Failed(f"the run ended {run.status}: {run.error or 'no answer'}")

@@ -110,6 +110,7 @@ class ModelCall(Event):
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None  # None: the model has no known price (or the call failed)
+    started_at: float | None = None  # when the request was sent (its retries included); ts: when it ended
 
 
 @record(eq=False)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.engine import events as ev
+from lev_nb.engine import views
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
 from lev_nb.engine.eventlog import EventLog
@@ -151,6 +152,11 @@ class Runner:
         self.blueprint: Any = parent.blueprint if parent is not None and parent.plan is plan else None
 
         run_id = resume.run_id if resume is not None else store.new_run_id(plan.agent_name)
+        # Tracing, when configured, watches the run's events from here on (never the replayed ones
+        # of a resumed run); it raises before the record exists if it is configured but cannot work.
+        observer = views.run_observer(settings, run_id, parent.run_id if parent is not None else None)
+        if observer is not None:
+            self.events.subscribe(observer, replay=False)
         run_store = store.RunStore(run_id, home=home)
         workdir_path = Path(workdir) if workdir is not None else run_store.dir / "workdir"
         self._workdir_given = workdir is not None

@@ -6,6 +6,9 @@ The engine knows nothing of notebooks or terminals (the layer contract forbids t
 live view. So each such object asks this registry for a view by name; the package facade
 (``lev_nb/__init__.py``) fills the slots with the notebook's views, loaded on first use. With a slot
 left empty (nothing registered), objects fall back to plain text.
+
+One slot is not a display: ``RUN_OBSERVER``, where tracing (:mod:`lev_nb.observability`) is handed
+to every run as it is created, so a run's events can become spans without the engine importing it.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW"]
+__all__ = ["provide", "view", "has_view", "run_observer", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW",
+           "RUN_OBSERVER"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
 RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
 BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
+# (settings, run_id, parent_run_id) -> a callback for the run's events, or None (tracing is off)
+RUN_OBSERVER = "run_observer"
 
 _slots: dict[str, Callable[..., Any]] = {}
 
@@ -41,3 +47,13 @@ def view(name: str, *args: Any, **kwargs: Any) -> Any:
     if factory is None:
         raise LookupError(f"no view is registered for '{name}'; `import lev_nb` fills the view slots")
     return factory(*args, **kwargs)
+
+
+def run_observer(settings: Any, run_id: str, parent_run_id: str | None) -> Callable[[Any], None] | None:
+    """What ``RUN_OBSERVER`` hands a new run to subscribe to its events, or None (nothing
+    registered, or the observer is off). May raise ConfigError (it is configured and cannot work)."""
+    factory = _slots.get(RUN_OBSERVER)
+    if factory is None:
+        return None
+    observer: Callable[[Any], None] | None = factory(settings, run_id, parent_run_id)
+    return observer

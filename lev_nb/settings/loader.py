@@ -33,7 +33,7 @@ from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
 
 from .errors import ConfigError, ConfigWarning
-from .model import BUILTIN_PROVIDERS, POLICIES, Settings, Source
+from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, Settings, Source
 from .paths import config_path
 from .schema import ENVIRONMENT, SCHEMA, Key, MapOf, Node, Table, Value, static_keys
 from .upstream import alias_of, ignored_reason
@@ -329,6 +329,7 @@ _CHOICES: dict[Key, tuple[str, ...]] = {
     ("sandbox", "kind"): ("none", "namespace", "container"),
     ("sandbox", "on_unavailable"): ("error", "warn"),
     ("sandbox", "engine"): ("podman", "docker"),
+    ("observability", "exporter"): EXPORTERS,
 }
 
 

@@ -27,8 +27,10 @@ __all__ = [
     "AgentSafeCommands",
     "Limits",
     "ModelPrice",
+    "EXPORTERS",
     "NotebookDefaults",
     "NudgeDefaults",
+    "Observability",
     "Policy",
     "ProviderSettings",
     "Providers",
@@ -236,6 +238,29 @@ class NotebookDefaults:
         env="LEV_NOTEBOOK_MODEL", doc="model spec of a run that names none: mock, scripted:FILE or provider/model")
 
 
+# Where `[observability]` sends spans (the upstream's names): OTLP over HTTP/protobuf, one line per
+# span on stderr, or nowhere.
+EXPORTERS: tuple[str, ...] = ("otlp", "stdout", "none")
+
+
+@record
+class Observability:
+    """``[observability]``: every run as an OpenTelemetry trace (the ``lev_nb[otel]`` extra). The
+    standard ``OTEL_*`` environment variables fill in what this table leaves out, and a value
+    written here beats them (lev_nb.observability.config reads both)."""
+
+    enabled: bool | None = setting(
+        doc="trace every run (default: on when this table names an exporter or endpoint, or "
+            "OTEL_TRACES_EXPORTER names an exporter; else off)")
+    exporter: str | None = setting(
+        doc="otlp (OTLP over HTTP/protobuf) | stdout (one line per span on stderr) | none "
+            "(default: OTEL_TRACES_EXPORTER, then otlp)")
+    endpoint: str | None = setting(
+        doc="the collector's OTLP/HTTP address, port 4318 (default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+            "then OTEL_EXPORTER_OTLP_ENDPOINT, then http://localhost:4318)")
+    service_name: str | None = setting(doc="service.name of the traces (default: OTEL_SERVICE_NAME, then lev_nb)")
+
+
 @record
 class Settings:
     """The effective configuration: ``config.toml`` under environment variables and overrides.
@@ -263,6 +288,7 @@ class Settings:
     agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
     notebook: NotebookDefaults = field(default_factory=NotebookDefaults)
+    observability: Observability = field(default_factory=Observability)
 
     path: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
     file_exists: bool = field(default=False, compare=False, repr=False, metadata={"internal": True})

@@ -259,6 +259,7 @@ class Inference:
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
         self._circuit_refused: set[str] = set()  # models whose open circuit refused this run's call
+        self._sent_at: float | None = None  # when the current model call was sent (time.time())
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -491,6 +492,7 @@ class Inference:
         """One model call, journaled before anyone uses its outcome; a resumed run replaying its
         journal gets the recorded outcome instead (the provider is not asked)."""
         self._last_model = f"{request.provider}/{request.model}"
+        self._sent_at = time.time()  # the call's start, on its model_call event (a trace's span)
         journal = self.state.journal
         if journal is not None:
             replayed = journal.replay_model(request)  # raises a journaled failure
@@ -611,6 +613,7 @@ class Inference:
                 cached_tokens=usage.cached_tokens if usage else 0,
                 cache_write_tokens=usage.cache_write_tokens if usage else 0,
                 cost_usd=cost,
+                started_at=self._sent_at,
             )
         )
         state.rec.transcript(self._transcript_entry(request, response, error, cost))
