@@ -106,6 +106,7 @@ def check_launch(
     _check_webhook(webhook)
     _check_isolation(plan, settings)
     checked_workdir = _check_workdir(workdir)
+    _check_alarming_workdir(checked_workdir, settings)
     _check_mounts(plan, settings, checked_workdir, home)
     return Launch(provider, checked_workdir)
 
@@ -354,6 +355,30 @@ def _check_mounts(plan: RunPlan, settings: Settings, workdir: Path | None,
             python_hint="grant a path in config.toml with [security] sandbox_mounts = [\"PATH\"] (\"PATH:rw\" "
                         "to write), or remove the mount; $LEV_HOME and the configuration can never be mounted",
         )
+
+
+def _check_alarming_workdir(workdir: Path | None, settings: Settings) -> None:
+    """Your home folder or a filesystem root as the working directory gives an agent's file tools and
+    commands everything in it: refused unless ``[security] allowed_workdirs`` lists it (or a folder
+    above it), as the upstream asks before such a run."""
+    if workdir is None:
+        return
+    real = Path(os.path.realpath(workdir))
+    home = Path(os.path.realpath(Path.home()))
+    if real != home and real.parent != real:
+        return
+    for entry in settings.security.allowed_workdirs:
+        root = Path(os.path.realpath(Path(entry).expanduser()))
+        if real == root or root in real.parents:
+            return
+    what = "your home folder" if real == home else "the root of the filesystem"
+    fix = f'list it in config.toml: [security] allowed_workdirs = ["{workdir}"]'
+    raise LaunchError(
+        f"the working directory '{workdir}' is {what}: the agent's file tools and commands would reach "
+        "everything in it",
+        cli_hint=f"pass a project folder with --workdir, or {fix}",
+        python_hint=f"pass a project folder as workdir=, or {fix}",
+    )
 
 
 def _check_workdir(workdir: str | os.PathLike[str] | None) -> Path | None:

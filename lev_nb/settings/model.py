@@ -177,6 +177,8 @@ class Security:
         (), doc="credential-shaped environment variables scripts may read (exact names, any case)")
     allow_local_network: bool = setting(
         False, doc="let script HTTP reach loopback, private and link-local addresses (off: public only)")
+    allowed_workdirs: tuple[str, ...] = setting(
+        (), doc="folders a run may work in even when one is your home folder or a filesystem root")
     sandbox_mounts: tuple[str, ...] = setting(
         (), doc="host paths outside the workdir a blueprint's [sandbox] mount may show (read-only; "
                 "an entry ending in ':rw' lets it be written too)")

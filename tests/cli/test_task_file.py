@@ -30,3 +30,28 @@ def test_a_missing_task_file_is_an_error(lev, home: Path, tmp_path: Path, monkey
         done = lev("run", "triage", "-t", value, "--model", "mock")
         assert done.returncode == 2 and "looks like a file, and there is no such file" in done.stderr, done.stderr
     assert not (home / "runs").exists() or not list((home / "runs").iterdir())
+
+
+def test_home_or_root_as_the_workdir_is_refused_unless_allowed(lev, home: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25, [security] allowed_workdirs: a home folder or / as the workdir is refused, once,
+    before anything is written, unless the configuration lists it."""
+    import lev_nb
+    from lev_nb.engine.launch import LaunchError
+
+    fake_home = tmp_path / "person"
+    fake_home.mkdir()
+    monkeypatch.setenv("HOME", str(fake_home))
+    for where, what in ((str(fake_home), "your home folder"), ("/", "the root of the filesystem")):
+        done = lev("run", "triage", "-t", "x", "--model", "mock", "--workdir", where)
+        assert done.returncode == 2 and what in done.stderr and "allowed_workdirs" in done.stderr, done.stderr
+        assert "--workdir" in done.stderr and done.stderr.count("\n") == 1
+    with pytest.raises(LaunchError, match="your home folder"):
+        lev_nb.load("triage").run("x", model="mock", workdir=fake_home)
+    assert not (home / "runs").exists() or not list((home / "runs").iterdir())
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f'[security]\nallowed_workdirs = ["{fake_home}"]\n')
+    done = lev("run", "triage", "-t", "x", "--model", "mock", "--workdir", str(fake_home), "--quiet")
+    assert done.returncode == 0, done.stderr
+    done = lev("run", "triage", "-t", "x", "--model", "mock", "--workdir", str(fake_home / "project"), "--quiet")
+    assert done.returncode == 0, done.stderr  # a folder below home was never alarming
