@@ -373,13 +373,16 @@ class Runner:
                 self._notify_complete()
 
     async def _post_webhook(self) -> None:
-        from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, post_json
+        from lev_nb.engine.webhook import FAILURE_PREFIX, completion_payload, deliver
 
         if self.webhook is None:
             return
+        policy = self.state.settings.webhook
         try:
             payload = completion_payload(self.state.meta.to_dict(), self.state.final_output)
-            await asyncio.to_thread(post_json, self.webhook, payload)
+            await asyncio.to_thread(
+                deliver, self.webhook, payload, max_retries=policy.max_retries, base_delay_ms=policy.base_delay_ms,
+                max_delay_ms=policy.max_delay_ms, timeout_secs=policy.timeout_secs)
         except CALLEE_ERRORS as exc:  # a delivery never breaks the run's clean-up
             self.webhook_error = str(exc)
             self.state.warn(f"{FAILURE_PREFIX}: {exc}")

@@ -16,6 +16,16 @@ WEBHOOK_TIMEOUT_S = 10.0
 FAILURE_PREFIX = "the completion webhook failed"
 
 
+class DeliveryError(OSError):
+    """A webhook that was not delivered; ``retryable`` when another attempt may succeed (no answer
+    in time, no connection, HTTP 429 or 5xx), not when the receiver refused the payload or did not
+    speak HTTP."""
+
+    def __init__(self, message: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
 def completion_payload(meta: dict[str, Any], final_output: Any) -> dict[str, Any]:
     """What the webhook receives: the run's identity, status, flags and final output."""
     return {
@@ -37,7 +47,7 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
     headers), not per read: a receiver that trickles a byte every second cannot hold a run open.
     """
     if not url.startswith(("http://", "https://")):
-        raise OSError(f"webhook URL must start with http:// or https://, got '{url}'")
+        raise DeliveryError(f"webhook URL must start with http:// or https://, got '{url}'", False)
     deadline = time.monotonic() + timeout
     timer: threading.Timer | None = None
     expired = threading.Event()
@@ -62,21 +72,42 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
         status = int(conn.getresponse().status)
     except (OSError, ValueError, http.client.HTTPException) as exc:
         if expired.is_set() or isinstance(exc, TimeoutError):
-            raise OSError(f"the webhook at '{url}' did not answer within {timeout:g} s") from None
+            raise DeliveryError(f"the webhook at '{url}' did not answer within {timeout:g} s", True) from None
         if isinstance(exc, OSError):
             reason = exc.strerror or exc  # "Connection refused", not "[Errno 111] Connection refused"
-            raise OSError(f"could not reach '{url}': {reason}") from None
+            raise DeliveryError(f"could not reach '{url}': {reason}", True) from None
         # A malformed URL or a reply that is not HTTP: still only a failed delivery, so the run
         # (which posts from its clean-up) ends normally and reports it as a warning.
-        raise OSError(f"the webhook could not be delivered to '{url}': {exc}") from None
+        raise DeliveryError(f"the webhook could not be delivered to '{url}': {exc}", False) from None
     finally:
         if timer is not None:
             timer.cancel()
         if conn is not None:
             conn.close()
     if status >= 400:
-        raise OSError(f"the webhook answered HTTP {status}")
+        raise DeliveryError(f"the webhook answered HTTP {status}", status >= 500 or status == 429)
     return status
+
+
+def deliver(url: str, payload: dict[str, Any], *, max_retries: int = 0, base_delay_ms: int = 500,
+            max_delay_ms: int = 30000, timeout_secs: float = WEBHOOK_TIMEOUT_S,
+            sleep: Any = time.sleep) -> int:
+    """:func:`post_json`, tried again after a failure that may pass (no answer, a refused or reset
+    connection, HTTP 429 or 5xx) up to ``max_retries`` times, the delay doubling from
+    ``base_delay_ms`` up to ``max_delay_ms`` (``[webhook]`` of config.toml). A 4xx other than 429
+    is the receiver refusing the payload: not tried again. Raises OSError saying how many attempts
+    were made."""
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return post_json(url, payload, timeout=timeout_secs)
+        except DeliveryError as exc:
+            if attempts > max_retries or not exc.retryable:
+                if attempts > 1:
+                    raise DeliveryError(f"{exc} (after {attempts} attempts)", False) from None
+                raise
+        sleep(min(base_delay_ms * 2 ** (attempts - 1), max_delay_ms) / 1000)
 
 
 def _expire(conn: http.client.HTTPConnection, expired: threading.Event) -> None:

@@ -185,6 +185,16 @@ class Security:
 
 
 @record
+class WebhookDelivery:
+    """``[webhook]``: how a completion webhook is delivered (upstream ``configuration.md``)."""
+
+    max_retries: int = setting(3, minimum=0, doc="retries after the first attempt (0: none)")
+    base_delay_ms: int = setting(500, minimum=0, doc="the first retry's delay, doubling per retry")
+    max_delay_ms: int = setting(30000, minimum=0, doc="the longest delay between two attempts")
+    timeout_secs: int = setting(10, minimum=1, doc="one attempt's deadline (connect, send, reply)")
+
+
+@record
 class MachineSandbox:
     """``[sandbox]``: the machine-wide sandbox every agent's commands run in at least (a blueprint's
     own may be stronger, never weaker; upstream ``configuration.md`` ``[sandbox]``)."""
@@ -285,6 +295,7 @@ class Settings:
         {}, doc="per-agent ceilings, replacing [tool_permissions] entries for that agent")
     security: Security = field(default_factory=Security)
     sandbox: MachineSandbox = field(default_factory=MachineSandbox)
+    webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
     agent_read_paths: Mapping[str, ReadPathGrants] = setting({})

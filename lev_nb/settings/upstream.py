@@ -55,7 +55,6 @@ IGNORED: dict[str, str] = {
     "security.shell_env": "commands get this process's environment without credentials",
     "security.shell_env_withhold": "commands get this process's environment without credentials",
     "security.credential_store": "keys are read from environment variables only",
-    "webhook": "lev_nb delivers a webhook once per run, with the fixed timeout of `lev run --webhook`",
     "title": "lev_nb does not generate run titles",
     "tool_script_permissions": "script host functions follow the agent's own tool permissions",
     "rate_limits": "client-side rate limits are not enforced in this version",

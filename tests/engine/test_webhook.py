@@ -120,10 +120,12 @@ def test_unicode_survives_the_post(engine, receiver):
     assert receiver.json()["final_output"]["content"] == "Zürich ✓ 😀"
 
 
-def test_a_failing_webhook_is_a_warning_and_the_run_still_completes(engine, failing_receiver):
+def test_a_failing_webhook_is_a_warning_and_the_run_still_completes(engine, failing_receiver, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[webhook]\nbase_delay_ms = 1\n")  # the default 3 retries, quickly
     run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="42"), say("ok")], webhook=failing_receiver.url)
     assert run.status == "complete", run.error
-    assert len(failing_receiver.requests) == 1
+    assert len(failing_receiver.requests) == 4
     warnings = [e.message for e in events_of(run, "warning")]
     assert any("webhook" in w and "500" in w for w in warnings)
 
@@ -274,3 +276,49 @@ def test_lev_run_shows_a_failed_delivery_on_stderr(tmp_path, failing_receiver, l
                "--webhook", failing_receiver.url, "--quiet")
     assert proc.returncode == 1, proc.stderr  # the run completed, but what was asked was not delivered
     assert "lev run: the result was not delivered to the webhook: the webhook answered HTTP 500" in proc.stderr
+
+
+# ------------------------------------------------------------------------- [webhook] delivery (issue 25)
+def test_a_failing_receiver_is_tried_again_with_backoff(engine, failing_receiver, home):
+    """[webhook] max_retries / base_delay_ms: a 5xx is tried again, the delay doubling; a receiver
+    that comes back gets the result once."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[webhook]\nmax_retries = 3\nbase_delay_ms = 10\nmax_delay_ms = 40\n")
+    original = failing_receiver.server.RequestHandlerClass.do_POST
+
+    def flaky(handler) -> None:  # two 500s, then 200
+        failing_receiver.status = 500 if len(failing_receiver.requests) < 2 else 200
+        original(handler)
+
+    failing_receiver.server.RequestHandlerClass.do_POST = flaky
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="done"), say("ok")], webhook=failing_receiver.url)
+    assert run.status == "complete" and len(failing_receiver.requests) == 3
+    assert not [e for e in events_of(run, "warning") if "webhook" in e.message]
+
+
+def test_retries_stop_at_the_limit_and_say_how_many(engine, failing_receiver, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[webhook]\nmax_retries = 2\nbase_delay_ms = 1\n")
+    run, _ = engine.run(OUTPUT_STAGE, [call("submit_output", content="done"), say("ok")], webhook=failing_receiver.url)
+    assert run.status == "complete" and len(failing_receiver.requests) == 3
+    (warning,) = [e.message for e in events_of(run, "warning") if "webhook" in e.message]
+    assert "HTTP 500" in warning and "after 3 attempts" in warning
+
+
+def test_a_receiver_refusing_the_payload_is_not_asked_again():
+    from lev_nb.engine.webhook import deliver
+
+    server = Receiver(status=404)
+    server.thread.start()
+    slept: list[float] = []
+    try:
+        with pytest.raises(OSError, match="HTTP 404"):
+            deliver(server.url, {"a": 1}, max_retries=5, sleep=slept.append)
+        assert len(server.requests) == 1 and slept == []
+        server.status = 429  # too many requests: worth another try, after the backoff
+        with pytest.raises(OSError, match="after 3 attempts"):
+            deliver(server.url, {"a": 1}, max_retries=2, base_delay_ms=100, max_delay_ms=150, sleep=slept.append)
+        assert slept == [0.1, 0.15]
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
