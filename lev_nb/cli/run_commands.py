@@ -586,7 +586,7 @@ def cmd_result(args: argparse.Namespace) -> int:
         print(
             f"lev result: run '{store.run_id}' produced no final output (status: {status_text(meta)}). "
             "Only an agent that calls `submit_output` has an answer to show; look at its files in "
-            f"{meta.get('workdir') or 'its workdir'} or at its events with `lev ps`.",
+            f"{meta.get('workdir') or 'its workdir'}, or at what it did with `lev show {store.run_id}`.",
             file=sys.stderr,
         )
         return 1
