@@ -3,15 +3,18 @@
 The result is a :class:`RunTable`: a plain list of rows that shows itself as a table (text, and
 HTML in a notebook) and becomes a pandas DataFrame with ``to_pandas()`` when pandas is installed.
 Filters that need no record (``since``, ``limit``) are applied from the folder names alone, so
-asking for the last hour or the newest 50 of 10,000 runs reads only those records.
+asking for the last hour or the newest 50 of 10,000 runs reads only those records; a record read
+once is not parsed again while its meta.json is unchanged (bench/bench_runs.py measures both).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -19,10 +22,10 @@ from typing import Any
 from lev_nb.explain.fields import as_cost, as_dict, as_int
 from lev_nb.explain.story import format_cost, format_elapsed, table_lines
 from lev_nb.records import record
-from lev_nb.store import TERMINAL_STATUSES
-from lev_nb.store.listing import abandoned, read_meta, run_folders, run_seconds
+from lev_nb.store import META, TERMINAL_STATUSES
+from lev_nb.store.listing import OWNED_STATUSES, abandoned, pid_alive, read_meta, run_folder_paths, run_seconds
 
-__all__ = ["RunRow", "RunTable", "runs", "total_tokens", "COLUMNS"]
+__all__ = ["RunRow", "RunTable", "runs", "forget", "total_tokens", "COLUMNS"]
 
 COLUMNS = ("run_id", "status", "agent", "stages", "calls", "tool_calls", "tokens", "cost_usd", "duration_s",
            "started", "parent", "warnings", "abandoned", "error")
@@ -78,13 +81,33 @@ def _moment(stamp: Any) -> datetime | None:
         return None
 
 
-def row_of(meta: dict[str, Any]) -> RunRow:
-    """The table's row for one record (a damaged one reads as status ``broken``)."""
+def _span(meta: dict[str, Any], gone: bool) -> tuple[datetime | None, datetime | None]:
+    """When the run started, and when it stopped: its last record, for a finished or paused run
+    or one whose process is ``gone``; now, for a run still going."""
     started = _moment(meta.get("started_at"))
+    status = meta.get("status")
+    if gone or status in TERMINAL_STATUSES or status == "paused":
+        return started, _moment(meta.get("updated_at"))
+    return started, datetime.now(timezone.utc)
+
+
+def _owner_dead(meta: dict[str, Any], alive: dict[int, bool]) -> bool:
+    """Whether a run that needs its process has lost it (``alive`` remembers pids already looked at)."""
+    pid = meta.get("pid")
+    return (meta.get("status") in OWNED_STATUSES and isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+            and not alive.setdefault(pid, pid_alive(pid)))
+
+
+def _duration(started: datetime | None, end: datetime | None) -> float | None:
+    return max(0.0, (end - started).total_seconds()) if started is not None and end is not None else None
+
+
+def row_of(meta: dict[str, Any], alive: dict[int, bool] | None = None) -> RunRow:
+    """The table's row for one record (a damaged one reads as status ``broken``); ``alive``
+    remembers, across the rows of one listing, which owner pids were found alive."""
+    gone = _owner_dead(meta, {} if alive is None else alive)
+    started, end = _span(meta, gone)
     status = str(meta.get("status") or "?")
-    end = _moment(meta.get("updated_at")) if status in TERMINAL_STATUSES or status == "paused" else None
-    if started is not None and end is None and status not in TERMINAL_STATUSES:
-        end = datetime.now(timezone.utc)
     total = as_dict(as_dict(meta.get("usage")).get("total"))
     warnings = meta.get("warnings")
     parent = meta.get("parent_run_id")
@@ -97,11 +120,11 @@ def row_of(meta: dict[str, Any]) -> RunRow:
         tool_calls=as_int(meta.get("tool_calls")),
         tokens=total_tokens(meta),
         cost_usd=as_cost(meta.get("cost_usd")),
-        duration_s=max(0.0, (end - started).total_seconds()) if started is not None and end is not None else None,
+        duration_s=_duration(started, end),
         started=started,
         parent=parent if isinstance(parent, str) and parent else None,
         warnings=len(warnings) if isinstance(warnings, list) else 0,
-        abandoned=abandoned(meta),
+        abandoned=gone or abandoned(meta),
         error=str(meta["error"]) if meta.get("error") else None,
     )
 
@@ -167,6 +190,79 @@ def _since_seconds(since: datetime | timedelta | str | float | None) -> float | 
     raise TypeError(f"since must be a datetime, a timedelta, an ISO time or unix seconds, not {type(since).__name__}")
 
 
+class _Cache:
+    """The rows already built, by meta.json path, with the file's (inode, mtime, size) when read:
+    a record that has not changed is not read or parsed again (a finished run's never changes).
+    For a run not finished, the fields that time alone changes (abandoned, duration) are worked
+    out again from the few kept in ``live``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[tuple[int, int, int], RunRow, dict[str, Any] | None]] = {}
+
+    def forget(self) -> None:
+        """Drop every row kept."""
+        with self._lock:
+            self._rows.clear()
+
+    def row(self, folder: str, wanted: Callable[[bytes], bool], alive: dict[int, bool]) -> RunRow | None:
+        """The row of the run in ``folder``; None when its record is new or changed and ``wanted``
+        says, from its bytes, that it cannot match (it is then neither parsed nor kept).
+        ``alive`` remembers, for one listing, which owner pids were found alive."""
+        path = os.path.join(folder, META)
+        try:
+            st = os.stat(path)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = (0, 0, 0)
+        with self._lock:
+            hit = self._rows.get(path)
+        if hit is not None and hit[0] == stamp:
+            return hit[1] if hit[2] is None else _refreshed(hit[1], hit[2], alive)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            data = b""
+        if data and not wanted(data):
+            return None
+        meta = _parsed(folder, data)
+        row = row_of(meta, alive)
+        # A finished run's row, or one whose process is gone, changes only with its record.
+        live = None if row.status in TERMINAL_STATUSES or meta.get("broken") or _owner_dead(meta, alive) else {
+            k: meta.get(k) for k in ("status", "pid", "updated_at", "started_at")}
+        with self._lock:
+            self._rows[path] = (stamp, row, live)
+        return row
+
+
+def _parsed(folder: str, data: bytes) -> dict[str, Any]:
+    """The record ``data`` (meta.json's bytes) as a dict; anything but a well-formed record goes
+    through :func:`~lev_nb.store.listing.read_meta`, which says how it is broken."""
+    try:
+        meta = json.loads(data)
+    except ValueError:
+        meta = None
+    if isinstance(meta, dict) and isinstance(meta.get("status", ""), str):
+        meta.setdefault("run_id", os.path.basename(folder))
+        return meta
+    return read_meta(Path(folder), data.decode("utf-8", errors="replace") if data else None)
+
+
+def _refreshed(row: RunRow, live: dict[str, Any], alive: dict[int, bool]) -> RunRow:
+    """``row`` of a run not finished, with what time changes worked out again (see row_of)."""
+    gone = _owner_dead(live, alive)
+    return dataclasses.replace(row, abandoned=gone or abandoned(live), duration_s=_duration(*_span(live, gone)))
+
+
+_CACHE = _Cache()
+
+
+def forget() -> None:
+    """Drop the rows :func:`runs` keeps between calls (the next call reads every record again)."""
+    _CACHE.forget()
+
+
 def runs(
     *,
     status: str | Iterable[str] | None = None,
@@ -190,36 +286,33 @@ def runs(
     statuses = {status} if isinstance(status, str) else set(status) if status is not None else None
     agents = {agent} if isinstance(agent, str) else set(agent) if agent is not None else None
     after = _since_seconds(since)
-    folders: list[tuple[float, Path]] = []
-    for folder in run_folders(home):
+    folders: list[tuple[float, str]] = []
+    for folder in run_folder_paths(home):
         seconds = run_seconds(folder)
         if after is None or seconds >= after:
             folders.append((seconds, folder))
-    folders.sort(key=lambda pair: (pair[0], pair[1].name), reverse=True)
+    folders.sort(reverse=True)
+
+    def wanted(data: bytes) -> bool:
+        # Cheap refusals before a record is parsed: a filtered listing parses only what it may keep.
+        if statuses is not None and "broken" not in statuses \
+                and not any(f'"status": "{s}"'.encode() in data for s in statuses):
+            return False
+        return agents is None or any(json.dumps(a).encode() in data for a in agents)
+
     table = RunTable()
+    alive: dict[int, bool] = {}
     for _, folder in folders:
         if limit is not None and len(table) >= limit:
             break
-        try:
-            text = (folder / "meta.json").read_bytes()
-        except OSError:
-            text = b""
-        # Cheap refusals before the record is parsed: a filtered listing of a large store parses
-        # only what it may keep.
-        if statuses is not None and not any(f'"status": "{s}"'.encode() in text for s in statuses) \
-                and "broken" not in statuses:
+        row = _CACHE.row(folder, wanted, alive)
+        if row is None:
             continue
-        if agents is not None and not any(json.dumps(a).encode() in text for a in agents):
+        if statuses is not None and row.status not in statuses:
             continue
-        meta = read_meta(folder, text.decode("utf-8", errors="replace") if text else None)
-        if statuses is not None and meta.get("status") not in statuses:
+        if agents is not None and row.agent not in agents:
             continue
-        if agents is not None and meta.get("agent_name") not in agents:
+        if (top_level and row.parent) or (parent is not None and row.parent != parent):
             continue
-        parent_id = meta.get("parent_run_id")
-        if top_level and parent_id:
-            continue
-        if parent is not None and parent_id != parent:
-            continue
-        table.append(row_of(meta))
+        table.append(row)
     return table
