@@ -179,7 +179,7 @@ def _answer_text(story: RunStory) -> list[str]:
         facts.append("truncated")
     out = ["", f"answer ({', '.join(facts)}) from {descriptor.get('stage') or '?'}:"]
     lines = story.answer[:ANSWER_CHARS].splitlines()
-    out += [f"  {line}" for line in lines[:ANSWER_LINES]]
+    out += [f"  {line}".rstrip() for line in lines[:ANSWER_LINES]]
     if len(lines) > ANSWER_LINES or len(story.answer) > ANSWER_CHARS:
         out.append(f"  … (all of it: lev result {story.run_id})")
     return out
