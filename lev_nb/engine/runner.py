@@ -70,6 +70,45 @@ _INHERIT: Any = object()  # spawn_child: the child takes this run's output reque
 # How often a root run reads its inbox between its steps (a cancel from another process).
 INBOX_WATCH_S = 1.0
 
+
+class _InboxWatch:
+    """Every root run of this process reads its inbox every INBOX_WATCH_S even while a model
+    call or a tool runs, so a cancel from another process (lev cancel) is not held up by a long
+    step; a run also reads it at every step. One task on the engine loop does it for all of them
+    (one stat of each run's inbox folder), and only while there is a root run. Kept per loop: a
+    forked worker process starts its own engine loop."""
+
+    runners: dict[asyncio.AbstractEventLoop, set[Runner]] = {}
+
+    @classmethod
+    def add(cls, runner: Runner) -> None:
+        """Watch ``runner``'s inbox from now on (called on the engine loop)."""
+        loop = asyncio.get_running_loop()
+        watched = cls.runners.get(loop)
+        if watched is None:
+            watched = cls.runners[loop] = set()
+            loop.create_task(cls._watch(loop, watched))
+        watched.add(runner)
+
+    @classmethod
+    def discard(cls, runner: Runner) -> None:
+        """Stop watching ``runner`` (its run is ending; called on the engine loop)."""
+        cls.runners.get(asyncio.get_running_loop(), set()).discard(runner)
+
+    @classmethod
+    async def _watch(cls, loop: asyncio.AbstractEventLoop, watched: set[Runner]) -> None:
+        try:
+            while watched:
+                await asyncio.sleep(INBOX_WATCH_S)
+                for runner in list(watched):
+                    try:
+                        runner.interaction.poll_inbox()
+                    except CALLEE_ERRORS as exc:  # never the end of the run: it reads its inbox at its next step
+                        runner.state.warn(f"the run's inbox could not be read: {exc}")
+        finally:
+            cls.runners.pop(loop, None)
+
+
 # Ids of the runs this process is running now: a resume refuses them (their pid is this one's).
 ACTIVE_RUNS: set[str] = set()
 
@@ -311,17 +350,6 @@ class Runner:
         self._cancel_reason = f"cancelled by {by}"
         self.request_cancel()
 
-    async def _watch_inbox(self) -> None:
-        """A root run looks at its inbox every INBOX_WATCH_S even while a model call or a tool
-        runs, so a cancel from another process is not held up by a long step (one stat of the
-        folder each time; a run also reads its inbox at every step)."""
-        while True:
-            await asyncio.sleep(INBOX_WATCH_S)
-            try:
-                self.interaction.poll_inbox()
-            except CALLEE_ERRORS as exc:  # never the end of the run: it reads its inbox at its next step
-                self.state.warn(f"the run's inbox could not be read: {exc}")
-
     def _cancel_task(self) -> None:
         # Only the running phase is cancelled: once the run is ending (terminal hook, last record
         # writes) a cancel would only cut its record short, so it is ignored there. And only once:
@@ -347,7 +375,8 @@ class Runner:
     async def main(self) -> None:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
-        watcher = asyncio.ensure_future(self._watch_inbox()) if self.parent is None else None
+        if self.parent is None:
+            _InboxWatch.add(self)
         try:
             try:
                 self._cancellable = True
@@ -371,8 +400,7 @@ class Runner:
             await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
-            if watcher is not None:
-                watcher.cancel()
+            _InboxWatch.discard(self)
             paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
             if self.webhook and not paused:
                 await self._post_webhook()

@@ -209,7 +209,13 @@ def sentence(event: Any) -> Line:
             return Line(f"A message waits for a stage that accepts messages: {clip(event.text, 120)}")
         return Line(f"Message for the model: {clip(event.text, 160)}")
     if kind == "child_started":
-        return Line(f"Started the sub-agent {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
+        what = "a worker of" if event.child_kind == "worker" else "the sub-agent"
+        return Line(f"Started {what} {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
+    if kind == "child_ended":
+        what = "Worker" if event.child_kind == "worker" else "Sub-agent"
+        error = f": {clip(event.error, 160)}" if event.error else ""
+        return Line(f"{what} {event.child_id} ended {event.status}{error}.",
+                    callout=None if event.status == "complete" else "warning")
     if kind == "children_awaited":
         return Line(f"Waiting for {plural(event.outstanding, 'sub-agent')} to finish before leaving the stage.")
     if kind == "paused":

@@ -124,4 +124,4 @@ class RecordedRun:
             if items:
                 parts.append(f"<div class='lev-callouts'><b>{e(title)} ({len(items)})</b><ul>"
                              + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul></div>")
-        return snapshot_html(story.state) + "<div class='lev-run lev-record'>" + "".join(parts) + "</div>"
+        return snapshot_html(story.state) + "<div class='lev-record'>" + "".join(parts) + "</div>"

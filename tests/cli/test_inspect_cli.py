@@ -221,3 +221,16 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
     for command in ("show", "log", "context", "stages", "cancel", "kill"):
         assert f"\n    {command} " in listing
     assert "SIGKILL" in lev(tmp_path, "kill", "--help").stdout
+
+
+def test_run_verbose_tells_each_event_on_stderr(tmp_path: Path) -> None:
+    triage = Path(__file__).resolve().parents[2] / "blueprints" / "triage"
+    result = lev(tmp_path, "run", str(triage), "--task", f"@{triage / 'reports.txt'}", "--model", "mock", "-v")
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.strip()
+    assert "\n" not in run_id  # stdout holds the run id alone
+    told = result.stderr.splitlines()
+    assert "Run started: " in told[0]
+    assert told[-1].endswith("Run complete.")
+    logged = [line for line in lev(tmp_path, "log", run_id).stdout.splitlines() if not line.startswith(" ")]
+    assert [line for line in told if not line.startswith(" ")] == logged  # the same sentences as lev log
