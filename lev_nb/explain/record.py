@@ -21,7 +21,7 @@ from lev_nb.explain.fold import RunState
 from lev_nb.store import EVENTS, TERMINAL_STATUSES, RunNotFound, RunStore, find_run
 from lev_nb.store.listing import owner_gone
 
-__all__ = ["RunRecord", "RecordUnreadable", "open_run", "typed_events", "follow_lines", "FOLLOW_POLL_S"]
+__all__ = ["RunRecord", "RecordUnreadable", "open_run", "typed_events", "follow_lines", "events_path", "FOLLOW_POLL_S"]
 
 FOLLOW_POLL_S = 0.2  # how often `lev log --follow` looks for new lines
 

@@ -140,3 +140,18 @@ def test_cancel_closes_a_paused_run_and_kill_refuses_it(tmp_path: Path) -> None:
     event = json.loads((folder / "events.jsonl").read_text(encoding="utf-8").splitlines()[-1])
     assert (event["type"], event["status"], event["stage"]) == ("completed", "cancelled", "work")
     assert not cancel(record, "a test").ok
+
+
+def test_the_story_lists_the_runs_a_run_started(engine: Any) -> None:
+    from support import ROOT
+
+    bp = load(str(ROOT / "blueprints" / "research-brief"))
+    run = bp.run("Should notebooks embed Rhai?", model="mock", home=engine.home, workdir=engine.workdir).wait(60)
+    assert run.status == "complete", run.error
+    workers = [c for c in run.meta["child_runs"] if c["kind"] == "worker"]
+    assert workers
+    text = story_text(story_of(open_run(run.run_id, home=engine.home)))
+    assert f"started {len(workers)} runs ({len(workers)} complete):" in text
+    for child in workers:
+        assert f"  complete  research-brief (worker) {child['run_id']}" in text
+    assert "Started a worker of research-brief" not in text  # the fan-out's own line tells of them
