@@ -7,7 +7,7 @@
 Each figure is printed next to its baseline measured in the same run (median, and the spread as
 min-max over the repeats), with the issue's target and whether it is met. The figures come from
 the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
-bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing), called as functions. The results, with a description of
+bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing, bench_runs), called as functions. The results, with a description of
 the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
 """
 
@@ -39,6 +39,7 @@ import bench_cli_startup  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_first_run  # noqa: E402
 import bench_ps  # noqa: E402
+import bench_runs  # noqa: E402
 import bench_rhai  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
@@ -246,6 +247,28 @@ def ps_rows(runs: int, repeats: int) -> list[Row]:
     return rows
 
 
+def runs_rows(runs: int, repeats: int) -> list[Row]:
+    """``lev_nb.runs()`` over a store of ``runs`` fake records (bench_runs.measure), each figure
+    next to the plain alternative (json-loading every meta.json), and ``lev ps`` over the same
+    store in a fresh process."""
+    group = f"run table over {runs:,} runs"
+    targets = {"lev_nb.runs(), first call": 2.0, "lev_nb.runs(), again": 0.5, "lev_nb.runs(limit=50)": 0.5}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        bench_ps.make_store(home, runs)
+        found = bench_runs.measure(home, repeats)
+        plain = found.pop("plain json.load of every meta.json")[0]
+        for label, (seconds, count) in found.items():
+            target = targets.get(label)
+            rows.append(Row(group, f"{label} ({count:,} rows)", "s", seconds, None, plain, "json.load every meta.json",
+                            target, f"< {target:g} s" if target else "").judge())
+        wall, lines = bench_ps.time_ps(home, [], repeats)
+        rows.append(Row(group, f"lev ps, fresh process ({lines:,} lines)", "s", wall, None, plain,
+                        "json.load every meta.json", 2.0, "< 2 s").judge())
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------ scripts, outputs
 def rhai_rows(quick: bool) -> list[Row]:
     """A Rhai function call with 1 KB, and a validator that parse_json's a 1 KB document."""
@@ -445,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
     parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
     parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
-                                                     "outputs,validate,scaling,ps,tracing")
+                                                     "outputs,validate,scaling,ps,tracing,runs")
     args = parser.parse_args(argv)
     quick = args.quick
     repeats = 3 if quick else 7
@@ -482,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     section("validate", lambda: validate_rows(3 if quick else 7))
     section("scaling", lambda: scaling_rows(300 if quick else 1200, 1 if quick else 3))
     section("ps", lambda: ps_rows(2000 if quick else 15_000, 1 if quick else 3))
+    section("runs", lambda: runs_rows(2000 if quick else 10_000, 1 if quick else 3))
 
     print_table(rows)
     elapsed = time.perf_counter() - started

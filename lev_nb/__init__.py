@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.interaction import InteractionError
     from lev_nb.engine.launch import LaunchError
     from lev_nb.engine.resume import ResumeError
+    from lev_nb.explain.table import RunTable, runs
     from lev_nb.providers import MockModel, ScriptedModel
     from lev_nb.scripting.checks import validate
 
@@ -32,6 +33,7 @@ __all__ = [
     "InteractionError",
     "resume", "ResumeError",
     "run_many", "RunSummary",
+    "runs", "RunTable",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -53,6 +55,9 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # One blueprint over many tasks, across processes or a Dask cluster (lev_nb/batch).
     "run_many": ("lev_nb.batch", "run_many"),
     "RunSummary": ("lev_nb.batch", "RunSummary"),
+    # The run store as a table (status, agent, stages, calls, tokens, cost, ...): lev_nb/explain.
+    "runs": ("lev_nb.explain.table", "runs"),
+    "RunTable": ("lev_nb.explain.table", "RunTable"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").

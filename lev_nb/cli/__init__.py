@@ -5,7 +5,8 @@ graph), ``run_commands`` (run, resume, ps, result), ``interaction_commands`` (ms
 prompt of ``lev run`` at a terminal), ``config_commands`` (config, and the global
 ``-c KEY=VALUE`` launch option), ``progress`` (the live line ``lev run`` prints on stderr) and
 ``run_status`` (how a recorded run is described; ``%lev ps`` and the notebook's run display use it
-too). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
+too) and ``inspect_commands`` (show, log, context, stages, cancel, kill: looking at a recorded run
+and stopping one from outside). The console script ``lev`` is ``lev_nb.cli:main``; ``python -m lev_nb.cli``
 runs the same.
 """
 
@@ -23,6 +24,7 @@ from lev_nb.cli import (
     blueprint_commands,
     config_commands,
     doctor_commands,
+    inspect_commands,
     interaction_commands,
     run_commands,
 )
@@ -35,6 +37,12 @@ COMMANDS = (
     run_commands.add_resume,
     run_commands.add_ps,
     run_commands.add_result,
+    inspect_commands.add_show,
+    inspect_commands.add_log,
+    inspect_commands.add_context,
+    inspect_commands.add_stages,
+    inspect_commands.add_cancel,
+    inspect_commands.add_kill,
     interaction_commands.add_msg,
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
@@ -80,6 +88,9 @@ examples:
   lev ps                                         recorded runs and their status
   lev resume RUN_ID                              continue a paused (or killed) run
   lev result RUN_ID                              a run's final answer
+  lev show RUN_ID                                its story: stages, cost, warnings, the answer
+  lev log RUN_ID --follow                        its events as sentences, as they happen
+  lev cancel RUN_ID                              stop a run another process runs
   lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from
   lev doctor --model mock                        check this install end to end, offline

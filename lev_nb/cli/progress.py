@@ -16,11 +16,15 @@ ANSWER_SHOWN = 60
 
 
 class ProgressLine:
-    """A one-line progress display: rewritten in place on a terminal, one line per step elsewhere."""
+    """A one-line progress display: rewritten in place on a terminal, one line per step elsewhere.
 
-    def __init__(self, stream: TextIO) -> None:
+    ``verbose`` (``lev run -v``) also tells every event as ``lev log`` does, one line each, above
+    the line a terminal rewrites; the steps the line would otherwise keep are told by those."""
+
+    def __init__(self, stream: TextIO, verbose: bool = False) -> None:
         self.stream = stream
         self.tty = stream.isatty()
+        self.verbose = verbose
         self.stage = ""
         self.iteration = 0
         self._width = 0
@@ -30,11 +34,17 @@ class ProgressLine:
 
     def __call__(self, event: Any) -> None:
         kind = event.kind
+        if self.verbose:
+            from lev_nb.explain.log import log_line
+
+            told = log_line(event.to_dict())
+            if told is not None:
+                self.show(told, permanent=True)
         if not self.stage and event.stage:  # a resumed run's progress starts inside a stage
             self.stage = event.stage
         if kind == "stage_entered":
             self.stage = event.stage
-            self.show(f"stage {self.stage}", permanent=not self.tty)
+            self.show(f"stage {self.stage}", permanent=not self.tty and not self.verbose)
         elif kind == "model_text":
             # Only a terminal shows the answer forming: the line is rewritten in place.
             self._answer = (self._answer + event.text)[-ANSWER_TAIL:]
@@ -51,10 +61,10 @@ class ProgressLine:
             self.show(f"stage {self.stage} · turn {self.iteration} · {event.tool}")
         elif kind in ("gate_blocked", "gate_forced", "stuck", "error"):
             detail = getattr(event, "message", "") or getattr(event, "reason", "")
-            self.show(f"stage {self.stage} · {kind.replace('_', ' ')}: {_short(detail)}", permanent=True)
+            self.show(f"stage {self.stage} · {kind.replace('_', ' ')}: {_short(detail)}", permanent=not self.verbose)
         elif kind == "completed" and event.status == "complete":
             # Any other ending is said once, in full, by `lev run` itself after the run.
-            self.show("complete", permanent=True)
+            self.show("complete", permanent=not self.verbose)
 
     def pause(self) -> None:
         """Clear the line and draw nothing until :meth:`resume` (a prompt is being shown)."""

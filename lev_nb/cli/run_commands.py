@@ -101,6 +101,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument("--json", action="store_true",
                      help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="tell every event on stderr as it happens, as `lev log` does")
     run.add_argument("--workers", type=int, default=None, metavar="K",
                      help="run the --count copies across K worker processes (lev_nb.run_many); prints one id a line")
     for action in run._actions:
@@ -184,6 +186,8 @@ def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="use this model spec instead of the one the run was started with")
     resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     resume.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    resume.add_argument("-v", "--verbose", action="store_true",
+                        help="tell every event on stderr as it happens, as `lev log` does")
     resume.add_argument("--unattended", action="store_true",
                         help="do not ask at this terminal (as lev run --unattended)")
     resume.set_defaults(func=cmd_resume)
@@ -470,7 +474,8 @@ def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
     from lev_nb.cli.run_status import status_text
 
     prog = f"lev {getattr(args, 'command', None) or 'run'}"
-    progress = None if args.quiet else ProgressLine(sys.stderr)
+    verbose = bool(getattr(args, "verbose", False))
+    progress = None if args.quiet and not verbose else ProgressLine(sys.stderr, verbose=verbose)
     if progress is not None:
         count = (run.meta.get("resumed") or {}).get("count", 0)
         run.subscribe(_from_resume(progress, count) if resumed else progress)
@@ -605,7 +610,7 @@ def cmd_result(args: argparse.Namespace) -> int:
         print(
             f"lev result: run '{store.run_id}' produced no final output (status: {status_text(meta)}). "
             "Only an agent that calls `submit_output` has an answer to show; look at its files in "
-            f"{meta.get('workdir') or 'its workdir'} or at its events with `lev ps`.",
+            f"{meta.get('workdir') or 'its workdir'}, or at what it did with `lev show {store.run_id}`.",
             file=sys.stderr,
         )
         return 1

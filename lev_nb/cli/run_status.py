@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lev_nb.explain.table import total_tokens
 from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.store.listing import ABANDONED_AFTER_S, RunEntry, abandoned, owner_gone, scan_runs
@@ -111,12 +112,10 @@ def one_line(text: str, width: int = STATUS_WIDTH) -> str:
 
 
 def cost_text(row: dict[str, Any]) -> str:
-    """The COST cell: dollars when every call had a price, else the tokens spent and "no price"."""
-    cost = row.get("cost_usd")
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-    tokens = row.get("tokens") or 0
-    return f"{tokens} tok (no price)" if tokens else "-"
+    """The COST cell of a :func:`_row` (see :func:`lev_nb.explain.story.format_cost`)."""
+    from lev_nb.explain.story import format_cost
+
+    return format_cost(row.get("cost_usd"), row.get("tokens") or 0)
 
 
 @record(frozen=False)
@@ -195,17 +194,6 @@ def _tree_rows(view: _View, all_runs: bool) -> list[dict[str, Any]]:
     return rows
 
 
-_TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")
-
-
-def _tokens(meta: dict[str, Any]) -> int:
-    """Every token the run spent, its workers' included (usage.total), else its own meta counts."""
-    usage = meta.get("usage")
-    total = usage.get("total") if isinstance(usage, dict) else None
-    source = total if isinstance(total, dict) and total else meta
-    return sum(v for k in _TOKEN_KEYS if isinstance(v := source.get(k), int) and not isinstance(v, bool))
-
-
 def _row(meta: dict[str, Any]) -> dict[str, Any]:
     """One run as a ``lev ps --json`` row."""
     flags = meta.get("flags") or {}
@@ -218,7 +206,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "iteration": meta.get("iteration", 0),
         "tool_calls": meta.get("tool_calls", 0),
         "cost_usd": meta.get("cost_usd"),
-        "tokens": _tokens(meta),
+        "tokens": total_tokens(meta),
         "started_at": meta.get("started_at", ""),
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 from lev_nb.engine.events import Event
 from lev_nb.errors import CALLEE_ERRORS
@@ -69,6 +70,14 @@ class EventLog:
 
     def __len__(self) -> int:
         return len(self._events)
+
+    def to_pandas(self) -> Any:
+        """The events so far as a pandas DataFrame, one row an event: ``type``, ``run_id``,
+        ``stage``, ``ts`` (unix seconds), then each kind's own fields (empty where a kind has
+        none). Needs pandas (a clear ImportError without it)."""
+        from lev_nb.frames import data_frame
+
+        return data_frame(event.to_dict() for event in self.snapshot())
 
     def _wake(self) -> None:
         self._cond.notify_all()

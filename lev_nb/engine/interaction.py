@@ -30,7 +30,7 @@ import asyncio
 import threading
 import time
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.blueprint.constants import canon_tool
 from lev_nb.engine import events as ev
@@ -285,6 +285,9 @@ class InteractionHub:
         self._messages: list[tuple[str, str, str | None]] = []  # (text, source, region), waiting for a stage that accepts
         self._inbox_stamp: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # What a `cancel` left in the inbox does (`lev cancel` from another process): the runner
+        # sets it; it gets who asked.
+        self.on_cancel: Callable[[str], None] | None = None
         # A resumed run: the requests that were open when its process stopped, and answers to
         # them that arrived (lev respond) before the resumed run asked again.
         self._expected: set[str] = set()
@@ -434,6 +437,9 @@ class InteractionHub:
                 )
             except InteractionError as exc:
                 state.warn(f"an answer left in the run's inbox was not taken: {exc}")
+            return
+        if kind == "cancel" and self.on_cancel is not None:
+            self.on_cancel(str(entry.get("by") or "another process"))
             return
         state.warn(f"the run's inbox held something it cannot read: {entry}")
 

@@ -68,6 +68,48 @@ if TYPE_CHECKING:
 IDLE_ITERATION_LIMIT = 50
 _INHERIT: Any = object()  # spawn_child: the child takes this run's output request
 
+# How often a root run reads its inbox between its steps (a cancel from another process).
+INBOX_WATCH_S = 1.0
+
+
+class _InboxWatch:
+    """Every root run of this process reads its inbox every INBOX_WATCH_S even while a model
+    call or a tool runs, so a cancel from another process (lev cancel) is not held up by a long
+    step; a run also reads it at every step. One task on the engine loop does it for all of them
+    (one stat of each run's inbox folder), and only while there is a root run. Kept per loop: a
+    forked worker process starts its own engine loop."""
+
+    runners: dict[asyncio.AbstractEventLoop, set[Runner]] = {}
+
+    @classmethod
+    def add(cls, runner: Runner) -> None:
+        """Watch ``runner``'s inbox from now on (called on the engine loop)."""
+        loop = asyncio.get_running_loop()
+        watched = cls.runners.get(loop)
+        if watched is None:
+            watched = cls.runners[loop] = set()
+            loop.create_task(cls._watch(loop, watched))
+        watched.add(runner)
+
+    @classmethod
+    def discard(cls, runner: Runner) -> None:
+        """Stop watching ``runner`` (its run is ending; called on the engine loop)."""
+        cls.runners.get(asyncio.get_running_loop(), set()).discard(runner)
+
+    @classmethod
+    async def _watch(cls, loop: asyncio.AbstractEventLoop, watched: set[Runner]) -> None:
+        try:
+            while watched:
+                await asyncio.sleep(INBOX_WATCH_S)
+                for runner in list(watched):
+                    try:
+                        runner.interaction.poll_inbox()
+                    except CALLEE_ERRORS as exc:  # never the end of the run: it reads its inbox at its next step
+                        runner.state.warn(f"the run's inbox could not be read: {exc}")
+        finally:
+            cls.runners.pop(loop, None)
+
+
 # Ids of the runs this process is running now: a resume refuses them (their pid is this one's).
 ACTIVE_RUNS: set[str] = set()
 
@@ -249,6 +291,7 @@ class Runner:
             interactive=interactive,
             parent=parent.interaction if parent is not None else None,
         )
+        state.interaction.on_cancel = self._cancel_from_inbox
         self.points = InteractionPoints(state)
         self.compactor = Compactor(state, self.inference)
         self.transitions = Transitions(state, self.inference, self.tools.output_spec, self.compactor)
@@ -257,6 +300,7 @@ class Runner:
         self._cancel_requested = False
         self._cancel_sent = False
         self._cancellable = False
+        self._cancel_reason: str | None = None  # who cancelled it from another process (lev cancel)
         # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
         self._record_error: str | None = None
         self.state.rec.writer.watch(self.run_id, self._record_failed)
@@ -306,6 +350,12 @@ class Runner:
         self._cancel_requested = True
         engine_loop().call_soon(self._cancel_task)
 
+    def _cancel_from_inbox(self, by: str) -> None:
+        """``lev cancel`` from another process (a ``cancel`` in the run's inbox): the run ends
+        cancelled, and its record (meta.json ``error``, the ``completed`` event) says by whom."""
+        self._cancel_reason = f"cancelled by {by}"
+        self.request_cancel()
+
     def _cancel_task(self) -> None:
         # Only the running phase is cancelled: once the run is ending (terminal hook, last record
         # writes) a cancel would only cut its record short, so it is ignored there. And only once:
@@ -331,6 +381,8 @@ class Runner:
     async def main(self) -> None:
         """Run to a terminal status. Never raises: every failure ends in a written record."""
         self._task = asyncio.current_task()
+        if self.parent is None:
+            _InboxWatch.add(self)
         try:
             try:
                 self._cancellable = True
@@ -339,7 +391,8 @@ class Runner:
                 await self._start()
                 self._ending = await self._loop()
             except asyncio.CancelledError:
-                self._ending = Ending("error", self._record_error) if self._record_error else Ending("cancelled")
+                self._ending = (Ending("error", self._record_error) if self._record_error
+                                else Ending("cancelled", self._cancel_reason))
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
             except RunPaused as exc:
@@ -353,6 +406,7 @@ class Runner:
             await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
+            _InboxWatch.discard(self)
             paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
             if self.webhook and not paused:
                 await self._post_webhook()

@@ -82,3 +82,46 @@ def run_summary_bundle(run: Any) -> dict[str, Any]:
     from lev_nb.notebook.widget import snapshot_bundle
 
     return snapshot_bundle(run)
+
+
+class RecordedRun:
+    """A recorded run as ``%lev show RUN`` shows it: the run view's snapshot folded from its
+    record, then what the record adds (tokens and cost per stage, warnings, denied tool calls,
+    rejected answers). Its ``text/plain`` is what ``lev show`` prints."""
+
+    def __init__(self, story: Any, status: str | None = None) -> None:
+        self.story = story
+        self.status = status
+
+    def __repr__(self) -> str:
+        from lev_nb.explain.show import story_text
+
+        return story_text(self.story, self.status)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"text/plain": repr(self), "text/html": self._html()}
+
+    def _html(self) -> str:
+        from lev_nb.explain.story import format_cost, format_count, format_elapsed
+        from lev_nb.notebook.runview import snapshot_html
+
+        story, e = self.story, html.escape
+        head = "".join(f"<th style='text-align:left'>{h}</th>" for h in
+                       ("stage", "visits", "time", "calls", "tools", "tokens in", "out", "cost"))
+        rows = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{e(c)}</td>" for c in (
+                r.stage, str(r.visits), format_elapsed(r.seconds), str(r.calls), str(r.tool_calls),
+                format_count(r.prompt_tokens), format_count(r.completion_tokens),
+                format_cost(r.cost_usd, r.prompt_tokens + r.completion_tokens))) + "</tr>"
+            for r in story.stages
+        )
+        parts = [f"<table class='lev-stage-costs'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+                 if story.stages else ""]
+        notes = [(f"[{w.get('code')}] " if w.get("code") else "") + str(w.get("message", "")) for w in story.warnings]
+        for title, items in (("Warnings", notes),
+                             ("Denied tool calls", [f"{s}: {t}: {why}" for s, t, why in story.denials]),
+                             ("Rejected answers", [f"{s}: {why}" for s, why in story.rejections])):
+            if items:
+                parts.append(f"<div class='lev-callouts'><b>{e(title)} ({len(items)})</b><ul>"
+                             + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul></div>")
+        return snapshot_html(story.state) + "<div class='lev-record'>" + "".join(parts) + "</div>"

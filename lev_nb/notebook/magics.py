@@ -6,7 +6,8 @@ does not compile) surfaces as one ``UsageError`` line, never a traceback.
 
 - ``%lev validate PATH [--deny-warnings]`` shows the validation report.
 - ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid).
-- ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
+- ``%lev ps [--all]`` lists the recorded runs; ``%lev show RUN`` tells one run's story from its
+  record (as ``lev show``); ``%lev help`` prints this summary.
 - ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
   shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once. The
@@ -38,6 +39,7 @@ lev_nb magics
   %lev validate PATH [--deny-warnings]      lint a blueprint (agent folder or agent.leviath)
   %lev graph PATH [--current STAGE]         draw the stage graph (Mermaid)
   %lev ps [--all]                           list recorded runs
+  %lev show RUN                             a recorded run's story: stages, cost, warnings, answer
   %lev config                               the effective settings and where each came from
   %lev help                                 this text
   %%lev PATH [VAR] [--model SPEC] [--workdir DIR]
@@ -66,6 +68,12 @@ def _validate_args(line: str) -> None:
 @argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"], help="flow direction (default: TB, LR for a small graph)")
 def _graph_args(line: str) -> None:
     """Show the blueprint's stage graph as a Mermaid diagram."""
+
+
+@magic_arguments(name="%lev show")
+@argument("run_id", help="a run id (or a unique prefix of one)")
+def _show_args(line: str) -> None:
+    """Tell a recorded run's story (as ``lev show``)."""
 
 
 @magic_arguments(name="%lev ps")
@@ -119,15 +127,16 @@ class LevMagics(Magics):
     # -- %lev and %%lev ----------------------------------------------------------------------
     @line_magic("lev")  # type: ignore[arg-type]  # IPython types line_magic(name) as `_F | Callable[[_F], _F]`
     def lev_line(self, line: str) -> Any:
-        """``%lev validate|graph|ps|help ...`` (see ``%lev help``)."""
+        """``%lev validate|graph|ps|show|config|help ...`` (see ``%lev help``)."""
         command, _, rest = line.strip().partition(" ")
         if command in ("", "help", "-h", "--help"):
             print(HELP_TEXT, end="")
             return None
-        handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps, "config": self._config}
+        handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps, "show": self._show,
+                    "config": self._config}
         handler = handlers.get(command)
         if handler is None:
-            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, config, help")
+            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, show, config, help")
         return handler(rest)
 
     def _validate(self, rest: str) -> Any:
@@ -156,6 +165,19 @@ class LevMagics(Magics):
 
         args = parse_argstring(_ps_args, rest)
         print_ps(all_runs=args.all)
+
+    def _show(self, rest: str) -> Any:
+        from lev_nb.cli.run_status import status_text
+        from lev_nb.explain.record import RecordUnreadable, open_run
+        from lev_nb.explain.show import story_of
+        from lev_nb.notebook.display import RecordedRun
+
+        args = parse_argstring(_show_args, rest)
+        try:
+            record = open_run(args.run_id)
+        except RecordUnreadable as exc:
+            raise UsageError(f"%lev show: {_one_line(exc)}") from None
+        return RecordedRun(story_of(record), status_text(record.meta))
 
     def _config(self, rest: str) -> None:
         import argparse

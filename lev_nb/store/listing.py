@@ -23,7 +23,7 @@ from lev_nb.records import record
 from lev_nb.store.files import META, RunStore, runs_dir
 from lev_nb.store.meta import TERMINAL_STATUSES
 
-__all__ = ["list_runs", "scan_runs", "RunEntry", "find_run", "RunNotFound", "pid_alive", "owner_gone",
+__all__ = ["list_runs", "scan_runs", "run_folder_paths", "run_seconds", "read_meta", "RunEntry", "find_run", "RunNotFound", "pid_alive", "owner_gone",
            "abandoned", "ABANDONED_AFTER_S"]
 
 # A run still "running" whose record has not moved for this long was most likely killed.
@@ -149,6 +149,29 @@ _PEEK_PID = re.compile(r'"pid": (\d+)[,\n}]')
 _PEEK_PARENT = re.compile(r'"parent_run_id": (?:null|"([^"\\]*)")')
 
 
+def run_seconds(folder: str | os.PathLike[str]) -> float:
+    """When the run in ``folder`` started, as unix seconds: the time in its id, else the folder's
+    mtime (0 when even that cannot be read)."""
+    stamp = _ID_SECONDS.search(os.path.basename(folder))
+    if stamp:
+        return float(stamp.group(1))
+    try:
+        return os.stat(folder).st_mtime
+    except OSError:
+        return 0.0
+
+
+def run_folder_paths(home: str | os.PathLike[str] | None = None) -> list[str]:
+    """The path of every run folder under ``home`` (hidden ones left out), in no particular order;
+    plain strings, since a listing of ten thousand runs should not build ten thousand Paths."""
+    base = runs_dir(home)
+    try:
+        with os.scandir(base) as it:
+            return [e.path for e in it if not e.name.startswith(".") and e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 @record(frozen=False)
 class RunEntry:
     """One run folder as a listing sees it, classified without (always) parsing its record.
@@ -185,14 +208,7 @@ def scan_runs(home: str | os.PathLike[str] | None = None) -> list[RunEntry]:
     entries: list[RunEntry] = []
     for folder in _folders(home):
         name = folder.name
-        stamp = _ID_SECONDS.search(name)
-        if stamp:
-            seconds = float(stamp.group(1))
-        else:
-            try:
-                seconds = folder.stat().st_mtime
-            except OSError:
-                seconds = 0.0
+        seconds = run_seconds(folder)
         try:
             text: str | None = (folder / META).read_text(encoding="utf-8")
         except (OSError, ValueError):

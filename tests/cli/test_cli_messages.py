@@ -231,7 +231,8 @@ def failing_hook() -> Iterator[str]:
 
 def test_a_failed_webhook_is_reported_and_fails_the_command(lev: Lev, home: Path, failing_hook: str) -> None:
     out = lev("run", TRIAGE, "--task", "hi", "--model", "mock", "--quiet", "--webhook", failing_hook)
-    assert one_line(out, 1) == "lev run: the result was not delivered to the webhook: the webhook answered HTTP 500"
+    assert one_line(out, 1) == ("lev run: the result was not delivered to the webhook: the webhook answered HTTP 500 "
+                                "(after 4 attempts)")  # [webhook] max_retries = 3 by default
     meta = json.loads((home / "runs" / out.stdout.strip() / "meta.json").read_text())
     assert meta["status"] == "complete"  # the run itself is fine; only the delivery failed
 
@@ -242,7 +243,7 @@ def test_an_unreachable_webhook_is_reported(lev: Lev) -> None:
         port = sock.getsockname()[1]
     out = lev("run", TRIAGE, "--task", "hi", "--model", "mock", "--quiet", "--webhook", f"http://127.0.0.1:{port}/")
     assert one_line(out, 1) == (f"lev run: the result was not delivered to the webhook: could not reach "
-                                f"'http://127.0.0.1:{port}/': Connection refused")
+                                f"'http://127.0.0.1:{port}/': Connection refused (after 4 attempts)")
 
 
 def test_a_webhook_that_is_not_a_url(lev: Lev, home: Path) -> None:

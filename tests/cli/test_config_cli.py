@@ -75,11 +75,19 @@ def test_config_path(lev: Lev, home: Path, args: tuple[str, ...]) -> None:
 
 
 def test_a_malformed_file_is_one_located_error_line(lev: Lev, home: Path) -> None:
-    path = write_config(home, "[limits]\nmax_concurrent_inference = 4\n")
+    path = write_config(home, '[limits]\nmax_concurrent_inferences = "four"\n')
     proc = lev("config")
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == (f"Error: {path}:2:1: limits.max_concurrent_inference: unknown key "
-                           "'max_concurrent_inference' (did you mean 'max_concurrent_inferences'?)\n")
+    assert proc.stderr == (f"Error: {path}:2:1: limits.max_concurrent_inferences: expected a whole number, "
+                           "got a string ('four')\n")
+
+
+def test_a_misspelt_key_is_one_warning_and_the_file_loads(lev: Lev, home: Path) -> None:
+    path = write_config(home, "[limits]\nmax_concurrent_inference = 4\n")
+    proc = lev("config")
+    assert proc.returncode == 0
+    assert proc.stderr == (f"lev: warning: {path}:2: unknown key 'limits.max_concurrent_inference' is ignored "
+                           "(did you mean 'max_concurrent_inferences'?)\n")
 
 
 def test_a_misspelt_launch_option_is_a_usage_error(lev: Lev, home: Path) -> None:

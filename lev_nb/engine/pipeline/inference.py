@@ -260,6 +260,9 @@ class Inference:
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
         self._circuit_refused: set[str] = set()  # models whose open circuit refused this run's call
         self._sent_at: float | None = None  # when the current model call was sent (time.time())
+        # The last stage or routing request and the sizes of the regions it was built from, for
+        # its transcript entry (what `lev context` shows); a compaction request has its own text.
+        self._layout: tuple[ModelRequest, list[dict[str, Any]]] | None = None
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -473,6 +476,7 @@ class Inference:
             request.duties = self._duties(stage)
         for key, value in overrides.items():
             setattr(request, key, value)
+        self._layout = (request, region_sizes(self.state.ctx.visible_regions()))
         return request, provider
 
     def _duties(self, stage: StagePlan) -> StageDuties:
@@ -638,6 +642,7 @@ class Inference:
         new_system = system_key != self._last_system_key
         self._last_system_key = system_key
         tail = _new_messages(request.messages)
+        layout = self._layout[1] if self._layout is not None and self._layout[0] is request else None
         return {
             "stage": self.state.stage.name,
             "purpose": request.purpose,
@@ -645,6 +650,11 @@ class Inference:
             "model": request.model,
             "iteration": self.state.meta.iteration,
             "system": request.system if new_system else None,
+            # The region each system block renders (with the system, when it changed), and every
+            # region the request was built from with its size: `lev context` reads them.
+            "system_regions": [b.region for b in request.system_blocks]
+            if new_system and len(request.system_blocks) == len(request.system) else None,
+            "regions": layout,
             "messages": [_message_json(m) for m in tail],
             "message_count": len(request.messages),
             "tools": [t.name for t in request.tools],
@@ -661,6 +671,15 @@ class Inference:
             },
             "error": error,
         }
+
+
+def region_sizes(regions: list[Any]) -> list[dict[str, Any]]:
+    """Each region a request is built from, as the transcript records it: name, kind, entries,
+    tokens (estimated) and its budget (``max_tokens``)."""
+    return [
+        {"name": r.name, "kind": r.kind, "entries": len(r.entries), "tokens": r.tokens, "max_tokens": r.max_tokens}
+        for r in regions
+    ]
 
 
 def _new_messages(messages: list[Any]) -> list[Any]:
