@@ -3,7 +3,7 @@
 :class:`RunState` follows a run event by event (no widget code, no threads): the header facts
 (agent, run id, status, task, elapsed time, model calls, tool calls, tokens), the stages of the
 blueprint with the visited ones and the current one, an honest progress fraction, the events of
-each stage visit as sentences (:mod:`lev_nb.notebook.story`) with the transcript apart, the final
+each stage visit as sentences (:mod:`lev_nb.story`) with the transcript apart, the final
 output and the error. The ``*_html`` functions draw it with JupyterLab's CSS variables (so it reads
 in light and dark themes, with plain fallbacks for viewers without them); the live widget shows
 the same parts, and :func:`snapshot_html` / :func:`snapshot_text` are the static views a saved
@@ -22,7 +22,7 @@ from typing import Any
 
 from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
-from lev_nb.notebook.story import (
+from lev_nb.story import (
     Line, clip, first_line, format_count, gate_blocked_text, nudge_text, plural, sentence,
 )
 

@@ -158,7 +158,7 @@ def test_a_paused_run_says_why_once_and_its_resumed_run_goes_on() -> None:
 
 
 def test_pause_resume_and_circuit_events_read_as_sentences() -> None:
-    from lev_nb.notebook.story import sentence
+    from lev_nb.story import sentence
 
     paused = sentence(ev.Paused("r", "s", reason="paused in stage 's': out of credits", blocker="credits"))
     assert paused.text.startswith("Run paused: paused in stage 's'") and paused.callout == "warning"

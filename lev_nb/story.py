@@ -1,4 +1,5 @@
-"""A run's events as readable sentences: what the run view and the event listing say.
+"""A run's events as readable sentences: what the notebook run view, ``lev run -v`` and the event
+listing say (below the notebook and the CLI, so both tell an event the same way).
 
 ``sentence(event)`` turns one engine event into a :class:`Line`: one short sentence, the kind of
 call-out it deserves (a gate that blocked, a nudge, a stuck detection, a forced transition, a
