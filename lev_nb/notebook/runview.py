@@ -2,7 +2,9 @@
 
 :class:`RunState` follows a run event by event (no widget code, no threads): the header facts
 (agent, run id, status, task, elapsed time, model calls, tool calls, tokens), the stages of the
-blueprint with the visited ones and the current one, an honest progress fraction, the events of
+blueprint with the visited ones and the current one, an honest progress fraction, the warnings the
+run told (a call-out above the stages, drawn with inline styles so it shows even where a
+notebook's ``<style>`` is dropped, as in an untrusted saved notebook), the events of
 each stage visit as sentences (:mod:`lev_nb.story`) with the transcript apart, the final
 output and the error. The ``*_html`` functions draw it with JupyterLab's CSS variables (so it reads
 in light and dark themes, with plain fallbacks for viewers without them); the live widget shows
@@ -26,13 +28,17 @@ from lev_nb.story import (
     Line, clip, first_line, format_count, gate_blocked_text, nudge_text, plural, sentence,
 )
 
-__all__ = ["RunState", "Visit", "Child", "snapshot_html", "snapshot_text", "STYLE"]
+__all__ = ["RunState", "Visit", "Child", "Told", "snapshot_html", "snapshot_text", "warnings_html", "STYLE"]
 
 FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run goes on
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
 OUTPUT_PREVIEW_CHARS = 20_000
 CHILD_ROWS = 20  # child runs listed by name; the rest are counted
 RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
+# Warnings whose event of their own already tells them in the stage's lines (only the call-out
+# above the stages repeats them).
+TOLD_BY_OWN_EVENT = frozenset({"gate-forced", "model-fallback"})
+WARNING_COLOUR = "#ef6c00"
 
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
@@ -132,6 +138,15 @@ class Child:
     error: str | None = None
 
 
+@record
+class Told:
+    """A warning the run told: its ``code``, ``message`` and ``stage`` (None: before any stage)."""
+
+    code: str
+    message: str
+    stage: str | None
+
+
 @record(frozen=False)
 class FinalOutput:
     """The answer as the view shows it."""
@@ -174,6 +189,7 @@ class RunState:
         self.seen = 0
         self.children: dict[str, Child] = {}  # run id -> the child run, in start order
         self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
+        self.warnings: list[Told] = []  # what the run told the person, in order
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
 
     # -- folding events ----------------------------------------------------------------------
@@ -224,6 +240,11 @@ class RunState:
             if child is not None:
                 child.status, child.error = event.status, event.error
             return  # the children list shows it
+        if kind == "warning":
+            code = getattr(event, "code", "warning")
+            self.warnings.append(Told(code, event.message, event.stage))
+            if code in TOLD_BY_OWN_EVENT:
+                return
         visit = self._visit_for(event)
         if kind == "model_call":
             self.forming = ""
@@ -411,6 +432,27 @@ def _said(text: str, collapsed: bool = False) -> str:
     )
 
 
+def warnings_html(state: RunState) -> str:
+    """The warnings the run told, as one call-out: each one line, with its stage and code. Inline
+    styles only, so it shows where the view's ``<style>`` block does not (an untrusted notebook)."""
+    if not state.warnings:
+        return ""
+    n = len(state.warnings)
+    items = []
+    for told in state.warnings:
+        where = (f"<span style='font-weight:600;margin-right:.4em'>{_e(told.stage)}</span>" if told.stage else "")
+        items.append(
+            f"<li data-code='{_e(told.code)}' style='margin:.1em 0'>{where}{_e(clip(told.message, 400))} "
+            f"<span style='opacity:.7;font-size:.85em;font-family:monospace'>{_e(told.code)}</span></li>"
+        )
+    return (
+        f"<div class='lev-warnings' role='note' style='margin:.5em 0;padding:.35em .7em;"
+        f"border-left:4px solid {WARNING_COLOUR};background-color:rgba(239,108,0,.10);text-align:left'>"
+        f"<div style='font-weight:700;color:{WARNING_COLOUR}'>⚠ {plural(n, 'warning')}</div>"
+        f"<ul style='margin:.15em 0 0;padding-left:1.2em'>{''.join(items)}</ul></div>"
+    )
+
+
 def visit_html(state: RunState, index: int) -> str:
     """One stage visit: its heading, its sentences (call-outs marked), its transcript."""
     visit = state.visits[index]
@@ -560,7 +602,7 @@ def forming_html(state: RunState) -> str:
 
 def snapshot_html(state: RunState, now: float | None = None) -> str:
     """The whole view as one static HTML block (what a saved notebook keeps)."""
-    parts = [header_html(state, now), progress_html(state)]
+    parts = [header_html(state, now), progress_html(state), warnings_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
     parts += [children_html(state), output_html(state), error_html(state)]
@@ -580,6 +622,9 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
     )
     if state.visits:
         lines.append("path: " + " → ".join(v.stage for v in state.visits))
+    if state.warnings:
+        lines.append(f"⚠ {plural(len(state.warnings), 'warning')}:")
+        lines.extend(f"  {'[' + w.stage + '] ' if w.stage else ''}{clip(w.message, 300)} ({w.code})" for w in state.warnings)
     for visit in state.visits:
         number = f" (visit {visit.number})" if visit.number > 1 else ""
         lines.append(f"{visit.stage}{number}: {plural(visit.turns, 'turn')}, {plural(visit.tool_calls, 'tool call')}")
