@@ -1,0 +1,92 @@
+"""RunState.warn, the one door for what a run must tell (lev_nb.engine.run_warnings): each kind of
+silent change is a warning with its code in meta.json ``warnings`` and ``run.warnings``, told once,
+and the run view shows it as a call-out (the stage's own event line is not repeated)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from support import call, events_of, say
+
+from lev_nb.engine.run_warnings import WARNING_CODES
+from lev_nb.notebook import runview
+from lev_nb.notebook.widget import new_state, follow
+
+GATED = """
+[stages.work]
+available_tools = ["write_file", "list_dir"]
+[stages.work.transitions.review]
+hint = "ready"
+gate = { require_modifications = true, max_attempts = 2 }
+[stages.review]
+nudge = { enabled = false }
+[stages.review.transitions]
+"""
+
+
+def codes(run: Any) -> list[str]:
+    return [w.code for w in run.warnings]
+
+
+def test_a_forced_gate_is_told_once_and_the_view_does_not_repeat_it(engine: Any) -> None:
+    run, _ = engine.run(GATED, [call("list_dir"), say("d1"), say("d2"), say("d3"), say("r")])
+    assert run.status == "complete", run.error
+    assert codes(run) == ["gate-forced"]
+    assert run.warnings[0].message.startswith("the gate to 'review' ran out of attempts and let the run through anyway")
+    state = follow(run, new_state(run))
+    assert [w.code for w in state.warnings] == ["gate-forced"]
+    lines = [line.callout for visit in state.visits for line, _ in visit.lines]
+    assert lines.count("gate") == 2 and "warning" not in lines  # blocked (twice, one line), forced; told above
+    assert "data-code='gate-forced'" in runview.warnings_html(state)
+
+
+def test_nudges_that_run_out_are_told(engine: Any) -> None:
+    toml = """
+    [stages.work]
+    available_tools = ["list_dir"]
+    nudge = { max = 2 }
+    [stages.work.transitions]
+    """
+    run, _ = engine.run(toml, [say("a"), say("b"), say("c")])
+    assert len(events_of(run, "nudge")) == 2
+    assert codes(run) == ["nudges-exhausted"]
+    assert "after 2 times nudged" in run.warnings[0].message
+
+
+def test_a_seed_that_fails_is_told_before_any_stage(engine: Any) -> None:
+    toml = """
+    [context.regions.facts]
+    kind = "pinned"
+    max_tokens = 500
+    seed = { command = "echo half; echo broken >&2; exit 3" }
+    [stages.work]
+    nudge = { enabled = false }
+    [stages.work.transitions]
+    """
+    run, _ = engine.run(toml, [say("ok")])
+    assert run.status == "complete", run.error
+    [warning] = run.warnings
+    assert (warning.code, warning.stage) == ("seed-failed", None)
+    assert warning.message == ("the seed of region 'facts' ran a command that exited with 3: "
+                               "echo half; echo broken >&2; exit 3: broken")
+
+
+def test_the_record_keeps_what_was_told_and_every_code_is_documented(engine: Any, home: Any) -> None:
+    run, _ = engine.run(GATED, [call("list_dir"), say("d1"), say("d2"), say("d3"), say("r")])
+    meta = json.loads((home / "runs" / run.run_id / "meta.json").read_text())
+    assert meta["warnings"] == [w.to_dict() for w in run.warnings]
+    import lev_nb.engine.run_warnings as module
+
+    for code in WARNING_CODES:  # the module docstring documents each code
+        assert f"``{code}``" in (module.__doc__ or "")
+
+
+def test_a_repeated_warning_is_told_once(engine: Any) -> None:
+    run, _ = engine.start(GATED, [say("x")] * 10)
+    run.wait(30)
+    state = run._runner.state
+    for _ in range(3):
+        state.warn("the same thing", "warning")
+    assert [w.message for w in run.warnings].count("the same thing") == 1
+    assert [e.message for e in events_of(run, "warning")].count("the same thing") == 1
