@@ -459,6 +459,9 @@ class Runner:
         state = self.state
         meta, flags = state.meta, state.meta.flags
         meta.status = status
+        refused = state.rejection_summary() if state.final_output is None else ""
+        if status == "error" and error is not None and refused and refused not in error:
+            error = f"{error} ({refused})"  # why there is no answer, whatever ended the run
         if error is not None:
             meta.error = error
         flags.produced_output = state.final_output is not None

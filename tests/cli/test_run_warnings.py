@@ -211,3 +211,12 @@ def test_ps_counts_the_warnings(tmp_path: Path, lev: Lev) -> None:
     assert header.split()[-2:] == ["WARN", "UPDATED"]
     assert row.startswith(run_id) and row.split()[-2] == "1"
     assert json.loads(lev("ps", "--json").stdout)["finished"][0]["warnings"] == 1
+
+
+def test_a_run_cut_short_after_refusals_still_says_them(tmp_path: Path, engine: Any) -> None:
+    folder = answer_agent(tmp_path, 'fn validate(content) { "too short" }')
+    # the model fails after two refused answers: the error says both
+    run, _ = engine.run(load(folder), [call("submit_output", content="a"), call("submit_output", content="b")])
+    assert run.status == "error"
+    assert "script exhausted" in run.error and run.error.endswith("(submit_output was called and refused 2 times; the last answer was rejected by "
+                              "validator 'checks/answer.rhai': too short)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from support import call, events_of, say
+from support import FnModel, call, calls, events_of, say
 
 from lev_nb.engine.run_warnings import WARNING_CODES
 from lev_nb.notebook import runview
@@ -90,3 +90,49 @@ def test_a_repeated_warning_is_told_once(engine: Any) -> None:
         state.warn("the same thing", "warning")
     assert [w.message for w in run.warnings].count("the same thing") == 1
     assert [e.message for e in events_of(run, "warning")].count("the same thing") == 1
+
+
+FAN_OUT = """
+[context.regions.results]
+kind = "pinned"
+max_tokens = 4000
+[context.regions.conversation]
+kind = "sliding_window"
+max_tokens = 8000
+[stages.split]
+mode = "fan_out"
+worker_stage = "worker"
+merge_stage = "merge"
+results_region = "results"
+[stages.split.transitions.merge]
+hint = "merge"
+[stages.worker]
+allow_as_worker = true
+available_tools = ["write_file", "submit_output"]
+require_output = true
+nudge = { enabled = false }
+[stages.worker.transitions]
+[stages.merge]
+nudge = { enabled = false }
+[stages.merge.transitions]
+"""
+
+
+def test_what_workers_were_told_reaches_the_parent_once(engine: Any) -> None:
+    from lev_nb.messages import ToolResultBlock
+
+    def answer(request: Any) -> Any:  # each worker: write (denied) and submit in one batch, then stop
+        answered = any(isinstance(b, ToolResultBlock) for m in request.messages for b in m.blocks())
+        if request.stage == "split" and not answered:
+            return call("fan_out", items=[{"id": "a", "context": {}}, {"id": "b", "context": {}}])
+        if request.stage == "worker" and not answered:
+            return calls(("write_file", {"path": "x.txt", "content": "x"}), ("submit_output", {"content": "done"}))
+        return say("ok")
+
+    run, _ = engine.run(FAN_OUT, FnModel(answer), interactive=False)
+    assert run.status == "complete", run.error
+    for child in run.children:
+        assert [w.code for w in child.warnings] == ["tool-denied-unattended"]
+    [told] = run.warnings
+    assert told.code == "tool-denied-unattended" and told.stage == "split"
+    assert told.message.startswith("a fan-out worker: 'write_file' was denied")

@@ -238,6 +238,12 @@ class SubAgents:
                 status=child_meta.status, error=child_meta.error,
             )
         )
+        # What a child was told changes what this run gets: the person hears it here (the same
+        # warning from many workers is told once).
+        who = "a fan-out worker" if link.kind == "worker" else f"sub-agent '{child_meta.agent_name}'"
+        for told in list(child_meta.warnings):
+            if not meta.finished:
+                state.warn(f"{who}: {told.get('message')}", str(told.get("code") or "warning"))
         if not meta.finished:
             state.rec.save()
         link.done.set()
