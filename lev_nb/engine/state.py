@@ -157,6 +157,10 @@ class RunState:
         rec = self.rec
         if rec.muted:  # a resumed run replaying its past: those warnings are on record already
             return
+        if rec.secrets:  # run.warnings reads the record in memory, which is never scrubbed on write
+            from lev_nb.secrets import redact
+
+            message = redact(message, rec.secrets)
         stage = self.stage.name if in_stage else None
         told = self.meta.warnings
         if any(w.get("code") == code and w.get("message") == message and w.get("stage") == stage for w in told):

@@ -136,3 +136,12 @@ def test_what_workers_were_told_reaches_the_parent_once(engine: Any) -> None:
     [told] = run.warnings
     assert told.code == "tool-denied-unattended" and told.stage == "split"
     assert told.message.startswith("a fan-out worker: 'write_file' was denied")
+
+
+def test_a_warning_never_shows_a_secret(engine: Any, home: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-real-key-42")
+    run, _ = engine.start(GATED, [say("x")] * 10)
+    run.wait(30)
+    run._runner.state.warn("the server said: bad key sk-ant-not-a-real-key-42", "model-fallback")
+    assert run.warnings[-1].message == "the server said: bad key [redacted]"
+    assert "sk-ant-not-a-real-key-42" not in (home / "runs" / run.run_id / "meta.json").read_text()
