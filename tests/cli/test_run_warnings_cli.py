@@ -36,14 +36,17 @@ BROKEN_VALIDATOR = "fn validate(content) {\n  let x = 1 / 0;\n  x\n}\n"  # fails
 BAD_SCHEMA = json.dumps({"type": "object", "properties": {"n": {"type": "strng"}}})
 
 
-def answer_agent(tmp_path: Path, validator: str | None = None) -> Path:
-    """An agent whose one stage must submit an answer, optionally checked by ``validator``."""
-    folder = tmp_path / ("answerer-checked" if validator is not None else "answerer")
+def answer_agent(tmp_path: Path, validator: str | None = None, schema: str | None = None) -> Path:
+    """An agent whose one stage must submit an answer, optionally checked by ``validator`` or by
+    ``schema`` (a TOML inline table)."""
+    folder = tmp_path / ("answerer-checked" if validator is not None else "answerer-schema" if schema else "answerer")
     (folder / "checks").mkdir(parents=True, exist_ok=True)
     output = ""
     if validator is not None:
         (folder / "checks" / "answer.rhai").write_text(validator, encoding="utf-8")
         output = '[stages.answer.output]\nvalidator = "checks/answer.rhai"\n'
+    if schema is not None:
+        output = f'[stages.answer.output]\nformat = "json"\nschema = {schema}\n'
     (folder / "agent.leviath").write_text(ANSWER_AGENT.replace("{output}", output), encoding="utf-8")
     return folder
 
@@ -73,6 +76,11 @@ def silent_runs(tmp_path: Path) -> dict[str, tuple[list[str], str, str]]:
              "--output-format", "json", "--output-schema", BAD_SCHEMA],
             "unchecked-answer", 'at properties.n.type: type = "strng" is not a JSON Schema type',
         ),
+        "blueprint-schema": (
+            [str(answer_agent(tmp_path, schema='{ type = "object", properties = { n = { type = "strng" } } }')),
+             "--task", "t", "--model", script(tmp_path, submit)],
+            "unchecked-answer", 'at properties.n.type: type = "strng" is not a JSON Schema type',
+        ),
         "denied": (
             [str(BLUEPRINTS / "code-fixer"), "--task", "@" + str(BLUEPRINTS / "code-fixer" / "task.txt"),
              "--model", "scripted:" + str(BLUEPRINTS / "code-fixer" / "scripted.json"),
@@ -91,7 +99,7 @@ def view_of(run_dir: Path) -> runview.RunState:
     return state
 
 
-@pytest.mark.parametrize("case", ["validator", "schema", "denied"])
+@pytest.mark.parametrize("case", ["validator", "schema", "blueprint-schema", "denied"])
 def test_a_silent_run_tells_its_warning_everywhere(case: str, tmp_path: Path, home: Path, lev: Lev) -> None:
     args, code, phrase = silent_runs(tmp_path)[case]
     out = lev("run", *args)
@@ -113,7 +121,7 @@ def test_a_silent_run_tells_its_warning_everywhere(case: str, tmp_path: Path, ho
     callout = html[html.index("<div class='lev-warnings'"):]
     assert callout.startswith("<div class='lev-warnings' role='note' style='") and "border-left:4px solid" in callout
     assert f"data-code='{code}'" in callout and "1 warning" in callout
-    assert html.index("lev-warnings") < html.index("lev-visit")  # above the stages' own lines
+    assert html.index("<div class='lev-warnings'") < html.index("<div class='lev-visit")  # above the stages' lines
     assert "⚠ 1 warning:" in runview.snapshot_text(view_of(home / "runs" / run_id))
 
 
