@@ -39,6 +39,11 @@ or --yolo let it run.
 A caller input of the blueprint is given as --<input> TEXT or @FILE; `lev validate PATH` lists
 them. A workdir that does not exist yet is created.
 
+What changes what the run produced or did (an answer accepted unchecked, a tool denied because
+nobody could approve it, a forced gate, a fallback) is told on stderr as it happens, one
+"warning" line each, and kept in meta.json `warnings`; the run ends with a summary line
+(status, stages, calls, cost, warnings). -v tells every event as it happens.
+
 Agents may start agents (spawn_agent, fan_out): --max-depth N limits how many levels of them
 may start below the run (0: none; it wins over the blueprint's [agent] max_child_depth and the
 configuration's [limits] max_child_depth, default 3). `lev ps` lists each child under its parent.

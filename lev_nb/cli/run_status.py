@@ -64,8 +64,9 @@ def summary_line(meta: dict[str, Any]) -> str:
     e.g. ``complete · 3 stages (plan → fix → check) · 7 model calls, 12 tool calls · $0.0123 ·
     2 warnings — lev show RUN_ID``."""
     history = [s for s in meta.get("stage_history") or [] if isinstance(s, str)]
-    path = " → ".join(history)
-    stages = f"{len(history)} stage{'s' if len(history) != 1 else ''}" + (f" ({one_line(path)})" if path else "")
+    path = " → ".join(history)  # every visit, in order; the count is of distinct stages
+    distinct = len(set(history))
+    stages = f"{distinct} stage{'s' if distinct != 1 else ''}" + (f" ({one_line(path)})" if path else "")
     usage = meta.get("usage")
     total = usage.get("total") if isinstance(usage, dict) else None
     calls = total.get("calls") if isinstance(total, dict) else None
