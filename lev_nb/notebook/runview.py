@@ -243,8 +243,8 @@ class RunState:
         if kind == "warning":
             code = getattr(event, "code", "warning")
             self.warnings.append(Told(code, event.message, event.stage))
-            if code in TOLD_BY_OWN_EVENT:
-                return
+            if code in TOLD_BY_OWN_EVENT or event.stage is None:
+                return  # the call-out tells it (a run's own warning belongs to no stage visit)
         visit = self._visit_for(event)
         if kind == "model_call":
             self.forming = ""

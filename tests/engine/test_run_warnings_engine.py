@@ -70,6 +70,8 @@ def test_a_seed_that_fails_is_told_before_any_stage(engine: Any) -> None:
     assert (warning.code, warning.stage) == ("seed-failed", None)
     assert warning.message == ("the seed of region 'facts' ran a command that exited with 3: "
                                "echo half; echo broken >&2; exit 3: broken")
+    state = follow(run, new_state(run))  # the view tells it above the stages, in no stage visit
+    assert [v.stage for v in state.visits] == ["work"] and [w.code for w in state.warnings] == ["seed-failed"]
 
 
 def test_the_record_keeps_what_was_told_and_every_code_is_documented(engine: Any, home: Any) -> None:
