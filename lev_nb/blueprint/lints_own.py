@@ -3,8 +3,8 @@ spec/blueprint.md §10, which :mod:`lev_nb.blueprint.lints` holds), and the note
 the user's configuration caps.
 
 - ``gate-unknown-region`` (error): a gate's ``require_regions`` names a region no layout declares.
-  The upstream does not check this list (§9.2 step 5), and such a gate can never pass: every run
-  is held, then forced through.
+  The upstream does not check this list (§9.2 step 5), and at run time a region that does not
+  exist is skipped, so the requirement silently checks nothing (most often a misspelling).
 - ``output-schema-invalid`` (error): an output ``schema`` that is not a valid JSON Schema, with
   the path inside the schema (``properties.n.type``). At run time the schema would be skipped and
   every answer accepted unchecked.
@@ -53,7 +53,7 @@ def gate_unknown_region(bp: Blueprint, env: LintEnv) -> list[Finding]:
                 out.append(Finding(
                     "gate-unknown-region", "error",
                     f"transition to '{target}': gate.require_regions names region '{region}', which no stage "
-                    "declares, so the gate can never pass (each run is held, then forced through)",
+                    "declares, so the gate never checks it (a region that does not exist is skipped at run time)",
                     name, fix,
                 ))
     return out
