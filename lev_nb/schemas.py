@@ -13,8 +13,9 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["certainly_valid", "compile_schema", "set_warm_up", "warm_up"]
+__all__ = ["certainly_valid", "compile_schema", "schema_problem", "set_warm_up", "warm_up"]
 
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 # Keywords that only annotate a schema: they never make a value invalid.
 _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
 _SIMPLE_TYPES: dict[str, Any] = {
@@ -92,8 +93,22 @@ def _compiled(schema_json: str) -> tuple[Any | None, str | None]:
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        return None, exc.message
+        where = ".".join(str(p) for p in exc.path)
+        message = exc.message
+        if exc.path and exc.path[-1] == "type" and isinstance(exc.instance, str):
+            message = f"type = \"{exc.instance}\" is not a JSON Schema type (one of {', '.join(JSON_TYPES)})"
+        return None, (f"at {where}: " if where else "") + message
     return cls(schema), None
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid JSON Schema (starting with the path inside it, as in
+    ``at properties.n.type: ...``), or None when it is."""
+    if not isinstance(schema, (dict, bool)):
+        return f"a schema is a table (an object), not {type(schema).__name__}"
+    if isinstance(schema, bool):
+        return None
+    return compile_schema(schema)[1]
 
 
 _warming = threading.Lock()

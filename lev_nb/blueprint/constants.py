@@ -94,6 +94,9 @@ SUBAGENT_TOOLS: tuple[str, ...] = (
     "spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent",
 )
 MODIFYING_TOOLS: frozenset[str] = frozenset({"write_file", "edit_file"})
+# The built-in tools that ask a person unless a table says otherwise (every other built-in is
+# allowed); the tool registry's defaults agree (tests/blueprint/test_lints_own.py checks it).
+ASK_BY_DEFAULT: frozenset[str] = frozenset({"write_file", "edit_file", "shell"})
 BLOCKING_TOOLS: frozenset[str] = frozenset(
     {"present_for_review", "ask_user_text", "ask_user_choice", "ask_user_confirm", "edit_document"}
 )

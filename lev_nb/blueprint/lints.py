@@ -1,5 +1,5 @@
 """The lint catalogue of ``lev validate`` (spec/blueprint.md §10): the 33 upstream codes and three of
-lev_nb's own, run on a valid blueprint.
+lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
 
 Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
 key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a
@@ -29,6 +29,7 @@ from lev_nb.records import record
 from . import constants as C
 from .errors import did_you_mean
 from .formats import format_typo
+from .lints_own import OWN_CHECKS, OWN_CODES, format_key_typos
 from .model import Blueprint, OutputSpec, Region, Security, Stage
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
@@ -57,6 +58,9 @@ class LintEnv:
     read_paths_grant_error: str | None = None
     read_paths_allow_blueprint: bool = False
     safe_commands_honoured: bool | None = None
+    # The policy the configuration holds a tool to ("allow" | "ask" | "deny"; None: the blueprint
+    # may set it freely); None as a whole when the configuration is unknown (permission-capped).
+    permission_ceiling: Callable[[str], str | None] | None = None
 
     @classmethod
     def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:
@@ -441,9 +445,12 @@ def x1_unknown_key(bp: Blueprint, env: LintEnv) -> list[Finding]:
     """Lenient tables load whatever they are given, as upstream does; a key nothing reads is most
     often a misspelling (``[agent] nmae``, a region's ``max_token``), so it is named, with a guess."""
     out = []
+    typos = {(tuple(where.split(".")), key) for _, where, key in format_key_typos(bp)}
     for path, key, known in _unknown_keys(bp, (), set()):
         if not path and key == "model":
             continue  # the top-level [model] table has its own finding (agent-model-block-ignored)
+        if (path, key) in typos:
+            continue  # an error of its own (output-format-key-typo)
         where = f"[{'.'.join(path)}]" if path else "the top level"
         hint = did_you_mean(key, [k for k in known if k != "name" or path == ("agent",)])
         stage = path[1] if len(path) > 1 and path[0] == "stages" else None
@@ -494,6 +501,7 @@ AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
     a11_holds_under_yolo, a12_unreachable_stage, a13_cycle_without_max_revisits, a14_a15_output,
     a16_dead_end_possible, a17_compact_summarizes_deliverable, a18_required_region_unenforceable,
     a19_unbounded_percentage_budget, x1_unknown_key, x2_output_format_typo, x3_taint_tracking_unsupported,
+    *OWN_CHECKS,
 ]
 
 
@@ -661,4 +669,5 @@ ALL_CODES: tuple[str, ...] = (
     "output-shape-not-required", "output-stage-can-modify", "fanout-no-escape",
     # lev_nb's own (not upstream codes): see x1_unknown_key, x2_output_format_typo and x3
     "unknown-key", "output-format-typo", "taint-tracking-unsupported",
+    *OWN_CODES,  # lints_own: what cannot work as written, and permission-capped
 )

@@ -39,6 +39,11 @@ or --yolo let it run.
 A caller input of the blueprint is given as --<input> TEXT or @FILE; `lev validate PATH` lists
 them. A workdir that does not exist yet is created.
 
+What changes what the run produced or did (an answer accepted unchecked, a tool denied because
+nobody could approve it, a forced gate, a fallback) is told on stderr as it happens, one
+"warning" line each, and kept in meta.json `warnings`; the run ends with a summary line
+(status, stages, calls, cost, warnings). -v tells every event as it happens.
+
 Agents may start agents (spawn_agent, fan_out): --max-depth N limits how many levels of them
 may start below the run (0: none; it wins over the blueprint's [agent] max_child_depth and the
 configuration's [limits] max_child_depth, default 3). `lev ps` lists each child under its parent.
@@ -100,9 +105,10 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                           f"at most {MAX_COUNT} unless --workers is given)")
     run.add_argument("--json", action="store_true",
                      help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
-    run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress line and no summary on stderr (warnings are still told)")
     run.add_argument("-v", "--verbose", action="store_true",
-                     help="tell every event on stderr as it happens, as `lev log` does")
+                     help="tell every event on stderr as it happens, one sentence a line, as `lev log` tells them")
     run.add_argument("--workers", type=int, default=None, metavar="K",
                      help="run the --count copies across K worker processes (lev_nb.run_many); prints one id a line")
     for action in run._actions:
@@ -185,9 +191,10 @@ def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     resume.add_argument("-m", "--model", default=None,
                         help="use this model spec instead of the one the run was started with")
     resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
-    resume.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    resume.add_argument("--quiet", action="store_true",
+                        help="no progress line and no summary on stderr (warnings are still told)")
     resume.add_argument("-v", "--verbose", action="store_true",
-                        help="tell every event on stderr as it happens, as `lev log` does")
+                        help="tell every event on stderr as it happens, one sentence a line, as `lev log` tells them")
     resume.add_argument("--unattended", action="store_true",
                         help="do not ask at this terminal (as lev run --unattended)")
     resume.set_defaults(func=cmd_resume)
@@ -447,7 +454,9 @@ def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
     for run in runs:
         _wait_quietly(run)
         if not args.quiet:
-            print(f"lev run: {run.run_id} ended {status_text(run.meta)}", file=sys.stderr)
+            told = len(run.warnings)
+            warned = f" ({told} warning{'s' if told != 1 else ''} — lev show {run.run_id})" if told else ""
+            print(f"lev run: {run.run_id} ended {status_text(run.meta)}{warned}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.run_id for r in runs]))
     else:
@@ -470,15 +479,17 @@ def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
     """Wait for ``run`` with the progress line, report how it ended; returns the exit status.
     A ``resumed`` run's progress starts where it resumes (its earlier events are its past)."""
     from lev_nb.cli.interaction_commands import TerminalPrompter
-    from lev_nb.cli.progress import ProgressLine
-    from lev_nb.cli.run_status import status_text
+    from lev_nb.cli.progress import ProgressLine, Teller
+    from lev_nb.cli.run_status import status_text, summary_line
 
     prog = f"lev {getattr(args, 'command', None) or 'run'}"
     verbose = bool(getattr(args, "verbose", False))
-    progress = None if args.quiet and not verbose else ProgressLine(sys.stderr, verbose=verbose)
-    if progress is not None:
-        count = (run.meta.get("resumed") or {}).get("count", 0)
-        run.subscribe(_from_resume(progress, count) if resumed else progress)
+    # -v tells every event, which the progress line would only repeat.
+    progress = None if args.quiet or verbose else ProgressLine(sys.stderr)
+    teller = Teller(sys.stderr, prog, progress, verbose=verbose)
+    count = (run.meta.get("resumed") or {}).get("count", 0)
+    for follower in ([progress] if progress is not None else []) + [teller]:
+        run.subscribe(_from_resume(follower, count) if resumed else follower)
     prompter = TerminalPrompter(run, sys.stdin, sys.stderr, progress) if run.interactive else None
     while True:
         # A short timed wait, not one long one: a Ctrl-C that the kernel hands to another thread
@@ -496,6 +507,8 @@ def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
         print(json.dumps(run.meta, indent=2))
     else:
         print(run.run_id)
+    if not args.quiet:  # the summary first: how the run ended, in full, is the last word
+        print(f"{prog}: {summary_line(run.meta)}", file=sys.stderr)
     status = 0
     if run.status == "paused":
         print(f"{prog}: the run {run.pause_reason}", file=sys.stderr)

@@ -15,7 +15,7 @@ from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 from lev_nb.store.listing import ABANDONED_AFTER_S, RunEntry, abandoned, owner_gone, scan_runs
 
-__all__ = ["status_text", "print_ps", "one_line", "cost_text", "ABANDONED_AFTER_S"]
+__all__ = ["status_text", "summary_line", "print_ps", "one_line", "cost_text", "ABANDONED_AFTER_S"]
 
 RECENT_FINISHED = 20
 CHILD_ROWS = 10  # children shown under one run (all of them with --all)
@@ -60,6 +60,31 @@ def status_text(meta: dict[str, Any]) -> str:
     return text
 
 
+def summary_line(meta: dict[str, Any]) -> str:
+    """The line ``lev run`` ends with: status, stages, calls, cost, and the warnings to look at,
+    e.g. ``complete · 3 stages (plan → fix → check) · 7 model calls, 12 tool calls · $0.0123 ·
+    2 warnings — lev show RUN_ID``."""
+    history = [s for s in meta.get("stage_history") or [] if isinstance(s, str)]
+    path = " → ".join(history)  # every visit, in order; the count is of distinct stages
+    distinct = len(set(history))
+    stages = f"{distinct} stage{'s' if distinct != 1 else ''}" + (f" ({one_line(path)})" if path else "")
+    usage = meta.get("usage")
+    total = usage.get("total") if isinstance(usage, dict) else None
+    calls = total.get("calls") if isinstance(total, dict) else None
+    if not isinstance(calls, int):
+        calls = meta.get("iteration") or 0
+    tools = meta.get("tool_calls") or 0
+    parts = [str(meta.get("status", "?")), stages,
+             f"{calls} model call{'s' if calls != 1 else ''}, {tools} tool call{'s' if tools != 1 else ''}",
+             cost_text({"cost_usd": meta.get("cost_usd"), "tokens": total_tokens(meta)})]
+    warnings = meta.get("warnings")
+    told = len(warnings) if isinstance(warnings, list) else 0
+    line = " · ".join(parts)
+    if told:
+        line += f" · {told} warning{'s' if told != 1 else ''} — lev show {meta.get('run_id', '?')}"
+    return line
+
+
 FOLD_LINE = ("{count} abandoned {runs} (their process is gone): lev ps --all lists them; "
              "lev resume RUN_ID continues one")
 
@@ -91,11 +116,12 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     if not rows:
         print(fold or "no runs yet; start one with `lev run PATH --task ...`")
         return
-    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "UPDATED")
+    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "WARN", "UPDATED")
     table = [header] + [
         (r["indent"] + r["run_id"], r["agent_name"], one_line(r["status_text"]),
-         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r), r["updated_at"])
-        if "more" not in r else (r["indent"] + r["more"], "", "", "", "", "", "", "")
+         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r),
+         str(r["warnings"]) if r["warnings"] else "-", r["updated_at"])
+        if "more" not in r else (r["indent"] + r["more"], "", "", "", "", "", "", "", "")
         for r in rows
     ]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
@@ -213,4 +239,5 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "has_final_output": bool(meta.get("final_output")),
         "parent_run_id": meta.get("parent_run_id"),
         "waiting_on": meta.get("waiting_on"),
+        "warnings": len(told) if isinstance(told := meta.get("warnings"), list) else 0,
     }

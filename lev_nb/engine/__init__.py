@@ -34,6 +34,7 @@ Recording it
     journal.py      ``Journal``: each model call, tool result and seed journaled before it is used,
                     and replayed when a run is resumed
     events.py       the typed events; eventlog.py: the live log readers follow
+    run_warnings.py what a run tells the person (RunState.warn): the codes and ``RunWarning``
     webhook.py      the completion POST; artifacts.py: reading workdir files in windows
     views.py        the slots the notebook layer fills with displays
 """

@@ -16,6 +16,44 @@ from lev_nb.engine.events import Event
 from lev_nb.errors import CALLEE_ERRORS
 
 
+class _InOrder:
+    """A subscriber being replayed the past: live events that arrive meanwhile are held and given
+    to ``callback`` after the replay, so it sees every event once, in order."""
+
+    def __init__(self, callback: Callable[[Event], None]) -> None:
+        self.callback = callback
+        self._lock = threading.Lock()
+        self._held: list[Event] | None = []  # None once the replay has caught up
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(event)
+                return
+        self.callback(event)
+
+    def replay(self, past: list[Event]) -> None:
+        """Give ``past`` to the callback, then whatever arrived meanwhile, then go live."""
+        for event in past:
+            _call(self.callback, event)
+        while True:
+            with self._lock:
+                held = self._held or []
+                if not held:
+                    self._held = None  # caught up: live from now on
+                    return
+                self._held = []
+            for event in held:
+                _call(self.callback, event)
+
+
+def _call(callback: Callable[[Event], None], event: Event) -> None:
+    try:
+        callback(event)
+    except CALLEE_ERRORS:  # a broken view must never break the run
+        pass
+
+
 class EventLog:
     """Events of one run, in order; closed when the run ends."""
 
@@ -45,18 +83,25 @@ class EventLog:
             self._wake()
 
     def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
-        """Call ``callback(event)`` for every future event (and, with ``replay``, past ones)."""
+        """Call ``callback(event)`` for every future event (and, with ``replay``, past ones first).
+
+        Every event reaches ``callback`` once and in order, even while the run goes on during the
+        replay (the past is replayed on this thread while the engine thread appends): an event
+        appended meanwhile waits until the replay has caught up."""
+        if not replay:
+            with self._cond:
+                self._subscribers.append(callback)
+            return
+        ordered = _InOrder(callback)
         with self._cond:
-            past = list(self._events) if replay else []
-            self._subscribers.append(callback)
-        for event in past:
-            callback(event)
+            past = list(self._events)
+            self._subscribers.append(ordered)
+        ordered.replay(past)
 
     def unsubscribe(self, callback: Callable[[Event], None]) -> None:
         """Stop calling ``callback``."""
         with self._cond:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
+            self._subscribers = [s for s in self._subscribers if s is not callback and getattr(s, "callback", None) is not callback]
 
     @property
     def closed(self) -> bool:

@@ -264,10 +264,13 @@ class StageError(Event):
 
 @record(eq=False)
 class Warning_(Event):
-    """Something went wrong that the run survives (a broken validator, a skipped compaction)."""
+    """Something the person must hear of: the run survived it, but it changed what the run
+    produced or did (an answer accepted unchecked, a tool denied, a gate forced). ``code`` is one
+    of :data:`lev_nb.engine.run_warnings.WARNING_CODES`; RunState.warn is the one emitter."""
 
     kind: ClassVar[str] = "warning"
     message: str
+    code: str = "warning"
 
 
 @record(eq=False)

@@ -96,6 +96,15 @@ class Run:
                 "children": usage.get("children") or {}}
 
     @property
+    def warnings(self) -> list[Any]:
+        """What the run told the person, in order: a ``RunWarning`` each (``code``, ``message``,
+        ``stage``, ``at``), as meta.json ``warnings`` keeps them; the codes are listed in
+        :mod:`lev_nb.engine.run_warnings`."""
+        from lev_nb.engine.run_warnings import RunWarning
+
+        return [RunWarning.from_dict(w) for w in list(self._runner.meta.warnings)]
+
+    @property
     def children(self) -> list[Run]:
         """The runs this run started, in start order: sub-agents (``spawn_agent``) and fan-out
         workers, each a live Run handle (``status``, ``result``, ``wait()``, ``widget()``, its own

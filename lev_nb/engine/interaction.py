@@ -400,7 +400,8 @@ class InteractionHub:
             count = len(self._messages)
             self.state.warn(
                 f"{count} message{'s' if count != 1 else ''} never reached the model: the run ended "
-                "before a stage that accepts messages"
+                "before a stage that accepts messages",
+                "message-undelivered",
             )
             self._messages = []
 
@@ -436,12 +437,12 @@ class InteractionHub:
                     scope=entry.get("scope"), decline=bool(entry.get("decline")), source="inbox",
                 )
             except InteractionError as exc:
-                state.warn(f"an answer left in the run's inbox was not taken: {exc}")
+                state.warn(f"an answer left in the run's inbox was not taken: {exc}", "inbox-unreadable")
             return
         if kind == "cancel" and self.on_cancel is not None:
             self.on_cancel(str(entry.get("by") or "another process"))
             return
-        state.warn(f"the run's inbox held something it cannot read: {entry}")
+        state.warn(f"the run's inbox held something it cannot read: {entry}", "inbox-unreadable")
 
     def new_id(self, prefix: str, key: str) -> str:
         """A request id unique in the run's tree: ``<prefix>-<key>`` (``-2``, ``-3`` ... if taken,
@@ -619,7 +620,8 @@ class InteractionHub:
         answer = self.replayed(request)
         if answer is None:
             if not self.interactive:
-                self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer")
+                self.state.warn(f"'{call.name}' asked a person, and this run has nobody to ask: it got no answer",
+                               "question-unanswered")
                 return self._no_answer(request)
             answer = await self.ask(request)
         if answer.outcome == "declined":

@@ -399,7 +399,7 @@ class Runner:
                 self._ending = Ending("paused", str(exc))
                 self.state.meta.needs_setup = {"blocker": exc.blocker, "remedy": exc.remedy, "reason": str(exc)}
             except CALLEE_ERRORS as exc:  # a bug, or a callee's SystemExit: still a readable record
-                self.state.warn(traceback.format_exc())
+                self.state.warn(traceback.format_exc(), "internal-error")
                 self._ending = Ending("error", f"internal error: {type(exc).__name__}: {exc}")
             self._cancellable = False
             # Sub-agents still running end with this run (and their own children with them).
@@ -439,7 +439,7 @@ class Runner:
                 max_delay_ms=policy.max_delay_ms, timeout_secs=policy.timeout_secs)
         except CALLEE_ERRORS as exc:  # a delivery never breaks the run's clean-up
             self.webhook_error = str(exc)
-            self.state.warn(f"{FAILURE_PREFIX}: {exc}")
+            self.state.warn(f"{FAILURE_PREFIX}: {exc}", "webhook-failed")
 
     async def _start(self) -> None:
         state = self.state
@@ -455,7 +455,7 @@ class Runner:
                 replayed_model_calls=state.journal.model_calls, replayed_tool_calls=state.journal.tool_results,
             ))
             for note in self.resumption.notes:
-                state.warn(note)
+                state.warn(note, "resume-changed", in_stage=False)
             # What the journal replays is on record already: nothing is written again until the
             # run goes live (Journal calls _went_live).
             state.rec.muted = state.journal.replaying
@@ -467,7 +467,7 @@ class Runner:
         if self._script_error is not None:
             raise RunFailure(self._script_error)
         if self._workdir_given and not state.workdir.exists():
-            state.warn(f"the working directory '{state.workdir}' did not exist, so the run created it")
+            state.warn(f"the working directory '{state.workdir}' did not exist, so the run created it", in_stage=False)
         try:
             state.workdir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -514,7 +514,7 @@ class Runner:
             except asyncio.CancelledError:
                 status, error = "cancelled", None
             except CALLEE_ERRORS as exc:  # a bug in lev_nb must still leave a readable record
-                self.state.warn(traceback.format_exc())
+                self.state.warn(traceback.format_exc(), "internal-error")
                 status, error = "error", f"internal error: {type(exc).__name__}: {exc}"
         self._record_end(status, error)
 
@@ -522,6 +522,9 @@ class Runner:
         state = self.state
         meta, flags = state.meta, state.meta.flags
         meta.status = status
+        refused = state.rejection_summary() if state.final_output is None else ""
+        if status == "error" and error is not None and refused and refused not in error:
+            error = f"{error} ({refused})"  # why there is no answer, whatever ended the run
         if error is not None:
             meta.error = error
         flags.produced_output = state.final_output is not None
@@ -582,7 +585,7 @@ class Runner:
         try:
             self.on_complete(self.handle)
         except CALLEE_ERRORS as exc:
-            self.state.warn(f"on_complete callback failed: {exc!r}")
+            self.state.warn(f"on_complete callback failed: {exc!r}", "script-failed")
 
     # ------------------------------------------------------------------ the loop
     async def _loop(self) -> Ending:

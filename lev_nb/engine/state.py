@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb.engine import events as ev
+from lev_nb.engine.run_warnings import DEFAULT_CODE
 from lev_nb.records import record
+from lev_nb.store.meta import utc_now
 
 T = TypeVar("T")
+
+MAX_WARNINGS = 100  # kept in meta.json; a run that warns more is broken, and its events say the rest
 
 if TYPE_CHECKING:
     from lev_nb.engine.context.run_context import RunContext
@@ -108,7 +112,7 @@ class RunState:
     and its ``on_stage_enter`` hook has not fired yet). ``interaction`` is the run's
     :class:`~lev_nb.engine.interaction.InteractionHub` (set by the runner). ``journal`` records
     (and, for a resumed run, replays) what the run acts on; ``usage`` is its token and cost book,
-    its child runs' included.
+    its child runs' included; ``rejections`` and ``last_rejection`` count the refused answers.
     """
 
     plan: RunPlan
@@ -131,10 +135,43 @@ class RunState:
     interaction: Any = None  # the run's InteractionHub (lev_nb.engine.interaction): requests to a person
     journal: Journal | None = None  # what a resume replays (a root run's; worker runs keep none)
     usage: UsageBook = field(default_factory=lambda: _usage_book())
+    rejections: int = 0  # submit_output calls refused so far
+    last_rejection: tuple[str, str] | None = None  # (which check refused it, why) of the latest
 
-    def warn(self, message: str) -> None:
-        """Emit a ``warning`` event in the current stage."""
-        self.rec.emit(ev.Warning_(self.run_id, self.stage.name, message=message))
+    def rejection_summary(self) -> str:
+        """How the run's answers were refused, for the error of a run that ends without one:
+        how many times, the last reason, and which check gave it ("" when none was refused)."""
+        if not self.rejections or self.last_rejection is None:
+            return ""
+        by, reason = self.last_rejection
+        times = "once" if self.rejections == 1 else f"{self.rejections} times"
+        return (f"submit_output was called and refused {times}; the last answer was rejected by {by}: "
+                f"{' '.join(reason.split())[:300]}")
+
+    def warn(self, message: str, code: str = DEFAULT_CODE, *, in_stage: bool = True) -> None:
+        """Tell the person something that changes what the run produced or did (the one door:
+        :mod:`lev_nb.engine.run_warnings` lists the codes). Kept once in meta.json ``warnings``
+        (a repeat of the same code, message and stage is not told again) and emitted as a
+        ``warning`` event, which ``lev run`` prints on stderr and the run view shows as a call-out.
+        ``in_stage`` False: it belongs to the run, not to the current stage (before any stage)."""
+        rec = self.rec
+        if rec.muted:  # a resumed run replaying its past: those warnings are on record already
+            return
+        if rec.secrets:  # run.warnings reads the record in memory, which is never scrubbed on write
+            from lev_nb.secrets import redact
+
+            message = redact(message, rec.secrets)
+        stage = self.stage.name if in_stage else None
+        told = self.meta.warnings
+        if any(w.get("code") == code and w.get("message") == message and w.get("stage") == stage for w in told):
+            return
+        if len(told) < MAX_WARNINGS:
+            told.append({"code": code, "message": message, "stage": stage, "at": utc_now()})
+        elif len(told) == MAX_WARNINGS:
+            told.append({"code": DEFAULT_CODE, "stage": None, "at": utc_now(),
+                         "message": f"more than {MAX_WARNINGS} warnings: the later ones are only in events.jsonl"})
+        rec.emit(ev.Warning_(self.run_id, stage, message=message, code=code))
+        rec.save(force=True)
 
     async def in_context(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, a write into the context: on a worker thread when the run has

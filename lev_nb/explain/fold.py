@@ -3,7 +3,8 @@ the children, the answer and the error (no drawing, no widget code, no threads).
 
 :class:`RunState` follows a run event by event: the header facts (agent, run id, status, task,
 elapsed time, model calls, tool calls, tokens), the stages of the blueprint with the visited ones
-and the current one, an honest progress fraction, the events of each stage visit as sentences
+and the current one, an honest progress fraction, the warnings the run told, the events of each
+stage visit as sentences
 (:mod:`lev_nb.explain.story`) with the transcript apart, the final output and the error. The
 notebook's run view draws it (:mod:`lev_nb.notebook.runview`); ``lev show`` tells it as text
 (:mod:`lev_nb.explain.show`).
@@ -21,9 +22,12 @@ from lev_nb.explain.story import Line, gate_blocked_text, nudge_text, sentence
 from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 
-__all__ = ["RunState", "Visit", "Child", "FinalOutput", "RUNNING_CAP"]
+__all__ = ["RunState", "Visit", "Child", "FinalOutput", "Told", "RUNNING_CAP"]
 
 RUNNING_CAP = 0.95  # progress never reaches 1 while the run goes on
+# Warnings whose event of their own already tells them in the stage's lines (only the call-out
+# above the stages repeats them).
+TOLD_BY_OWN_EVENT = frozenset({"gate-forced", "model-fallback"})
 
 
 @record(frozen=False)
@@ -57,6 +61,15 @@ class Child:
     task: str = ""
     status: str = "running"
     error: str | None = None
+
+
+@record
+class Told:
+    """A warning the run told: its ``code``, ``message`` and ``stage`` (None: before any stage)."""
+
+    code: str
+    message: str
+    stage: str | None
 
 
 @record(frozen=False)
@@ -101,6 +114,7 @@ class RunState:
         self.seen = 0
         self.children: dict[str, Child] = {}  # run id -> the child run, in start order
         self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
+        self.warnings: list[Told] = []  # what the run told the person, in order
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
 
     # -- folding events ----------------------------------------------------------------------
@@ -155,6 +169,11 @@ class RunState:
             if child is not None:
                 child.status, child.error = event.status, event.error
             return  # the children list shows it
+        if kind == "warning":
+            code = getattr(event, "code", "warning")
+            self.warnings.append(Told(code, event.message, event.stage))
+            if code in TOLD_BY_OWN_EVENT or event.stage is None:
+                return  # the call-out tells it (a run's own warning belongs to no stage visit)
         visit = self._visit_for(event)
         if kind == "model_call":
             self.forming = ""

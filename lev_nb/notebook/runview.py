@@ -1,5 +1,7 @@
 """What the run view shows, and how: a run's story (:class:`lev_nb.explain.fold.RunState`, folded
-from its events) drawn as HTML and text. The ``*_html`` functions draw it with JupyterLab's CSS
+from its events) drawn as HTML and text. The warnings the run told are a call-out above the stages,
+drawn with inline styles so it shows even where a notebook's ``<style>`` is dropped (an untrusted
+saved notebook). The ``*_html`` functions draw it with JupyterLab's CSS
 variables (so it reads in light and dark themes, with plain fallbacks for viewers without them);
 the live widget shows the same parts, and :func:`snapshot_html` / :func:`snapshot_text` are the static views a saved
 notebook, nbconvert or GitHub show.
@@ -11,10 +13,12 @@ import html
 import json
 from typing import Any
 
-from lev_nb.explain.fold import Child, RunState, Visit, told
+from lev_nb.explain.fold import Child, RunState, Told, Visit, told
 from lev_nb.explain.story import clip, first_line, format_count, format_elapsed, plural
 
-__all__ = ["RunState", "Visit", "Child", "snapshot_html", "snapshot_text", "STYLE"]
+__all__ = ["RunState", "Visit", "Child", "Told", "snapshot_html", "snapshot_text", "warnings_html", "STYLE"]
+
+WARNING_COLOUR = "#ef6c00"
 
 FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run goes on
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
@@ -150,6 +154,28 @@ def _said(text: str, collapsed: bool = False) -> str:
     return (
         f"<div class='lev-said'>{_e(cut)}…</div>"
         f"<details class='lev-more'><summary>show more</summary><div class='lev-said'>{_e(text)}</div></details>"
+    )
+
+
+def warnings_html(state: RunState) -> str:
+    """The warnings the run told, as one call-out: each one line, with its stage and code. Inline
+    styles only, so it shows where the view's ``<style>`` block does not (an untrusted notebook)."""
+    if not state.warnings:
+        return ""
+    n = len(state.warnings)
+    items = []
+    for told_one in state.warnings:
+        where = (f"<span style='font-weight:600;margin-right:.4em'>{_e(told_one.stage)}</span>"
+                 if told_one.stage else "")
+        items.append(
+            f"<li data-code='{_e(told_one.code)}' style='margin:.1em 0'>{where}{_e(clip(told_one.message, 400))} "
+            f"<span style='opacity:.7;font-size:.85em;font-family:monospace'>{_e(told_one.code)}</span></li>"
+        )
+    return (
+        f"<div class='lev-warnings' role='note' style='margin:.5em 0;padding:.35em .7em;"
+        f"border-left:4px solid {WARNING_COLOUR};background-color:rgba(239,108,0,.10);text-align:left'>"
+        f"<div style='font-weight:700;color:{WARNING_COLOUR}'>⚠ {plural(n, 'warning')}</div>"
+        f"<ul style='margin:.15em 0 0;padding-left:1.2em'>{''.join(items)}</ul></div>"
     )
 
 
@@ -300,7 +326,7 @@ def forming_html(state: RunState) -> str:
 
 def snapshot_html(state: RunState, now: float | None = None) -> str:
     """The whole view as one static HTML block (what a saved notebook keeps)."""
-    parts = [header_html(state, now), progress_html(state)]
+    parts = [header_html(state, now), progress_html(state), warnings_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
     parts += [children_html(state), output_html(state), error_html(state)]
@@ -320,6 +346,9 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
     )
     if state.visits:
         lines.append("path: " + " → ".join(v.stage for v in state.visits))
+    if state.warnings:
+        lines.append(f"⚠ {plural(len(state.warnings), 'warning')}:")
+        lines.extend(f"  {'[' + w.stage + '] ' if w.stage else ''}{clip(w.message, 300)} ({w.code})" for w in state.warnings)
     for visit in state.visits:
         number = f" (visit {visit.number})" if visit.number > 1 else ""
         lines.append(f"{visit.stage}{number}: {plural(visit.turns, 'turn')}, {plural(visit.tool_calls, 'tool call')}")

@@ -103,7 +103,8 @@ class RunWidget(_VBox):
     """A live view of a :class:`~lev_nb.engine.handle.Run` (requires ipywidgets).
 
     ``stages`` names the blueprint's stages for the strip (by default they come from the run's
-    blueprint). Child widgets: ``header``, ``progress``, ``requests`` (a VBox, one
+    blueprint). Child widgets: ``header``, ``progress``, ``warnings`` (the call-out of what the run
+    told), ``requests`` (a VBox, one
     :class:`~lev_nb.notebook.requests.RequestForm` per pending request), ``visits`` (a VBox, one
     HTML per stage visit), ``kids`` (a VBox: a heading, then one row per child run, up to
     runview.CHILD_ROWS: ``kid_rows[run_id]`` is ``(row HTML, show Button, holder VBox)``),
@@ -123,6 +124,7 @@ class RunWidget(_VBox):
         self._published = False
         self.header = _widgets.HTML()
         self.progress = _widgets.HTML()
+        self.warnings = _widgets.HTML()
         self.visits = _widgets.VBox()
         self.kids = _widgets.VBox()
         self.kid_rows: dict[str, tuple[Any, Any, Any]] = {}
@@ -134,7 +136,8 @@ class RunWidget(_VBox):
         self.requests = _widgets.VBox()
         self._forms: dict[str, Any] = {}
         super().__init__(
-            children=[self.header, self.progress, self.requests, self.visits, self.kids, self.output, self.error]
+            children=[self.header, self.progress, self.warnings, self.requests, self.visits, self.kids, self.output,
+                      self.error]
         )
         self.add_class("lev-run-widget")
         with self._lock:
@@ -204,6 +207,7 @@ class RunWidget(_VBox):
         self._last_draw = time.monotonic()
         self.header.value = runview.STYLE + _part(runview.header_html(state))
         self.progress.value = _part(runview.progress_html(state))
+        self.warnings.value = _part(runview.warnings_html(state))
         parts = list(self.visits.children)
         while len(parts) < len(state.visits):
             parts.append(_widgets.HTML())

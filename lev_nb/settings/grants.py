@@ -165,6 +165,7 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
         return env
     changes: dict[str, object] = {
         "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
+        "permission_ceiling": _ceiling(bp.agent.name, settings),
     }
     declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
     try:
@@ -176,6 +177,27 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
         changes["read_path_granted"] = lambda entry: verdicts.get(entry, False)
         changes["read_paths_allow_blueprint"] = report.allow_blueprint
     return dataclasses.replace(env, **changes)  # type: ignore[arg-type]
+
+
+def _ceiling(agent: str, settings: Settings) -> Callable[[str], str | None]:
+    """tool -> the policy the configuration holds ``agent``'s blueprint to for it: its
+    ``[tool_permissions]`` entry, else the built-in default; None when the blueprint's own word
+    counts (``[security] allow_blueprint_permissions``) or the tool is not a built-in one."""
+    from lev_nb.blueprint.constants import POLICIES, tool_spellings
+    from lev_nb.blueprint.lints_own import default_policy
+
+    table = {k.lower(): str(v).lower() for k, v in settings.tool_ceiling(agent).items()}
+    loosen = settings.security.allow_blueprint_permissions
+
+    def ceiling(tool: str) -> str | None:
+        if loosen:
+            return None
+        for spelling in tool_spellings(tool.lower()):
+            if table.get(spelling) in POLICIES:
+                return table[spelling]
+        return default_policy(tool)
+
+    return ceiling
 
 
 def configured_lint_env(bp: Blueprint) -> LintEnv:

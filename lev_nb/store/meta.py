@@ -135,6 +135,8 @@ class RunMeta:
     pending: list[dict[str, Any]] = field(default_factory=list)
     # Set once the run has been resumed: {count, at: [timestamps], from: [status it was resumed from]}.
     resumed: dict[str, Any] | None = None
+    # What the run told the person, in order: {code, message, stage, at} (lev_nb.engine.run_warnings).
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -153,7 +155,7 @@ class RunMeta:
 
     def to_dict(self, shared: bool = False) -> dict[str, Any]:
         """meta.json as a new dict: upstream field names in the upstream order, plus child_runs,
-        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending and resumed.
+        stage_history, cost_usd, usage, needs_setup, the launch permissions, pending, resumed and warnings.
         ``shared`` leaves ``usage`` shared with the record, for a caller that only encodes the dict
         at once (the recorder, on every save)."""
         return {
@@ -196,4 +198,5 @@ class RunMeta:
             "allowed_tools": list(self.allowed_tools),
             "pending": copy.deepcopy(self.pending),
             "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
+            "warnings": [dict(w) for w in self.warnings],
         }

@@ -21,7 +21,8 @@ from lev_nb.messages import ToolCall
 from lev_nb.records import record
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
-__all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text"]
+__all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text",
+           "denied_unattended"]
 
 # Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
 # It answers True (run it), False (the person declined) or a ``[denied] ...`` text to return instead.
@@ -82,13 +83,21 @@ def denied_text(name: str) -> str:
     return f"[denied] Tool '{name}' is not permitted."
 
 
+NOBODY_TO_ASK = "needs a person's approval and this run has nobody to ask"
+
+
 def needs_approval_text(name: str) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
     return (
-        f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; to let it "
+        f"[denied] Tool '{name}' {NOBODY_TO_ASK}; to let it "
         f"run unattended, start the run with --allow {name} (allow=[\"{name}\"] in Python) or --yolo, "
         f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
     )
+
+
+def denied_unattended(result: str) -> bool:
+    """Whether a tool result is the denial of an ``ask`` tool that nobody could approve."""
+    return result.startswith("[denied] Tool '") and NOBODY_TO_ASK in result
 
 
 def declined_text(name: str) -> str:

@@ -41,6 +41,10 @@ def _env_for(bp, spec: dict[str, str]) -> LintEnv:
         changes["read_path_granted"] = lambda entry: False
     if "read_paths_grant_error" in spec:
         changes["read_paths_grant_error"] = spec["read_paths_grant_error"]
+    if spec.get("permissions") == "default":  # the configuration says nothing: the built-in defaults cap
+        from lev_nb.blueprint.lints_own import default_policy
+
+        changes["permission_ceiling"] = default_policy
     return LintEnv(**{**env.__dict__, **changes})
 
 
@@ -60,7 +64,7 @@ def test_every_lint_code_has_a_fixture_or_a_direct_test() -> None:
         covered |= {code for code, _, _ in _header(folder / "agent.leviath")[0]}
     covered.add("output-missing-submit-tool")  # unreachable through validate; see the direct test below
     assert covered == set(ALL_CODES)
-    assert len(ALL_CODES) == 36
+    assert len(ALL_CODES) == 40
 
 
 def test_output_missing_submit_tool_on_a_blueprint_that_skipped_the_hard_checks() -> None:

@@ -29,7 +29,8 @@ def test_bundled_agent_lints_as_upstream(name: str) -> None:
     count, model, notes = EXPECTED[name]
     report = validate(UPSTREAM / name, deny_warnings=False)
     assert report.valid and report.errors == 0
-    codes = Counter(report.codes)
+    # permission-capped notes depend on the configuration (lev_nb's own; tested in test_lints_own).
+    codes = Counter(c for c in report.codes if c != "permission-capped")
     assert codes == Counter({"unbounded-percentage-budget": count, **{code: 1 for code in notes}})
     for finding in report.by_code("unbounded-percentage-budget"):
         assert f" on {model} (" in finding.message and finding.stage is None

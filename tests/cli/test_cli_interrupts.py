@@ -134,6 +134,7 @@ def test_ctrl_c_while_the_run_starts_cancels_it(tmp_path: Path, times: int) -> N
     record = the_record(tmp_path)
     assert out.strip() == record["run_id"]
     assert err.splitlines() == ["lev run: cancelling the run (Ctrl-C again does not stop it sooner)",
+                                "lev run: cancelled · 0 stages · 0 model calls, 0 tool calls · $0.0000",
                                 "lev run: the run ended cancelled"]
     assert record["status"] == "cancelled" and record["stage_history"] == []
 

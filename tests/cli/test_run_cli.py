@@ -85,12 +85,15 @@ def test_run_prints_the_run_id_and_writes_the_record(tmp_path: Path, agent: Path
     assert (work / "out.txt").read_text() == "hi"
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_progress_goes_to_stderr_one_line_per_step(tmp_path: Path, agent: Path, lev: Lev) -> None:
     out = lev("run", str(agent), "--task", "t", "--model", script(tmp_path, HAPPY))
     lines = out.stderr.splitlines()
-    assert lines == ["stage work", "stage report", "complete"]
+    assert lines == ["stage work", "stage report", "complete",
+                     "lev run: complete · 2 stages (work → report) · 4 model calls, 2 tool calls · $0.0000"]
 
 
+@pytest.mark.usefixtures("blueprint_permissions")
 def test_quiet_run_prints_nothing_on_stderr(tmp_path: Path, agent: Path, lev: Lev) -> None:
     out = lev("run", str(agent), "--task", "t", "--quiet", "--model", script(tmp_path, HAPPY))
     assert out.returncode == 0 and out.stderr == ""

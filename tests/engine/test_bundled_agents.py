@@ -31,7 +31,10 @@ TASK_FILES = {"triage": "reports.txt"}
 def test_validates_with_no_findings(name: str) -> None:
     report = lev_nb.validate(BLUEPRINTS / name)
     assert report.valid
-    assert report.findings == [], [f.code for f in report.findings]
+    # The one note a default configuration gives: a file tool the blueprint allows still asks here.
+    capped = [f for f in report.findings if f.code == "permission-capped"]
+    assert all(f.severity == "note" for f in capped)
+    assert [f for f in report.findings if f not in capped] == [], [f.code for f in report.findings]
 
 
 @pytest.mark.parametrize("name", AGENTS)

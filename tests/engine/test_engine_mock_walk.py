@@ -55,8 +55,11 @@ def test_mock_model_walks_the_blueprint_to_its_end(manifest: Path, home: Path, w
 @pytest.mark.parametrize("name", sorted(p.parent.name for p in BLUEPRINTS.glob("*/agent.leviath")))
 def test_a_dry_run_of_a_bundled_agent_reads_as_a_healthy_run(name: str, home: Path, workdir: Path):
     # The mock does what each stage asks for (required regions, gated regions, a file change, the
-    # answer), so no gate blocks or is forced, nothing is nudged and nothing warns.
-    run = start_run(load(BLUEPRINTS / name), task="dry run", model="mock", workdir=workdir, home=home)
+    # answer), so no gate blocks or is forced, nothing is nudged and nothing warns. The launch
+    # allows the tools that ask: nobody can approve a file change in a dry run, and each denial
+    # would be told (tool-denied-unattended).
+    run = start_run(load(BLUEPRINTS / name), task="dry run", model="mock", workdir=workdir, home=home,
+                    allow=["write_file", "edit_file", "shell"])
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "complete", run.error
     unhealthy = [(e.kind, e.stage) for e in run.events.snapshot()

@@ -117,3 +117,34 @@ def test_a_thousand_concurrent_mock_runs_all_complete(home: Path, workdir: Path)
     assert len(folders) == 1000
     sample = json.loads((Path(runs[-1].run_dir) / "meta.json").read_text())
     assert sample["status"] == "complete" and sample["task"] == "t999"
+
+
+def test_a_subscriber_sees_every_event_once_in_order_while_the_run_goes_on() -> None:
+    """Replaying the past on one thread while the engine thread appends must not put a live event
+    before the replayed ones (`lev run -v` printed a late event first when the run was quick)."""
+    import threading
+
+    from lev_nb.engine.events import Warning_
+    from lev_nb.engine.eventlog import EventLog
+
+    log = EventLog()
+    for i in range(2000):
+        log.append(Warning_("r", None, message=str(i)))
+    seen: list[str] = []
+    slow_start = threading.Event()
+
+    def callback(event) -> None:
+        if len(seen) == 10:
+            slow_start.set()  # the writer appends while the replay is still going
+        seen.append(event.message)
+
+    def writer() -> None:
+        slow_start.wait(5)
+        for i in range(2000, 3000):
+            log.append(Warning_("r", None, message=str(i)))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    log.subscribe(callback)
+    thread.join()
+    assert seen == [str(i) for i in range(3000)]

@@ -199,7 +199,8 @@ def test_a_forced_stage_carries_on_and_the_run_still_ends_in_error(engine):
     assert len(events_of(run, "nudge")) == 3
     assert run.flags["output_forced"] == 1
     warnings = [e.message for e in events_of(run, "warning")]
-    assert "stage 'work' is leaving without the final output it owes" in warnings
+    assert "stage 'work' left without the final output it owes, after 3 reminders to call submit_output" in warnings
+    assert [(w.code, w.stage) for w in run.warnings] == [("output-forced", "work")]
     assert run.status == "error"
     assert run.error == OWED_AT_END
 

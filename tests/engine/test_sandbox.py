@@ -163,6 +163,7 @@ def test_warn_runs_on_the_host_and_says_so(engine, workdir: Path, no_bwrap: None
     assert run.status == "complete", run.error
     warnings = [e.message for e in events_of(run, "warning")]
     assert any("cannot give" in w and "on the host" in w for w in warnings), warnings
+    assert [w.code for w in run.warnings] == ["sandbox-fallback"]
 
 
 def test_the_stronger_sandbox_wins() -> None:

@@ -76,7 +76,8 @@ def test_events_before_the_first_stage_belong_to_its_visit(engine: Any) -> None:
     story = story_of(open_run(run.run_id, home=engine.home))
     assert [v.stage for v in story.state.visits] == ["work"]
     assert "path: work\n" in story_text(story)
-    assert "WARNING: the working directory" in story_text(story)
+    # A warning told before the first stage is the run's own: in the warnings, not a stage's lines.
+    assert "did not exist, so the run created it" in story_text(story)
 
 
 def test_following_waits_for_a_half_written_last_line(tmp_path: Path) -> None:

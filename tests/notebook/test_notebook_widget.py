@@ -80,8 +80,9 @@ def test_widget_follows_a_mock_run_to_completion() -> None:
     assert "<table>" in view.output.value and "dry run" in view.output.value
     assert view.error.value == ""
     assert list(view.children) == [
-        view.header, view.progress, view.requests, view.visits, view.kids, view.output, view.error
+        view.header, view.progress, view.warnings, view.requests, view.visits, view.kids, view.output, view.error
     ]
+    assert view.warnings.value == ""  # a mock run that did all it was asked tells nothing
     assert view.requests.children == ()  # nothing was asked
     assert view.kids.children == ()  # this run started no other run
 
@@ -158,7 +159,7 @@ def test_a_paused_run_says_why_once_and_its_resumed_run_goes_on() -> None:
 
 
 def test_pause_resume_and_circuit_events_read_as_sentences() -> None:
-    from lev_nb.notebook.story import sentence
+    from lev_nb.explain.story import sentence
 
     paused = sentence(ev.Paused("r", "s", reason="paused in stage 's': out of credits", blocker="credits"))
     assert paused.text.startswith("Run paused: paused in stage 's'") and paused.callout == "warning"
@@ -368,3 +369,21 @@ def test_a_streaming_answer_shows_while_it_forms_and_new_events_read_as_sentence
     assert "is forming" not in html  # the finished call replaced the forming text
     assert "try 2 of 4 in 1 s" in html and "Switched from anthropic/a to anthropic/b" in html
     assert "Dropped 2 entries (1,500 tokens) from tool_results" in html
+
+
+def test_the_live_view_shows_what_the_run_told_in_a_call_out() -> None:
+    from support import blueprint, call, say
+
+    bp = blueprint("""
+    [stages.work]
+    available_tools = ["write_file"]
+    nudge = { enabled = false }
+    [stages.work.transitions]
+    """)
+    turns = [call("write_file", path="x.txt", content="x"), say("done")]
+    run = bp.run("t", model=lev_nb.ScriptedModel(turns), interactive=False).wait(RUN_TIMEOUT_S)
+    view = RunWidget(run)
+    assert [w.code for w in run.warnings] == ["tool-denied-unattended"]
+    assert "<div class='lev-warnings' role='note' style='" in view.warnings.value
+    assert "data-code='tool-denied-unattended'" in view.warnings.value
+    assert "lev-warnings" in view.snapshot()["text/html"]

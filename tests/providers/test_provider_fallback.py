@@ -88,6 +88,9 @@ def test_an_unusable_model_falls_back_to_the_next_in_the_list(
     assert (fallback.stage, fallback.from_model, fallback.to_model) == (
         "draft", "anthropic/claude-opus-4-6", "anthropic/claude-haiku-4-5")
     assert fallback.reason.startswith(f"{reason}: HTTP")
+    [told] = run.warnings  # the person hears of it, once
+    assert told.code == "model-fallback" and told.stage == "draft"
+    assert told.message.startswith("stage 'draft' switched from anthropic/claude-opus-4-6 to anthropic/claude-haiku-4-5")
     # The run remembers: the next stage lists the same models and never asks the unusable one again.
     assert [r.body["model"] for r in stand_in.requests] == ["claude-opus-4-6", "claude-haiku-4-5", "claude-haiku-4-5"]
     calls = of_kind(run, "model_call")

@@ -168,9 +168,9 @@ class RegionHost:
             text = f"region '{region}': {message}"
             loop = engine_loop()
             if loop.in_engine_thread():
-                state.warn(text)
+                state.warn(text, "script-failed")
             else:  # rendering runs off the engine thread; events are emitted on it, in order
-                loop.call_soon(state.warn, text)
+                loop.call_soon(state.warn, text, "script-failed")
 
         self.facts, self.warn = facts, warn
 

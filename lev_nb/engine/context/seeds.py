@@ -4,8 +4,9 @@ Caller seeds take a launch input; ``literal`` is text in the blueprint; ``files`
 files of the workdir; ``command`` runs a shell command in the workdir (inside the agent's
 ``[sandbox]``, :mod:`lev_nb.sandbox`); ``tools`` calls built-in or
 script tools; ``rhai`` runs a workdir script with ``input = #{task, workdir}`` in scope. A seed that
-fails leaves a bracketed note in its region instead of stopping the run, except a ``rhai`` seed,
-which fails the run as upstream does (its script is part of the blueprint's contract).
+fails leaves a bracketed note in its region instead of stopping the run, and a ``seed-failed``
+warning tells the person; a ``rhai`` seed that fails fails the run as upstream does (its script
+is part of the blueprint's contract).
 
 The run loop calls :func:`seed_context` once, before it enters the first stage.
 """
@@ -18,7 +19,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lev_nb.engine import events as ev
 from lev_nb.engine.state import RunFailure
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.workspace import PathEscape, confine
@@ -54,13 +54,16 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
         # A resumed run reads what its seeds gave the first time (a command seed is not run again).
         text = journal.replay_seed(index) if journal is not None else None
         if text is None:
+            problems: list[str] = []
             try:
                 text = await seed_text(
                     seed, inputs, state.workdir, state.task, registry, tool_context,
-                    allow_commands=state.settings.security.allow_seed_commands,
+                    allow_commands=state.settings.security.allow_seed_commands, problems=problems,
                 )
             except SeedFailure as exc:
                 raise RunFailure(str(exc)) from None
+            for problem in problems:
+                state.warn(f"the seed of region '{seed.region}' {problem}", "seed-failed", in_stage=False)
             if journal is not None:
                 journal.record_seed(index, text or "")
         if text and state.ctx.has_region(seed.region):
@@ -73,9 +76,7 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
     if "task" not in used and state.task:
         await state.in_context(state.ctx.seed_input, "task", state.task)
     for name in sorted(set(state.inputs) - used):
-        state.rec.emit(
-            ev.Warning_(state.run_id, None, message=f"input '{name}' fills no region of this blueprint, so it was ignored")
-        )
+        state.warn(f"input '{name}' fills no region of this blueprint, so it was ignored", "input-ignored", in_stage=False)
 
 
 async def seed_text(
@@ -87,39 +88,45 @@ async def seed_text(
     tool_context: ToolContext,
     *,
     allow_commands: bool = True,
+    problems: list[str] | None = None,
 ) -> str:
     """The text a seed puts into its region ("" when there is nothing).
 
     ``allow_commands`` is the user's ``[security] allow_seed_commands``: when false a ``command``
-    seed is not run and its region says so.
+    seed is not run and its region says so. What went wrong (a command that failed, a file not
+    read, a tool that failed) is also added to ``problems``, each a phrase that follows "the seed
+    of region 'X'".
     """
+    problems = problems if problems is not None else []
     if seed.kind == "caller":
         return inputs.get(seed.key or seed.region, "")
     if seed.kind == "literal":
         return seed.value or ""
     if seed.kind == "files":
-        return _read_files(workdir, list(seed.files))
+        return _read_files(workdir, list(seed.files), problems)
     if seed.kind == "glob":
         matches = sorted(globlib.glob(seed.value or "", root_dir=workdir, recursive=True))
-        return _read_files(workdir, matches[:MAX_SEED_FILES])
+        return _read_files(workdir, matches[:MAX_SEED_FILES], problems)
     if seed.kind == "command":
         if not allow_commands:
+            problems.append("was not run: config.toml sets [security] allow_seed_commands = false")
             return f"[seed command not run: this machine's config.toml sets [security] allow_seed_commands = false: {seed.value}]"
-        return await _command(workdir, seed.value or "", tool_context.sandbox)
+        return await _command(workdir, seed.value or "", tool_context.sandbox, problems)
     if seed.kind == "tools":
-        return await _tools(seed, registry, tool_context)
+        return await _tools(seed, registry, tool_context, problems)
     if seed.kind == "rhai":
         return await asyncio.to_thread(_rhai, workdir, seed.value or "", task)
     return ""
 
 
-def _read_files(workdir: Path, paths: list[str]) -> str:
+def _read_files(workdir: Path, paths: list[str], problems: list[str]) -> str:
     parts = []
     for rel in paths:
         try:
             target = confine(workdir, rel)
         except PathEscape:
             parts.append(f"### [{rel}]\n[not read: outside the working directory]")
+            problems.append(f"did not read '{rel}': it is outside the working directory")
             continue
         if not target.is_file():
             continue
@@ -127,10 +134,11 @@ def _read_files(workdir: Path, paths: list[str]) -> str:
             parts.append(f"### [{rel}]\n{target.read_text(encoding='utf-8', errors='replace')}")
         except OSError as exc:
             parts.append(f"### [{rel}]\n[not read: {exc.strerror or exc}]")
+            problems.append(f"could not read '{rel}': {exc.strerror or exc}")
     return "\n\n".join(parts)
 
 
-async def _command(workdir: Path, command: str, sandbox: Sandbox | None) -> str:
+async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problems: list[str]) -> str:
     from lev_nb.secrets import child_environment
     from lev_nb.tools.builtin import command_line, kill_group, start_in_group
 
@@ -145,17 +153,21 @@ async def _command(workdir: Path, command: str, sandbox: Sandbox | None) -> str:
     except asyncio.TimeoutError:
         kill_group(proc.pid)
         await proc.wait()
+        problems.append(f"timed out after {COMMAND_TIMEOUT_S} s: {command}")
         return f"[seed command timed out after {COMMAND_TIMEOUT_S} s: {command}]"
     except asyncio.CancelledError:  # the run was cancelled while it started: leave nothing running
         kill_group(proc.pid)
         raise
     text = out.decode("utf-8", errors="replace")
     if proc.returncode:
-        text += f"\n[seed command exited with {proc.returncode}: {err.decode('utf-8', errors='replace').strip()}]"
+        said = err.decode("utf-8", errors="replace").strip()
+        text += f"\n[seed command exited with {proc.returncode}: {said}]"
+        problems.append(f"ran a command that exited with {proc.returncode}: {command}" + (f": {said.splitlines()[-1]}" if said else ""))
     return text.strip()
 
 
-async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolContext) -> str:
+async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolContext, problems: list[str]) -> str:
+    from lev_nb.tools.executor import is_failure
     from lev_nb.tools.validation import validate_arguments
 
     parts = []
@@ -164,15 +176,19 @@ async def _tools(seed: SeedPlan, registry: ToolRegistry, tool_context: ToolConte
         tool = registry.get(name)
         if tool is None or tool.handler is None:
             parts.append(f"[{name}]: [unavailable] no tool named '{name}' can seed a region")
+            problems.append(f"names the tool '{name}', which cannot seed a region")
             continue
         problem = validate_arguments(name, tool.parameters, args)
         if problem:
             parts.append(f"[{name}]: {problem}")
+            problems.append(f"calls '{name}' with arguments it refuses: {problem}")
             continue
         try:
             result = await tool.handler(tool_context, args)
         except CALLEE_ERRORS as exc:  # a seed never stops the run
             result = f"[error] {name}: {exc}"
+        if is_failure(str(result)):
+            problems.append(f"called '{name}', which failed: {' '.join(str(result).split())[:200]}")
         parts.append(f"[{name}]:\n{result}")
     return "\n\n".join(parts)
 

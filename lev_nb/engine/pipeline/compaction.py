@@ -123,7 +123,7 @@ class Compactor:
         """Summarise what an edge transform handed over (before the next stage is entered), and
         say which regions it named but left alone."""
         for name, why in result.skipped.items():
-            self.state.warn(f"the transform left region '{name}' as it is: {why}")
+            self.state.warn(f"the transform left region '{name}' as it is: {why}", "context-kept")
         if result.to_summarise:
             await self.summarise_regions(list(result.to_summarise), "transform", config.get("compact_prompt"))
 

@@ -44,7 +44,12 @@ class ExitHolds:
         stage, progress = state.stage, state.progress
         progress.last_text = response.text
         enabled, maximum, template = stage.nudge.resolve(state.settings.nudge)
-        if progress.total_tool_calls > 0 or not enabled or progress.text_only_nudges >= maximum:
+        if progress.total_tool_calls > 0 or not enabled:
+            return False
+        if progress.text_only_nudges >= maximum:
+            if progress.text_only_nudges:
+                state.warn(f"stage '{stage.name}' still answered in text without using a tool after "
+                           f"{_times(progress.text_only_nudges)} nudged, and went on as it was", "nudges-exhausted")
             return False
         progress.text_only_nudges += 1
         await state.in_context(state.ctx.add_assistant, response.text, [])
@@ -73,13 +78,18 @@ class ExitHolds:
                 for region in unmet:
                     if region not in abandoned:
                         abandoned.append(region)
+                    state.warn(f"the required region '{region}' was still empty after {_times(progress.required_reentries)} "
+                               f"nudged, and stage '{stage.name}' went on without it", "nudges-exhausted")
         if stage.require_output and not self._has_output_from(stage.name):
             if outcome is None and progress.output_reentries < OUTPUT_REENTRY_CAP:
                 progress.output_reentries += 1
                 await state.nudge("required_output", OWED_OUTPUT_NUDGE)
                 return True
             flags.output_forced += 1
-            state.warn(f"stage '{stage.name}' is leaving without the final output it owes")
+            n = progress.output_reentries
+            why = (f"after {n} reminder{'s' if n != 1 else ''} to call submit_output" if outcome is None
+                   else f"when it stopped ({outcome.kind.replace('_', ' ')})")
+            state.warn(f"stage '{stage.name}' left without the final output it owes, {why}", "output-forced")
         if stage.mode == "fan_out" and not progress.fanned_out:
             cap = stage.fan_out.max_attempts if stage.fan_out else DEFAULT_FAN_OUT_ATTEMPTS
             if outcome is None and progress.fan_out_reentries < cap:
@@ -87,6 +97,9 @@ class ExitHolds:
                 await state.nudge("fan_out", FAN_OUT_NUDGE)
                 return True
             flags.splits_degraded += 1
+            if progress.fan_out_reentries:
+                state.warn(f"stage '{stage.name}' never called fan_out (nudged {_times(progress.fan_out_reentries)}), "
+                           "so no workers ran", "nudges-exhausted")
             await state.in_context(
                 ctx.note,
                 "error_report",
@@ -98,6 +111,10 @@ class ExitHolds:
     def _has_output_from(self, stage: str) -> bool:
         output = self.state.final_output
         return output is not None and output.stage == stage
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 def unmet_required_regions(state: RunState) -> list[str]:

@@ -373,13 +373,11 @@ class Inference:
         nxt = self._usable_pick(self.state.stage)
         if nxt is None:
             return False
-        self.state.rec.emit(
-            ev.ModelFallback(
-                self.state.run_id, self.state.stage.name,
-                from_model=f"{request.provider}/{request.model}", to_model=f"{nxt.provider}/{nxt.model}",
-                reason=f"{reason}: {error.message}",
-            )
-        )
+        state = self.state
+        old, new = f"{request.provider}/{request.model}", f"{nxt.provider}/{nxt.model}"
+        state.rec.emit(ev.ModelFallback(state.run_id, state.stage.name, from_model=old, to_model=new,
+                                        reason=f"{reason}: {error.message}"))
+        state.warn(f"stage '{state.stage.name}' switched from {old} to {new}: {reason}: {error.message}", "model-fallback")
         return True
 
     def _failure(self, error: ProviderError) -> Outcome:
@@ -432,7 +430,7 @@ class Inference:
             pick = usable
         elif pick.note is not None and stage.name not in self._noted:
             self._noted.add(stage.name)
-            self.state.warn(pick.note)
+            self.state.warn(pick.note, "model-fallback")
         return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
 
     async def _assemble(self) -> tuple[list[Any], list[Any]]:

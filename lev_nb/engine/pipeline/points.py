@@ -71,7 +71,8 @@ class InteractionPoints:
                 "run has nobody to ask; set unattended = \"auto_approve\" on it to let it pass, or "
                 "run it where somebody can answer (a notebook, or lev run at a terminal)"
             )
-        state.warn(f"checkpoint '{point.name}' approved without a person (unattended = auto_approve)")
+        state.warn(f"checkpoint '{point.name}' approved without a person (unattended = auto_approve)",
+                   "checkpoint-unattended")
         return True
 
     async def _present(self, point: PointPlan) -> bool:
@@ -100,14 +101,16 @@ class InteractionPoints:
                         f"checkpoint '{point.name}' went unanswered within the interaction timeout; the run "
                         "stopped rather than approving it unread"
                     )
-                state.warn(f"checkpoint '{point.name}' passed: nobody answered within the interaction timeout")
+                state.warn(f"checkpoint '{point.name}' passed: nobody answered within the interaction timeout",
+                           "checkpoint-unattended")
                 return False
             if answer.outcome == "declined":
-                state.warn(f"the person declined checkpoint '{point.name}', so the run stops")
+                state.warn(f"the person declined checkpoint '{point.name}', so the run stops", "run-stopped-by-person")
                 raise asyncio.CancelledError
             label = answer.value or ""
             if _matches(label, point.abort_options):
-                state.warn(f"the person chose '{label}' at checkpoint '{point.name}', which stops the run")
+                state.warn(f"the person chose '{label}' at checkpoint '{point.name}', which stops the run",
+                           "run-stopped-by-person")
                 raise asyncio.CancelledError
             revisable = progress.point_rounds < MAX_REVISION_ROUNDS
             if _matches(label, point.edit_options) and revisable:

@@ -238,6 +238,12 @@ class SubAgents:
                 status=child_meta.status, error=child_meta.error,
             )
         )
+        # What a child was told changes what this run gets: the person hears it here (the same
+        # warning from many workers is told once).
+        who = "a fan-out worker" if link.kind == "worker" else f"sub-agent '{child_meta.agent_name}'"
+        for told in list(child_meta.warnings):
+            if not meta.finished:
+                state.warn(f"{who}: {told.get('message')}", str(told.get("code") or "warning"))
         if not meta.finished:
             state.rec.save()
         link.done.set()
@@ -278,7 +284,7 @@ class SubAgents:
                     f"Sub-agent '{old_id}' finished with status: error: it paused, and when this run was "
                     f"resumed it could not be started again: {started}"
                 )
-                self.state.warn(f"sub-agent '{old_id}' paused and could not be started again: {started}")
+                self.state.warn(f"sub-agent '{old_id}' paused and could not be started again: {started}", "subagent-lost")
 
     def _current(self, agent_id: str) -> str:
         """The id a model's ``agent_id`` stands for now: a paused sub-agent's is its replacement's."""
@@ -330,7 +336,8 @@ class SubAgents:
                 link.restart = True
             elif ending_status != "cancelled":
                 self.state.warn(
-                    f"sub-agent '{link.run_id}' was still running when this run ended, so it was stopped"
+                    f"sub-agent '{link.run_id}' was still running when this run ended, so it was stopped",
+                    "subagent-lost",
                 )
             link.runner.request_cancel()
         await asyncio.gather(*(link.done.wait() for link in live))

@@ -31,11 +31,15 @@ TRUNCATED_TAIL = (
 
 @record(frozen=False)
 class SubmissionResult:
-    """The tool result text, the accepted output (None when refused) and any warnings."""
+    """The tool result text, the accepted output (None when refused) and any warnings; a refusal
+    also says which check refused (``rejected_by``: "validator 'validators/x.rhai'", "the output
+    schema", ...) and why (``reason``, without the ``[error]`` framing)."""
 
     text: str
     output: FinalOutput | None = None
     warnings: list[str] = field(default_factory=list)
+    rejected_by: str = "the submission checks"
+    reason: str = ""
 
     @property
     def accepted(self) -> bool:
@@ -77,7 +81,9 @@ def evaluate_submission(
     fmt = spec.format if spec else None
     reason = check_well_formed(fmt, content)
     if reason is not None:
-        return SubmissionResult(f"[error] the final output is not valid {(fmt or '').strip()}: {reason}")
+        label = (fmt or "").strip()
+        return SubmissionResult(f"[error] the final output is not valid {label}: {reason}",
+                                rejected_by=f"the {label} format check", reason=f"not valid {label}: {reason}")
     warnings: list[str] = []
     if spec and spec.schema:
         refusal, warning = check_schema(spec.schema, content)
@@ -85,7 +91,8 @@ def evaluate_submission(
             warnings.append(warning)
         if refusal:
             return SubmissionResult(
-                f"[error] the final output does not match the declared schema: {refusal}", None, warnings
+                f"[error] the final output does not match the declared schema: {refusal}", None, warnings,
+                rejected_by="the output schema", reason=refusal,
             )
     checked = True
     if validator is not None:
@@ -93,7 +100,9 @@ def evaluate_submission(
         verdict_kind = type(verdict).__name__.lower()
         if verdict_kind == "invalid":
             return SubmissionResult(
-                f"[error] the final output was rejected: {verdict.reason}", None, warnings
+                f"[error] the final output was rejected: {verdict.reason}", None, warnings,
+                rejected_by=f"validator '{spec.validator}'" if spec and spec.validator else "the output validator",
+                reason=str(verdict.reason),
             )
         if verdict_kind == "unusable":
             checked = False
@@ -110,6 +119,8 @@ def evaluate_submission(
             + ", ".join(outside),
             None,
             warnings,
+            rejected_by="the artifact check",
+            reason="artifact paths outside the working directory: " + ", ".join(outside),
         )
     kept, truncated = cap_content(content)
     output = FinalOutput(

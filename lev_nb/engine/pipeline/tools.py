@@ -25,7 +25,7 @@ from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
-from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import mount_grant, read_grant
 from lev_nb.settings.paths import config_path
@@ -105,7 +105,7 @@ class StageTools:
         if spec not in self._sandbox_warned and sandbox.choice.degraded:
             self._sandbox_warned.add(spec)
             self.state.warn(f"{who} asks for a sandbox (kind = \"{sandbox.spec.kind}\") this machine cannot give: "
-                            f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}")
+                            f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}", "sandbox-fallback")
         self.tool_context.sandbox = sandbox
         self._outputs: dict[str, OutputSpec | None] = {}
 
@@ -218,6 +218,10 @@ class StageTools:
             self._account(result, counted)
             if result.call_id in replayed:
                 continue  # its events are in the record from the run's previous life
+            if denied_unattended(result.content):
+                state.warn(f"'{result.name}' was denied: it needs a person's approval and nobody could be asked; "
+                           f"start the run with --allow {result.name} (allow=[\"{result.name}\"] in Python) to let it run",
+                           "tool-denied-unattended")
             if result.call_id not in started:
                 call = by_id[result.call_id]
                 state.rec.emit(
@@ -322,8 +326,10 @@ class StageTools:
             validator=validator,
         )
         for warning in outcome.warnings:
-            state.warn(warning)
+            state.warn(warning, "unchecked-answer")
         if outcome.output is None:
+            state.rejections += 1
+            state.last_rejection = (outcome.rejected_by, outcome.reason or outcome.text.removeprefix("[error] "))
             state.rec.emit(ev.OutputRejected(state.run_id, stage.name, reason=outcome.text))
             return outcome.text
         output = outcome.output

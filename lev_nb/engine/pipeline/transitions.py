@@ -130,6 +130,9 @@ class Transitions:
     def _complete_run(self) -> Ending:
         state = self.state
         if state.plan.owes_output_from(state.entry) and state.final_output is None:
+            refused = state.rejection_summary()
+            if refused:
+                return Ending("error", f"the run finished without the final output it requires: {refused}")
             return Ending("error", OWED_AT_END)
         return Ending("complete")
 
@@ -163,7 +166,7 @@ class Transitions:
             if stage.allow_complete:
                 return self._complete_run()
             picked = choices[0]
-            state.warn(f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'")
+            state.warn(f"the routing answer {answer[:80]!r} named no stage; taking '{picked.target}'", "route-guessed")
         assert isinstance(picked, EdgePlan)
         await self._take_gated(picked)
         return None
@@ -207,6 +210,8 @@ class Transitions:
                 if region not in flags.required_regions_abandoned:
                     flags.required_regions_abandoned.append(region)
         state.rec.emit(ev.GateForced(state.run_id, state.stage.name, target=edge.target, message=message))
+        state.warn(f"the gate to '{edge.target}' ran out of attempts and let the run through anyway: {message}",
+                   "gate-forced")
 
     async def _take(self, edge: EdgePlan, reason: str) -> None:
         """Apply the edge's transform to the stage being left (summaries included), then move."""
@@ -214,5 +219,6 @@ class Transitions:
         if self.compactor is not None:
             await self.compactor.after_transform(result, edge.transform_config)
         elif result.to_summarise:
-            self.state.warn(f"no summariser: these regions were carried as they are: {', '.join(result.to_summarise)}")
+            self.state.warn(f"no summariser: these regions were carried as they are: {', '.join(result.to_summarise)}",
+                            "context-kept")
         self.move(edge.target, edge.condition, edge.transform, reason)
