@@ -113,7 +113,7 @@ def test_an_unknown_provider_lists_the_known_ones(lev: Lev, home: Path) -> None:
     out = lev("run", TRIAGE, "--task", "hi", "--model", "antropic/claude-x")
     assert one_line(out, 2) == (
         "lev run: model 'antropic/claude-x' names the provider 'antropic', which lev_nb cannot call (did you "
-        "mean 'anthropic'?); the providers it calls are anthropic, mock; pass --model PROVIDER/MODEL with one "
+        "mean 'anthropic'?); the providers it calls are anthropic, mock, ollama, openai, openrouter; pass --model PROVIDER/MODEL with one "
         "of them, or --model mock for a dry run")
     no_record(home)
 

@@ -171,29 +171,36 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
 
     The stage's list in order, the configured ``default_provider``'s entries first, keeping those
-    whose provider lev_nb can reach; then the configured default and then the ``[providers]
-    fallback_order`` entries, unless the stage sets ``allow_user_default = false``. The head is
-    the starting model, the rest its fallbacks.
+    whose provider is configured here (lev_nb can call it and its key is there); then the
+    configured default and then the ``[providers] fallback_order`` entries, unless the stage sets
+    ``allow_user_default = false``. Entries whose provider lev_nb can call but has no key for come
+    last, so that a stage nothing configured can serve starts on the model its author named and
+    the launch check names the missing key. The head is the starting model, the rest its fallbacks.
     """
-    from lev_nb.providers.resolve import is_registered
+    from lev_nb.providers.resolve import is_configured, is_registered
 
     preferred = settings.default_provider
     provider, model = default_model(settings)
     picks: list[ModelPick] = []
+    unkeyed: list[ModelPick] = []
     seen: set[tuple[str, str]] = set()
     for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
-        if is_registered(choice.provider, settings) and (choice.provider, choice.model) not in seen:
-            seen.add((choice.provider, choice.model))
-            note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
-            picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
+        if (choice.provider, choice.model) in seen or not is_registered(choice.provider, settings):
+            continue
+        seen.add((choice.provider, choice.model))
+        note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
+        if not is_configured(choice.provider, settings):
+            unkeyed.append(ModelPick(choice.provider, choice.model, note if not unkeyed else None))
+            continue
+        picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
     named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
     if stage.models and not stage.allow_user_default:
-        if picks:
-            return picks, None
+        if picks or unkeyed:
+            return picks + [ModelPick(p.provider, p.model, None if picks else p.note) for p in unkeyed], None
         return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
             "(allow_user_default = false)")
-    if (provider, model) not in seen:
+    if (provider, model) not in seen and (is_configured(provider, settings) or not unkeyed):
         note = None if picks or not stage.models else (
             f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
             f"{provider}/{model} (set allow_user_default = false to fail instead)")
@@ -201,10 +208,12 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
         picks.append(ModelPick(provider, model, note))
     for entry in settings.providers.fallback_order:
         extra, sep, extra_model = entry.partition("/")
-        if sep and extra_model and (extra, extra_model) not in seen and is_registered(extra, settings):
+        if sep and extra_model and (extra, extra_model) not in seen and is_configured(extra, settings):
             seen.add((extra, extra_model))
             picks.append(ModelPick(extra, extra_model))
-    return picks, None
+    if picks:  # a note explains the head of the list only
+        unkeyed = [ModelPick(p.provider, p.model) for p in unkeyed]
+    return picks + unkeyed, None
 
 
 def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
