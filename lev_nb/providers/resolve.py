@@ -18,7 +18,7 @@ from lev_nb.errors import UsageError
 from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
 from lev_nb.providers.openai import FLAVOURS, OpenAIProvider, ollama_base_url
 from lev_nb.messages import ModelRequest, ModelResponse
-from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.providers.base import Provider, ProviderError, call_complete
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
 from lev_nb.records import record
@@ -244,7 +244,7 @@ class ModelOverride:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Forward the request to the named provider."""
-        return await provider_for(self.provider, self.model).complete(request)
+        return await call_complete(provider_for(self.provider, self.model), request)
 
 
 def resolve_model(spec: str | Provider | None) -> Provider | None:

@@ -22,10 +22,11 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
-from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
-from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
+from lev_nb.providers.base import Provider, ProviderError, call_complete
 from lev_nb.providers.pricing import call_cost, price_for
 from lev_nb.records import record
+from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -268,6 +269,7 @@ class Inference:
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
         self._circuit_refused: set[str] = set()  # models whose open circuit refused this run's call
+        self._rate_told: set[str] = set()  # providers whose rate-limit wait this run reported
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -550,19 +552,33 @@ class Inference:
 
     async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
+        from lev_nb.providers.ratelimit import RATE_LIMITS, limit_for
+
         retry = self.retry
         attempt = 0
+        limit = limit_for(request.provider, self.state.settings)
         while True:
             attempt += 1
             stream = TextStream(self.state, request.purpose, attempt)
             request.on_text = stream.push
             try:
+                admission = None
+                if limit is not None:  # [rate_limits.<provider>]: wait for room in its minute
+                    admission = await RATE_LIMITS.admit(
+                        request.provider, limit, estimate_tokens(request_text(request)),
+                        on_wait=lambda delay: self._rate_wait(request.provider, delay))
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
                         # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
                         async with asyncio.timeout(request.timeout_s):
-                            return await contained(provider.complete(request))
-                    return await contained(provider.complete(request))
+                            response = await contained(call_complete(provider, request))
+                    else:
+                        response = await contained(call_complete(provider, request))
+                    if admission is not None:
+                        usage = response.usage
+                        RATE_LIMITS.settle(admission, usage.prompt_tokens + usage.cached_tokens
+                                           + usage.cache_write_tokens + usage.completion_tokens)
+                    return response
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"
                 error = ProviderError("transport", f"the model did not answer{waited}")
@@ -589,6 +605,14 @@ class Inference:
                 )
             )
             await asyncio.sleep(delay)
+
+    def _rate_wait(self, provider: str, delay: float) -> None:
+        """Say (once per run and provider) that calls wait for the provider's rate limit."""
+        if provider in self._rate_told:
+            return
+        self._rate_told.add(provider)
+        self.state.warn(f"calls to {provider} wait for its [rate_limits.{provider}] limit "
+                        f"(the next in {delay:.0f} s); raise or remove the limit to go faster")
 
     # -- the record of a call -----------------------------------------------------------------
     def _record(self, request: ModelRequest, response: ModelResponse | None, error: str | None = None) -> None:
