@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, models_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -32,6 +32,7 @@ COMMANDS = (
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
     config_commands.add_config,
+    models_commands.add_models,
 )
 
 
@@ -43,6 +44,9 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEV_CONFIG", "read this configuration file instead of $LEV_HOME/config.toml"),
     ("ANTHROPIC_API_KEY", "the key for anthropic models (config.toml may name another variable)"),
     ("ANTHROPIC_BASE_URL", "another endpoint for the Anthropic API"),
+    ("OPENAI_API_KEY", "the key for openai models (OPENAI_BASE_URL: another endpoint)"),
+    ("OPENROUTER_API_KEY", "the key for openrouter models"),
+    ("OLLAMA_HOST", "where the Ollama server listens (default: localhost:11434)"),
     ("LEV_DEFAULT_PROVIDER", "provider of a stage that names no model (default: anthropic)"),
     ("LEV_DEFAULT_MODEL", "model of a stage that names none, on the default provider"),
     ("LEV_MAX_CONCURRENT_INFERENCES", "model calls in flight at once"),

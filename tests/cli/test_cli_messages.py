@@ -185,7 +185,8 @@ def test_a_missing_path_is_named_once(lev: Lev, tmp_path: Path) -> None:
                                 "in it (pass an agent folder or its agent.leviath file)")
 
 
-def test_validate_never_says_valid_above_an_error(lev: Lev) -> None:
+def test_validate_never_says_valid_above_an_error(lev: Lev, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     out = lev("validate", str(FIXTURES / "lints" / "unknown-tool"))
     assert out.returncode == 1
     assert out.stdout.splitlines()[0] == "✗ Blueprint 'lint-fixture' is not valid: 1 error below."
