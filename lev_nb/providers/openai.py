@@ -103,7 +103,8 @@ class OpenAIProvider:
     ``model`` the default model id (a request's own ``model`` wins). The key is ``api_key``, else
     the environment variable ``api_key_env``; ``key_required`` False lets a local server go without
     one. The base URL is ``base_url``, else the SDK's default (OpenAI). ``streaming`` (default on)
-    streams every answer. Keys are read at the first call, never at construction, so a missing key
+    streams every answer; ``send_temperature`` off leaves the temperature out (OpenAI's reasoning
+    models refuse one). Keys are read at the first call, never at construction, so a missing key
     fails the stage that actually asks the model.
     """
 
@@ -121,6 +122,7 @@ class OpenAIProvider:
         streaming: bool = True,
         completion_tokens_key: str = "max_tokens",
         prompt_cache_key: bool = False,
+        send_temperature: bool = True,
     ) -> None:
         self.name = name
         self.label = label
@@ -130,6 +132,7 @@ class OpenAIProvider:
         self.base_url = base_url
         self.completion_tokens_key = completion_tokens_key
         self.prompt_cache_key = prompt_cache_key
+        self.send_temperature = send_temperature
         self._api_key = api_key
         self._api_key_env = api_key_env
         self._key_required = key_required
@@ -159,6 +162,8 @@ class OpenAIProvider:
         client = self.client()
         body = build_chat_body(request, default_model=self.model, tokens_key=self.completion_tokens_key,
                                cache_key=self.prompt_cache_key)
+        if not self.send_temperature:
+            body.pop("temperature", None)
         known = {key: body.pop(key) for key in list(body) if key in _SDK_KEYWORDS}
         timeout = request.timeout_s or self.timeout_s
         try:

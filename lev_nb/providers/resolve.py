@@ -16,6 +16,7 @@ from typing import Callable
 
 from lev_nb.errors import UsageError
 from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
+from lev_nb.providers.catalogue import capabilities
 from lev_nb.providers.openai import FLAVOURS, OpenAIProvider, ollama_base_url
 from lev_nb.messages import ModelRequest, ModelResponse
 from lev_nb.providers.base import Provider, ProviderError, call_complete
@@ -105,6 +106,7 @@ def _compatible(name: str) -> Callable[[str, ProviderSettings, Settings], Provid
             timeout_s=options.request_timeout_secs or DEFAULT_TIMEOUT_S,
             completion_tokens_key=flavour.completion_tokens_key if flavour else "max_tokens",
             prompt_cache_key=flavour.prompt_cache_key if flavour else False,
+            send_temperature=capabilities(name, model, settings).supports_temperature,
         )
     return build
 

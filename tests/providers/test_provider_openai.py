@@ -91,9 +91,11 @@ def test_openai_itself_gets_max_completion_tokens_and_a_stable_cache_key(chat: C
     built = provider_for("openai", "gpt-5-mini")
     for _ in range(2):
         asyncio.run(built.complete(ModelRequest(provider="openai", model="gpt-5-mini", system=["long rules"],
-                                                messages=[Message("user", "hi")], max_tokens=99, stage="work")))
+                                                messages=[Message("user", "hi")], max_tokens=99, stage="work",
+                                                temperature=0.7)))
     first, second = (r.body for r in chat.requests)
     assert first["max_completion_tokens"] == 99 and "max_tokens" not in first
+    assert "temperature" not in first  # a reasoning model refuses one (the catalogue says so)
     assert first["prompt_cache_key"] == second["prompt_cache_key"] and first["prompt_cache_key"].startswith("lev-work-")
 
 
