@@ -97,7 +97,12 @@ def capabilities(provider: str, model: str, settings: Settings | None = None) ->
     """What ``provider/model`` can do on this install: the catalogue's row (or the conservative
     assumptions for a model it does not list) with ``[model_capabilities.<model>]`` over it (the
     entry is looked up by the bare model id, then by ``provider/model``)."""
+    import dataclasses
+
     base = CATALOGUE.get(provider, {}).get(model) or ModelInfo(provider, model)
+    window = MODEL_WINDOWS.get((provider, model))  # the one window table, read as it is now
+    if window is not None and (not base.known or base.max_context_tokens != window):
+        base = dataclasses.replace(base, max_context_tokens=window, known=True)
     if settings is None:
         return base
     entry = settings.model_capabilities.get(model) or settings.model_capabilities.get(f"{provider}/{model}")
@@ -106,8 +111,6 @@ def capabilities(provider: str, model: str, settings: Settings | None = None) ->
     changes = {key: getattr(entry, key) for key in _CORRECTABLE if getattr(entry, key) is not None}
     if not changes:
         return base
-    import dataclasses
-
     return dataclasses.replace(base, **changes, corrected=tuple(changes))
 
 
