@@ -110,3 +110,13 @@ def test_validate_prints_the_model_each_stage_would_use(lev: Lev, tmp_path: Path
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     findings = json.loads(lev("validate", "--json", str(tmp_path)).stdout)["findings"]
     assert not [f for f in findings if f["code"] == "no-reachable-provider"]
+
+
+def test_lev_config_never_prints_a_key_written_in_the_file(lev: Lev, home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('openrouter_api_key = "sk-or-secret-1"\n[providers]\nopenai_api_key = "sk-secret-2"\n'
+                                      '[model_providers.lab]\nbase_url = "http://x/v1"\napi_key = "sk-secret-3"\n')
+    for args in (("config",), ("config", "--json")):
+        out = lev(*args)
+        assert out.returncode == 0, out.stderr
+        assert "secret" not in out.stdout and "(set; hidden)" in out.stdout

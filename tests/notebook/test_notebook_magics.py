@@ -132,6 +132,17 @@ def test_lev_config_shows_the_settings(ip: InteractiveShell, capsys: pytest.Capt
     assert "# configuration file:" in out and 'notebook.model = "mock"' in out and "session (lev_nb.configure)" in out
 
 
+def test_lev_models_lists_and_shows(ip: InteractiveShell, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ip.run_line_magic("lev", "models list -p openai")
+    assert "gpt-4.1" in capsys.readouterr().out
+    ip.run_line_magic("lev", "models show openai/gpt-4o")
+    assert "context window: 128000 tokens" in capsys.readouterr().out
+    with pytest.raises(UsageError):
+        ip.run_line_magic("lev", "models list -p nowhere")
+
+
 def test_cell_magic_errors_are_one_line(ip: InteractiveShell) -> None:
     with pytest.raises(UsageError) as excinfo:
         ip.run_cell_magic("lev", f"{TRIAGE} --model bogus", "task")
