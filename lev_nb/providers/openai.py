@@ -287,7 +287,8 @@ def _message_params(message: Message) -> list[dict[str, Any]]:
             {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": json.dumps(b.input)}}
             for b in message.content if isinstance(b, ToolUseBlock)
         ]
-        param: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+        # With tool calls an assistant's content may be null; without, the API wants a string.
+        param: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or (None if calls else "")}
         if calls:
             param["tool_calls"] = calls
         return [param]
