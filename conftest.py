@@ -29,8 +29,8 @@ from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipP
 
 ROOT = Path(__file__).resolve().parent
 # Settings a developer may have exported that would change what the examples do.
-_CLEARED = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "LEV_CONFIG", "LEVIATH_CONFIG_PATH",
-            "LEVIATH_HOME")
+_CLEARED = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+            "OPENROUTER_API_KEY", "OLLAMA_HOST", "LEV_CONFIG", "LEVIATH_CONFIG_PATH", "LEVIATH_HOME")
 
 
 def _setup(namespace: dict[str, Any]) -> None:

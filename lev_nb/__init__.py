@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.launch import LaunchError
     from lev_nb.engine.resume import ResumeError
     from lev_nb.explain.table import RunTable, runs
-    from lev_nb.providers import MockModel, ScriptedModel
+    from lev_nb.providers import MockModel, ScriptedModel, register_provider
     from lev_nb.scripting.checks import validate
 
 from lev_nb.version import __version__
@@ -32,7 +32,7 @@ __all__ = [
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
     "InteractionError",
     "resume", "ResumeError",
-    "run_many", "RunSummary",
+    "run_many", "RunSummary", "register_provider",
     "runs", "RunTable",
 ]
 
@@ -60,6 +60,8 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "RunTable": ("lev_nb.explain.table", "RunTable"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
+    # A model backend of your own, named by stages as provider = "<name>" (README "Models and providers").
+    "register_provider": ("lev_nb.providers", "register_provider"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").
     "config": ("lev_nb.settings.loader", "current"),
     "configure": ("lev_nb.settings.loader", "configure"),

@@ -125,6 +125,12 @@ class StandIn:
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
+    def stream_chunks(self, reply: Reply, request: Any = None) -> list[bytes]:
+        """The server-sent events of a streamed 200 ``reply`` to the JSON body ``request``, one
+        chunk each (Messages API form)."""
+        events = reply.sse if reply.sse is not None else sse_events(reply.body, reply.chunk_chars)
+        return [f"event: {event}\ndata: {json.dumps(data)}\n\n".encode("utf-8") for event, data in events]
+
     def queue(self, *replies: Reply) -> None:
         """Answer the next requests with these replies, in order."""
         self.replies.extend(replies)
@@ -144,10 +150,13 @@ class StandIn:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def do_GET(self) -> None:
+                self.do_POST()
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
-                    body: Any = json.loads(raw)
+                    body: Any = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -157,7 +166,7 @@ class StandIn:
                 streaming = isinstance(body, dict) and body.get("stream") is True
                 try:
                     if streaming and reply.status == 200 and (isinstance(reply.body, dict) or reply.sse is not None):
-                        self._stream(reply)
+                        self._stream(reply, body)
                     else:
                         self._plain(reply)
                 except OSError:  # the client gave up (timeout test)
@@ -174,22 +183,21 @@ class StandIn:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def _stream(self, reply: Reply) -> None:
-                events = reply.sse if reply.sse is not None else sse_events(reply.body, reply.chunk_chars)
+            def _stream(self, reply: Reply, request: Any) -> None:
+                chunks = stand_in.stream_chunks(reply, request)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                for number, (event, data) in enumerate(events):
+                for number, chunk in enumerate(chunks):
                     if reply.cut_after is not None and number >= reply.cut_after:
                         self.wfile.flush()
                         self.close_connection = True
                         # Drop the connection without the closing chunk: a body cut short.
                         self.connection.shutdown(2)
                         return
-                    chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode("utf-8")
                     self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")

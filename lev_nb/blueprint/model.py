@@ -425,9 +425,14 @@ class Region(_Lenient):
 
 
 def default_layout() -> dict[str, Region]:
-    """The layout used when a blueprint declares no regions: system + conversation (18000)."""
+    """The layout used when a blueprint declares no regions: system + conversation (18000).
+
+    ``system`` holds the task and the entering stage's instructions: the runtime writes it at
+    spawn and at each stage entry and nothing else does, so it is declared ``stable`` and a long
+    system prompt is cached for the rest of the stage (the pessimistic default would re-send it
+    at full price on every call)."""
     return {
-        "system": construct(Region, name="system", kind="pinned", max_tokens=8000),
+        "system": construct(Region, name="system", kind="pinned", max_tokens=8000, volatility="stable"),
         "conversation": construct(Region, name="conversation", kind="sliding_window", max_items=10,
                                                max_tokens=10000),
     }

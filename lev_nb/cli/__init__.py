@@ -26,6 +26,7 @@ from lev_nb.cli import (
     doctor_commands,
     inspect_commands,
     interaction_commands,
+    models_commands,
     run_commands,
 )
 
@@ -53,6 +54,7 @@ COMMANDS = (
     agent_commands.add_pack,
     config_commands.add_config,
     doctor_commands.add_doctor,
+    models_commands.add_models,
 )
 
 
@@ -66,6 +68,9 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEVIATH_CONFIG_PATH", "the upstream's name for LEV_CONFIG, read when LEV_CONFIG is not set"),
     ("ANTHROPIC_API_KEY", "the key for anthropic models (config.toml may name another variable)"),
     ("ANTHROPIC_BASE_URL", "another endpoint for the Anthropic API"),
+    ("OPENAI_API_KEY", "the key for openai models (OPENAI_BASE_URL: another endpoint)"),
+    ("OPENROUTER_API_KEY", "the key for openrouter models"),
+    ("OLLAMA_HOST", "where the Ollama server listens (default: localhost:11434)"),
     ("LEV_DEFAULT_PROVIDER", "provider of a stage that names no model (default: anthropic)"),
     ("LEV_DEFAULT_MODEL", "model of a stage that names none, on the default provider"),
     ("LEV_MAX_CONCURRENT_INFERENCES", "model calls in flight at once"),

@@ -84,6 +84,9 @@ def run_validate(args: argparse.Namespace) -> int:
         print(report.to_json())
     elif report.error is None and report.blueprint is not None:
         print(_summary(report, scan_tools(report.blueprint.base_dir)))
+        models = _models_lines(report.blueprint)
+        if models:
+            print(models)
         if report.findings:
             print(report.findings_text())
         if getattr(args, "graph", False):
@@ -107,7 +110,50 @@ def _lint_env(bp: Any) -> Any:
     except ConfigError as exc:
         print(f"lev: warning: {exc}; the checks that depend on your configuration are skipped", file=sys.stderr)
         settings = None
-    return lint_env(bp, settings)
+    env = lint_env(bp, settings)
+    if settings is not None:  # which of the providers the blueprint names this install can reach
+        import dataclasses
+
+        from lev_nb.providers.resolve import is_configured
+
+        named = {ref.provider for st in bp.stages.values() for ref in st.models}
+        env = dataclasses.replace(env, available_providers=frozenset(p for p in named if is_configured(p, settings)))
+    return env
+
+
+def _models_lines(bp: Any) -> str:
+    """"Models this install would use:" with the model each stage starts on under the user's
+    configuration, and the blueprint's own order under it where the two differ ("" when the
+    configuration cannot be read)."""
+    from lev_nb.engine.pipeline.inference import pick_model
+    from lev_nb.engine.plan.build import plan_from_blueprint
+    from lev_nb.providers.resolve import missing_key
+    from lev_nb.settings import ConfigError, current
+
+    try:
+        settings = current()
+    except ConfigError:
+        return ""
+    plan = plan_from_blueprint(bp)
+    width = max([len(stage.name) for stage in plan.stages] + [14]) + 2
+    lines = ["Models this install would use:"]
+    for stage in plan.stages:
+        pick = pick_model(stage, settings)
+        chosen = f"{pick.provider}/{pick.model}"
+        missing = missing_key(pick.provider, settings)
+        if pick.refusal is not None:
+            shown_pick = f"none: {pick.refusal}"
+        elif missing:
+            shown_pick = f"{chosen}  (no key here: set {missing})"
+        else:
+            shown_pick = chosen
+        lines.append(f"  {stage.name.ljust(width)} {shown_pick}")
+        order = [f"{c.provider}/{c.model}" for c in stage.models]
+        if order and order[0] != chosen:
+            shown = ", ".join(order[:3]) + (", ..." if len(order) > 3 else "")
+            lines.append(f"  {' ' * width}   blueprint order: {shown}")
+    lines.append(f"  default_provider = {settings.default_provider}, default_model = {settings.default_model or '(unset)'}")
+    return "\n".join(lines)
 
 
 def run_graph(args: argparse.Namespace) -> int:

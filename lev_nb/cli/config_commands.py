@@ -51,7 +51,7 @@ def run_config(args: argparse.Namespace) -> int:
         data = {
             "path": str(settings.path),
             "exists": settings.file_exists,
-            "settings": settings.to_dict(),
+            "settings": _hide_keys(settings.to_dict()),
             "sources": {row.key: row.source.to_dict() for row in rows(settings)},
         }
         print(json.dumps(data, indent=2))
@@ -61,11 +61,28 @@ def run_config(args: argparse.Namespace) -> int:
     print("# precedence: launch option (-c) > session (lev_nb.configure) > environment > config.toml > default")
     for warning in settings.warnings:  # keys nothing reads, each with why
         print(f"# ignored: {warning}")
-    table = [(row.key, _render(row.value), str(row.source)) for row in rows(settings)]
+    table = [(row.key, _HIDDEN if _is_secret(row.key, row.value) else _render(row.value), str(row.source))
+             for row in rows(settings)]
     width = max(len(k) + len(v) for k, v, _ in table) + 3
     for key, value, source in table:
         print(f"{key} = {value}".ljust(width) + f"  # {source}")
     return 0
+
+
+# An API key written into config.toml is never printed: only that one is set.
+_HIDDEN = '"(set; hidden)"'
+
+
+def _is_secret(key: str, value: Any) -> bool:
+    return isinstance(value, str) and bool(value) and key.rsplit(".", 1)[-1] == "api_key" or (
+        isinstance(value, str) and bool(value) and key.endswith("_api_key"))
+
+
+def _hide_keys(data: Any, key: str = "") -> Any:
+    """``data`` (nested settings) with every API key's value replaced by a marker."""
+    if isinstance(data, Mapping):
+        return {k: _hide_keys(v, f"{key}.{k}" if key else k) for k, v in data.items()}
+    return "(set; hidden)" if _is_secret(key, data) else data
 
 
 def _render(value: Any) -> str:

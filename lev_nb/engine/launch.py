@@ -17,7 +17,9 @@ this order, and refuses the first problem with one :class:`LaunchError`:
    :mod:`lev_nb.blueprint.formats`);
 6. the model each stage would use (its pick under the user's configuration,
    :func:`~lev_nb.engine.pipeline.inference.pick_model`) and the API key its provider needs: one
-   message naming every stage that needs a missing key;
+   message naming every stage that needs a missing key; then what that model can do: a stage that
+   offers tools on a model that cannot call them (``[model_capabilities.<model>] supports_tools =
+   false``) is refused, naming the stage;
 7. the webhook URL;
 8. isolation: a ``[sandbox]`` that must be had (``on_unavailable = "error"``) but that this machine
    cannot provide (:func:`lev_nb.sandbox.choose`), and ``[security]`` taint tracking, which lev_nb
@@ -103,6 +105,7 @@ def check_launch(
     _check_required(plan, task, given)
     _check_formats(plan, output_format)
     _check_keys(plan, provider, settings)
+    _check_capabilities(plan, provider, settings)
     _check_webhook(webhook)
     _check_isolation(plan, settings)
     checked_workdir = _check_workdir(workdir)
@@ -273,6 +276,37 @@ def _check_keys(plan: RunPlan, provider: Provider | None, settings: Settings) ->
         cli_hint=f"export {exports}, or try the agent offline with --model mock",
         python_hint=f"set os.environ[{missing[0][1]!r}], or try the agent offline with model='mock'",
     )
+
+
+def _check_capabilities(plan: RunPlan, provider: Provider | None, settings: Settings) -> None:
+    from lev_nb.engine.pipeline.inference import pick_model
+    from lev_nb.providers.catalogue import capabilities
+    from lev_nb.providers.resolve import ModelOverride
+
+    if provider is not None and not isinstance(provider, ModelOverride):
+        return  # mock, scripted or a Provider object: lev_nb knows nothing about its model
+    refused: list[str] = []
+    model = ""
+    for stage in plan.stages:
+        if not stage.tools:
+            continue
+        if isinstance(provider, ModelOverride):
+            pick_provider, pick_model_name = provider.provider, provider.model
+        else:
+            pick = pick_model(stage, settings)
+            pick_provider, pick_model_name = pick.provider, pick.model
+        if not capabilities(pick_provider, pick_model_name, settings).supports_tools:
+            refused.append(stage.name)
+            model = model or f"{pick_provider}/{pick_model_name}"
+    if refused:
+        raise LaunchError(
+            f"{_stages(refused)} of blueprint '{plan.agent_name}' offer{'s' if len(refused) == 1 else ''} tools, "
+            f"and {model} cannot call tools ([model_capabilities] supports_tools = false)",
+            cli_hint="run those stages on a model that calls tools (--model PROVIDER/MODEL), or correct "
+                     "[model_capabilities] if the model does support them",
+            python_hint="run those stages on a model that calls tools (model='PROVIDER/MODEL'), or correct "
+                        "[model_capabilities] if the model does support them",
+        )
 
 
 def _stages(names: list[str]) -> str:

@@ -41,6 +41,8 @@ lev_nb magics
   %lev ps [--all]                           list recorded runs
   %lev show RUN                             a recorded run's story: stages, cost, warnings, answer
   %lev config                               the effective settings and where each came from
+  %lev models list [-p PROVIDER] [--remote]  the models each configured provider offers
+  %lev models show PROVIDER/MODEL           what one model can do, as a run will use it
   %lev help                                 this text
   %%lev PATH [VAR] [--model SPEC] [--workdir DIR]
                                             run PATH on the task in the cell body; the Run is
@@ -133,10 +135,10 @@ class LevMagics(Magics):
             print(HELP_TEXT, end="")
             return None
         handlers = {"validate": self._validate, "graph": self._graph, "ps": self._ps, "show": self._show,
-                    "config": self._config}
+                    "config": self._config, "models": self._models}
         handler = handlers.get(command)
         if handler is None:
-            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, show, config, help")
+            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, show, config, models, help")
         return handler(rest)
 
     def _validate(self, rest: str) -> Any:
@@ -188,6 +190,19 @@ class LevMagics(Magics):
             raise UsageError("%lev config takes no arguments; use lev_nb.config() for the settings object")
         if run_config(argparse.Namespace(action="show", json=False, path=False)) != 0:
             raise UsageError("%lev config: the configuration cannot be read (see the message above)")
+
+    def _models(self, rest: str) -> None:
+        """``%lev models list|show ...``: the same as ``lev models``."""
+        import shlex
+
+        from lev_nb.cli import main
+
+        try:
+            code = main(["models", *shlex.split(rest)])
+        except SystemExit as exc:  # argparse: a usage error or --help
+            code = exc.code if isinstance(exc.code, int) else 0
+        if code not in (0, None):
+            raise UsageError("%lev models failed (see the message above)")
 
     @staticmethod
     def _default_model() -> str | None:

@@ -7,12 +7,15 @@ spec/runtime.md §13 lists the error kinds and which of them are worth a retry.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import re
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable
+from typing import Any, Protocol, runtime_checkable
 
 from lev_nb.messages import ModelRequest, ModelResponse
 
-__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider"]
+__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider", "call_complete"]
 
 
 ERROR_KINDS: tuple[str, ...] = (
@@ -91,7 +94,20 @@ class ProviderError(Exception):
 
 @runtime_checkable
 class Provider(Protocol):
-    """A model backend. The engine only ever calls :meth:`complete`."""
+    """A model backend: anything with a ``name`` and a ``complete(request)`` method.
+
+    ``complete`` may be a coroutine function (``async def``, called on the engine's event loop,
+    which it must not block) or a plain function (``def``, called on a worker thread, so it may
+    block on a network call). It receives a :class:`~lev_nb.messages.ModelRequest` and returns a
+    :class:`~lev_nb.messages.ModelResponse`: the answer's ``text``, its ``tool_calls`` (each with
+    an ``id`` the next request's tool result refers back to, a tool ``name`` from
+    ``request.tools`` and a dict of ``arguments``), ``usage`` (token counts; zeros when unknown)
+    and ``finish_reason`` (``complete``, ``tool_use``, ``token_limit`` or ``stop``). A provider
+    that streams may pass text to ``request.on_text`` as it forms. A failure is a
+    :class:`ProviderError` whose ``kind`` tells the engine whether to retry (``rate_limited``,
+    ``server``, ``transport``), fall back to the stage's next model (``credits``, ``auth``,
+    ``unknown_model``) or give up; any other exception is a failed call of kind ``api``.
+    """
 
     # Read-only: a plain attribute, a property or a frozen dataclass field all satisfy it.
     @property
@@ -99,6 +115,25 @@ class Provider(Protocol):
         """The provider's display name (``provider/model`` for an override)."""
         ...
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer one request or raise :class:`ProviderError`."""
+    def complete(self, request: ModelRequest) -> ModelResponse | Awaitable[ModelResponse]:
+        """Answer one request or raise :class:`ProviderError` (sync or async)."""
         ...
+
+
+async def call_complete(provider: Provider, request: ModelRequest) -> ModelResponse:
+    """``provider.complete(request)``, whichever kind it is: awaited when it is a coroutine
+    function, run on a worker thread when it is a plain one (a blocking call must not hold up
+    every other run on the engine loop). A returned value that is not a ModelResponse is an
+    ``invalid_response`` ProviderError naming what came back."""
+    complete: Any = provider.complete
+    if inspect.iscoroutinefunction(complete) or inspect.iscoroutinefunction(getattr(complete, "__call__", None)):
+        result: Any = await complete(request)
+    else:
+        result = await asyncio.to_thread(complete, request)
+        if inspect.isawaitable(result):  # a plain function that hands back an awaitable
+            result = await result
+    if not isinstance(result, ModelResponse):
+        name = getattr(provider, "name", type(provider).__name__)
+        raise ProviderError("invalid_response", f"the '{name}' provider's complete() returned "
+                            f"{type(result).__name__}, not a ModelResponse")
+    return result

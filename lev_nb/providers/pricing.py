@@ -25,6 +25,7 @@ from lev_nb.messages import Usage
 from lev_nb.records import record
 
 __all__ = [
+    "OPENAI_PRICES_READ_ON",
     "PRICES_READ_ON",
     "PRICES_SOURCE",
     "PUBLISHED_PRICES",
@@ -91,8 +92,29 @@ PUBLISHED_PRICES: dict[tuple[str, str], ModelPricing] = {
     ("anthropic", "claude-3-haiku"): _anthropic(0.25, 1.25, 0.03, 0.30),
 }
 
-#: Providers that run locally and bill nothing: their calls cost a known zero.
-FREE_PROVIDERS = frozenset({"mock", "scripted"})
+def _openai(input_: float, output: float, cached: float) -> ModelPricing:
+    # OpenAI bills no cache write: a prefix it caches costs the input rate the first time.
+    return ModelPricing(input_, output, cached, input_)
+
+
+#: When the OpenAI rows were read against OpenAI's published API pricing (standard tier).
+OPENAI_PRICES_READ_ON = "2025-08-07"
+PUBLISHED_PRICES.update({
+    ("openai", "gpt-5"): _openai(1.25, 10.0, 0.125),
+    ("openai", "gpt-5-mini"): _openai(0.25, 2.0, 0.025),
+    ("openai", "gpt-5-nano"): _openai(0.05, 0.40, 0.005),
+    ("openai", "gpt-4.1"): _openai(2.0, 8.0, 0.50),
+    ("openai", "gpt-4.1-mini"): _openai(0.40, 1.60, 0.10),
+    ("openai", "gpt-4.1-nano"): _openai(0.10, 0.40, 0.025),
+    ("openai", "gpt-4o"): _openai(2.50, 10.0, 1.25),
+    ("openai", "gpt-4o-mini"): _openai(0.15, 0.60, 0.075),
+    ("openai", "o3"): _openai(2.0, 8.0, 0.50),
+    ("openai", "o4-mini"): _openai(1.10, 4.40, 0.275),
+})
+
+#: Providers that run locally and bill nothing: their calls cost a known zero (Ollama serves
+#: models on the user's own machine).
+FREE_PROVIDERS = frozenset({"mock", "scripted", "ollama"})
 _FREE = ModelPricing(0.0, 0.0, 0.0, 0.0)
 
 _SNAPSHOT = re.compile(r"^-(?:\d{8}|latest)$")

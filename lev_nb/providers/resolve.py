@@ -1,5 +1,13 @@
 """Turning a model spec (``mock``, ``scripted:FILE``, ``provider/model`` or an object) into a Provider:
-a built-in one, or a Rhai provider script found by its name (lev_nb.providers.rhai_provider)."""
+a built-in one (anthropic, openai, openrouter, ollama, mock), one registered with
+:func:`register_provider`, an OpenAI-compatible server configured as ``[model_providers.<name>]``
+with a ``base_url``, or a Rhai provider script found by its name (lev_nb.providers.rhai_provider).
+
+It is also the one place that says whether a provider is *configured* on this machine (its key is
+there, or it needs none): :func:`missing_key`. Keys and gateways are read as the upstream reads
+them: ``[model_providers.<name>]`` ``api_key`` / ``api_key_env`` / ``base_url`` first, then
+``[providers] <name>_api_key`` / ``<name>_base_url`` (top-level ``openrouter_api_key`` and
+``ollama_base_url``), then the provider's environment variable."""
 
 from __future__ import annotations
 
@@ -8,8 +16,10 @@ from typing import Callable
 
 from lev_nb.errors import UsageError
 from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
+from lev_nb.providers.catalogue import capabilities
+from lev_nb.providers.openai import FLAVOURS, OpenAIProvider, ollama_base_url
 from lev_nb.messages import ModelRequest, ModelResponse
-from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.providers.base import Provider, ProviderError, call_complete
 from lev_nb.providers.mock import MockModel
 from lev_nb.providers.scripted import ScriptedModel
 from lev_nb.records import record
@@ -18,7 +28,8 @@ from lev_nb.settings.model import ProviderSettings, Settings
 
 __all__ = [
     "ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "is_registered",
-    "known_providers", "missing_key", "ACCEPTED_FORMS",
+    "known_providers", "missing_key", "is_configured", "configured_key", "key_variable", "base_url",
+    "is_compatible_server", "ACCEPTED_FORMS",
 ]
 
 ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (e.g. 'anthropic/claude-sonnet-4-6')"
@@ -28,61 +39,151 @@ ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (
 ProviderFactory = Callable[[str, ProviderSettings], Provider]
 
 
-def _anthropic(model: str, options: ProviderSettings) -> Provider:
+# The key variables of the built-in providers that need one (Ollama needs none).
+_KEY_ENV: dict[str, str] = {"anthropic": API_KEY_ENV, "openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+
+
+def configured_key(provider: str, settings: Settings) -> str | None:
+    """The API key written in the configuration for ``provider`` (``[model_providers.<name>]
+    api_key``, ``[providers] <name>_api_key``, top-level ``openrouter_api_key``), or None."""
+    own = settings.provider(provider).api_key
+    if own:
+        return own
+    if provider == "openrouter":
+        return settings.openrouter_api_key
+    value = getattr(settings.providers, f"{provider}_api_key", None)
+    return value if isinstance(value, str) and value else None
+
+
+def key_variable(provider: str, settings: Settings) -> str | None:
+    """The environment variable that holds ``provider``'s key (None: it needs none): the configured
+    ``api_key_env``, else the built-in provider's own (``OPENAI_API_KEY``)."""
+    return settings.provider(provider).api_key_env or _KEY_ENV.get(provider)
+
+
+def base_url(provider: str, settings: Settings) -> str | None:
+    """Where ``provider`` is reached: ``[model_providers.<name>] base_url``, else ``[providers]
+    <name>_base_url`` (top-level ``ollama_base_url``), else its environment variable, else its
+    default (None: the SDK's own)."""
+    own = settings.provider(provider).base_url
+    if own:
+        return ollama_base_url(own) if provider == "ollama" else own
+    if provider == "ollama":
+        return ollama_base_url(settings.ollama_base_url or os.environ.get("OLLAMA_HOST"))
+    value = getattr(settings.providers, f"{provider}_base_url", None)
+    if isinstance(value, str) and value:
+        return value
+    flavour = FLAVOURS.get(provider)
+    env = flavour.base_url_env if flavour else ("ANTHROPIC_BASE_URL" if provider == "anthropic" else None)
+    if env and os.environ.get(env, "").strip():
+        return os.environ[env].strip()
+    return flavour.default_base_url if flavour else None
+
+
+def _anthropic(model: str, options: ProviderSettings, settings: Settings) -> Provider:
     return AnthropicProvider(
         model,
-        base_url=options.base_url,
+        api_key=configured_key("anthropic", settings),
+        base_url=base_url("anthropic", settings),
         api_key_env=options.api_key_env or API_KEY_ENV,
         timeout_s=options.request_timeout_secs or DEFAULT_TIMEOUT_S,
     )
 
 
-# Built-in providers; Rhai provider scripts are found by name when no factory matches. An
-# AnthropicProvider is cheap to build: it shares one SDK client per key, base URL and event loop.
-_FACTORIES: dict[str, ProviderFactory] = {
-    "mock": lambda model, options: MockModel(),
+def _compatible(name: str) -> Callable[[str, ProviderSettings, Settings], Provider]:
+    """The factory of an OpenAI-compatible provider called ``name`` (built-in or configured)."""
+    def build(model: str, options: ProviderSettings, settings: Settings) -> Provider:
+        flavour = FLAVOURS.get(name)
+        env = key_variable(name, settings)
+        return OpenAIProvider(
+            model,
+            name=name,
+            label=flavour.label if flavour else f"'{name}'",
+            api_key=configured_key(name, settings),
+            api_key_env=env,
+            key_required=env is not None and (flavour is None or flavour.key_env is not None),
+            base_url=base_url(name, settings),
+            timeout_s=options.request_timeout_secs or DEFAULT_TIMEOUT_S,
+            completion_tokens_key=flavour.completion_tokens_key if flavour else "max_tokens",
+            prompt_cache_key=flavour.prompt_cache_key if flavour else False,
+            send_temperature=capabilities(name, model, settings).supports_temperature,
+        )
+    return build
+
+
+# Built-in providers; Rhai provider scripts are found by name when no factory matches. Providers
+# are cheap to build: each shares one SDK client per key, base URL and event loop.
+_BUILTIN: dict[str, Callable[[str, ProviderSettings, Settings], Provider]] = {
+    "mock": lambda model, options, settings: MockModel(),
     "anthropic": _anthropic,
+    **{name: _compatible(name) for name in FLAVOURS},
 }
+# Providers registered from Python (register_provider).
+_FACTORIES: dict[str, ProviderFactory] = {}
 # Providers lev_nb knows by name but cannot call yet.
-_PLANNED: set[str] = set()
+_PLANNED: set[str] = {"google", "claude-code"}
 
 
-# The environment variable that holds each provider's API key, given its configured options; a
-# provider not listed needs no key.
-_KEY_VARIABLES: dict[str, Callable[[ProviderSettings], str]] = {
-    "anthropic": lambda options: options.api_key_env or API_KEY_ENV,
-}
+def is_compatible_server(name: str, settings: Settings) -> bool:
+    """True when ``[model_providers.<name>]`` configures an OpenAI-compatible server (a
+    ``base_url`` and no Rhai script)."""
+    from lev_nb.providers.rhai_provider import find_script
+
+    options = settings.model_providers.get(name)
+    return options is not None and bool(options.base_url) and not options.script and find_script(name, settings) is None
 
 
 def is_registered(name: str, settings: Settings | None = None) -> bool:
-    """True when lev_nb can build a provider called ``name``: a built-in one, or a Rhai provider
-    script (``$LEV_HOME/providers/<name>.rhai`` or ``[model_providers.<name>] script``)."""
-    if name in _FACTORIES:
+    """True when lev_nb can build a provider called ``name``: a built-in one, one registered from
+    Python, an OpenAI-compatible server configured with a ``base_url``, or a Rhai provider script
+    (``$LEV_HOME/providers/<name>.rhai`` or ``[model_providers.<name>] script``)."""
+    if name in _BUILTIN or name in _FACTORIES:
         return True
     from lev_nb.providers.rhai_provider import find_script
 
-    return find_script(name, settings or current_settings()) is not None
+    settings = settings or current_settings()
+    options = settings.model_providers.get(name)
+    if options is not None and options.base_url:
+        return True
+    return find_script(name, settings) is not None
 
 
-def known_providers() -> list[str]:
-    """The names lev_nb can build a provider for, sorted."""
-    return sorted(_FACTORIES)
+def known_providers(settings: Settings | None = None) -> list[str]:
+    """The names lev_nb can build a provider for, sorted (with ``settings``, the configured
+    OpenAI-compatible servers too)."""
+    names = set(_BUILTIN) | set(_FACTORIES)
+    if settings is not None:
+        names |= {n for n, o in settings.model_providers.items() if o.base_url}
+    return sorted(names)
 
 
 def missing_key(provider: str, settings: Settings | None = None) -> str | None:
-    """The environment variable that should hold ``provider``'s API key when it is unset or blank,
-    else None (the key is there, or the provider needs none). The variable is the configured
-    ``[model_providers.<provider>] api_key_env``, else the provider's own (``ANTHROPIC_API_KEY``)."""
-    variable_for = _KEY_VARIABLES.get(provider)
-    if variable_for is None:
+    """The environment variable that should hold ``provider``'s API key when no key is configured
+    and the variable is unset or blank, else None (the key is there, or the provider needs none).
+    The variable is the configured ``[model_providers.<provider>] api_key_env``, else the provider's
+    own (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``)."""
+    if provider in _FACTORIES:
+        return None  # a provider registered from Python manages its own credentials
+    settings = settings or current_settings()
+    variable = key_variable(provider, settings)
+    if variable is None or configured_key(provider, settings):
         return None
-    variable = variable_for((settings or current_settings()).provider(provider))
+    if provider not in _BUILTIN and not is_compatible_server(provider, settings):
+        return None  # a Rhai script reads its own key
     return None if os.environ.get(variable, "").strip() else variable
+
+
+def is_configured(provider: str, settings: Settings | None = None) -> bool:
+    """True when lev_nb can build ``provider`` and its key is there (or it needs none): what the
+    upstream calls a configured provider, the ones a stage's model list is picked from."""
+    settings = settings or current_settings()
+    return is_registered(provider, settings) and missing_key(provider, settings) is None
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:
     """Make ``name/<model>`` resolvable: ``factory(model, options)`` builds the provider, where
-    ``options`` is the ``[model_providers.<name>]`` table of the user's configuration."""
+    ``options`` is the ``[model_providers.<name>]`` table of the user's configuration. A
+    registered name wins over a built-in one of the same name."""
     _FACTORIES[name] = factory
 
 
@@ -106,19 +207,24 @@ def provider_for(provider: str, model: str, settings: Settings | None = None) ->
     :class:`UnavailableProvider`, so the failure surfaces as a normal, permanent model error of the
     stage that actually makes a request.
     """
+    settings = settings or current_settings()
     factory = _FACTORIES.get(provider)
     if factory is not None:
-        return factory(model, (settings or current_settings()).provider(provider))
+        return factory(model, settings.provider(provider))
+    builtin = _BUILTIN.get(provider)
+    if builtin is not None:
+        return builtin(model, settings.provider(provider), settings)
     from lev_nb.providers.rhai_provider import RhaiProvider, find_script
 
-    settings = settings or current_settings()
     if find_script(provider, settings) is not None:
         return RhaiProvider(provider, model, settings)
+    if settings.provider(provider).base_url:
+        return _compatible(provider)(model, settings.provider(provider), settings)
     if provider in _PLANNED:
         return UnavailableProvider(
             provider, f"the '{provider}' provider is not available yet in lev_nb; run with --model mock or scripted:FILE"
         )
-    known = ", ".join(sorted(set(_FACTORIES) | _PLANNED))
+    known = ", ".join(known_providers(settings))
     return UnavailableProvider(provider, f"no provider named '{provider}' (known: {known})")
 
 
@@ -140,7 +246,7 @@ class ModelOverride:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Forward the request to the named provider."""
-        return await provider_for(self.provider, self.model).complete(request)
+        return await call_complete(provider_for(self.provider, self.model), request)
 
 
 def resolve_model(spec: str | Provider | None) -> Provider | None:

@@ -187,6 +187,8 @@ def _init_config(name: str, settings: Settings) -> dict[str, Any]:
         config["base_url"] = options.base_url
     if options.request_timeout_secs:
         config["request_timeout_secs"] = options.request_timeout_secs
+    if options.api_key:
+        config.setdefault("api_key", options.api_key)
     if options.api_key_env and os.environ.get(options.api_key_env):
         config.setdefault("api_key", os.environ[options.api_key_env])
     return config

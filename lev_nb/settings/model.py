@@ -26,8 +26,10 @@ __all__ = [
     "POLICIES",
     "AgentSafeCommands",
     "Limits",
+    "ModelCapabilities",
     "ModelPrice",
     "EXPORTERS",
+    "RateLimit",
     "NotebookDefaults",
     "NudgeDefaults",
     "Observability",
@@ -117,14 +119,46 @@ class ProviderSettings:
     api_key_env: str | None = setting(doc="the environment variable that holds the API key")
     request_timeout_secs: int | None = setting(minimum=1, doc="per-request timeout for this provider")
     script: str | None = setting(doc="Rhai provider script (default $LEV_HOME/providers/<name>.rhai); not for built-ins")
+    api_key: str | None = setting(doc="the API key itself (prefer api_key_env: a key in a file is easy to leak)")
+    rate_limit: RateLimit = field(default_factory=lambda: RateLimit(), metadata={"doc": "client-side rate limit of this provider"})
     options: Mapping[str, Any] = setting({}, doc="extra settings handed to the provider script's initialize()")
     prices: Mapping[str, ModelPrice] = setting({}, doc="model id -> its rates, over the built-in price table")
 
 
 @record
-class Providers:
-    """``[providers]``: choices across providers (spec/runtime.md §13.3)."""
+class RateLimit:
+    """``[rate_limits.<provider>]`` (and ``[model_providers.<name>.rate_limit]``): a client-side
+    ceiling on how fast this process calls one provider, enforced before each call."""
 
+    requests_per_minute: int | None = setting(minimum=1, doc="model calls started per minute")
+    tokens_per_minute: int | None = setting(minimum=1, doc="estimated prompt + output tokens per minute")
+
+
+@record
+class ModelCapabilities:
+    """``[model_capabilities.<model_id>]``: corrections to what the built-in table says of a model;
+    a key left out keeps the provider's own value."""
+
+    supports_temperature: bool | None = setting(doc="the model accepts a temperature")
+    supports_streaming: bool | None = setting(doc="the model can stream its answer")
+    supports_tools: bool | None = setting(doc="the model can call tools (a stage with tools is refused otherwise)")
+    supports_system_prompt: bool | None = setting(doc="the model takes a system prompt")
+    max_context_tokens: int | None = setting(minimum=1, doc="the context window, in tokens")
+    max_output_tokens: int | None = setting(minimum=1, doc="the longest answer, in tokens")
+
+
+@record
+class Providers:
+    """``[providers]``: credentials and gateways of the built-in providers (each falls back to its
+    environment variable when the provider reads it), and choices across providers (spec/runtime.md §13.3)."""
+
+    anthropic_api_key: str | None = setting(doc="Anthropic API key (else ANTHROPIC_API_KEY)")
+    openai_api_key: str | None = setting(doc="OpenAI API key (else OPENAI_API_KEY)")
+    google_api_key: str | None = setting(doc="Google API key (else GOOGLE_API_KEY); lev_nb has no Google provider yet")
+    anthropic_base_url: str | None = setting(doc="Anthropic gateway (else ANTHROPIC_BASE_URL)")
+    openai_base_url: str | None = setting(doc="OpenAI gateway (else OPENAI_BASE_URL)")
+    google_base_url: str | None = setting(doc="Google gateway (else GOOGLE_BASE_URL)")
+    openrouter_base_url: str | None = setting(doc="OpenRouter gateway (else OPENROUTER_BASE_URL)")
     fallback_order: tuple[str, ...] = setting(
         (), doc="provider/model entries every stage may fall back to, in order, after its own list and the default")
     provider_failures_before_open: int = setting(
@@ -285,7 +319,12 @@ class Settings:
         "anthropic", env="LEV_DEFAULT_PROVIDER", doc="provider of a stage that names no model")
     default_model: str | None = setting(
         env="LEV_DEFAULT_MODEL", doc="model id on default_provider, tried first where a stage allows it")
-    model_providers: Mapping[str, ProviderSettings] = setting({}, doc="provider options and Rhai provider scripts")
+    openrouter_api_key: str | None = setting(doc="OpenRouter API key (else OPENROUTER_API_KEY)")
+    ollama_base_url: str | None = setting(doc="Ollama server (else OLLAMA_HOST, else http://localhost:11434)")
+    model_providers: Mapping[str, ProviderSettings] = setting(
+        {}, doc="provider options, OpenAI-compatible servers (base_url) and Rhai provider scripts")
+    rate_limits: Mapping[str, RateLimit] = setting({}, doc="provider -> client-side rate limit")
+    model_capabilities: Mapping[str, ModelCapabilities] = setting({}, doc="model id -> corrections to its capabilities")
     agent_paths: tuple[str, ...] = setting(
         (), doc="more folders of agents, found by name after $LEV_HOME/agents (`lev list` shows them)")
     providers: Providers = field(default_factory=Providers)

@@ -59,6 +59,8 @@ _KEY_NAMES = {
     "agent_safe_commands": "agent",
     "agent_read_paths": "agent",
     "prices": "model",
+    "rate_limits": "provider",
+    "model_capabilities": "model",
 }
 
 

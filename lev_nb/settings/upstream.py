@@ -28,16 +28,6 @@ IGNORED: dict[str, str] = {
     "taint_tracking": "lev_nb has no taint gate yet (a blueprint that turns taint tracking on is refused)",
     "batch_tool_hint": "lev_nb does not add tool hints to prompts yet",
     "shell_hint": "lev_nb does not add tool hints to prompts yet",
-    "openrouter_api_key": "lev_nb has no openrouter provider in this version",
-    "ollama_base_url": "lev_nb has no ollama provider in this version",
-    "providers.anthropic_api_key": "keys are read from the environment (ANTHROPIC_API_KEY, or "
-                                   "[model_providers.anthropic] api_key_env), never from this file",
-    "providers.openai_api_key": "lev_nb has no openai provider in this version",
-    "providers.google_api_key": "lev_nb has no google provider",
-    "providers.anthropic_base_url": "set [model_providers.anthropic] base_url (or ANTHROPIC_BASE_URL) instead",
-    "providers.openai_base_url": "lev_nb has no openai provider in this version",
-    "providers.google_base_url": "lev_nb has no google provider",
-    "providers.openrouter_base_url": "lev_nb has no openrouter provider in this version",
     "providers.claude_code_enabled": "lev_nb has no Claude Code provider",
     "providers.claude_code_binary": "lev_nb has no Claude Code provider",
     "providers.claude_code_effort": "lev_nb has no Claude Code provider",
@@ -57,8 +47,6 @@ IGNORED: dict[str, str] = {
     "security.credential_store": "keys are read from environment variables only",
     "title": "lev_nb does not generate run titles",
     "tool_script_permissions": "script host functions follow the agent's own tool permissions",
-    "rate_limits": "client-side rate limits are not enforced in this version",
-    "model_capabilities": "lev_nb uses its own model table in this version",
     "mcp_servers": "lev_nb has no MCP client in this version",
 }
 

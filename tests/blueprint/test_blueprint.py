@@ -212,7 +212,7 @@ def test_load_accepts_folder_file_and_text(tmp_path: Path) -> None:
 
 def test_default_layout_is_the_documented_one() -> None:
     layout = default_layout()
-    assert layout["system"] == Region(name="system", kind="pinned", max_tokens=8000)
+    assert layout["system"] == Region(name="system", kind="pinned", max_tokens=8000, volatility="stable")
     assert layout["conversation"].kind == "sliding_window" and layout["conversation"].max_items == 10
 
 

@@ -155,7 +155,8 @@ def test_cli_errors_exit_1_with_the_summary_line(lev: Lev) -> None:
     assert proc.stderr.strip() == "Error: ✗ Blueprint has 1 error"
 
 
-def test_cli_json_shape_and_exit_status(lev: Lev) -> None:
+def test_cli_json_shape_and_exit_status(lev: Lev, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     proc = lev("validate", "--json", str(FIXTURES / "lints" / "unparseable-safe-command"))
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
@@ -165,7 +166,8 @@ def test_cli_json_shape_and_exit_status(lev: Lev) -> None:
     assert set(data["findings"][0]) == {"severity", "code", "stage", "message", "fix"}
 
 
-def test_cli_deny_warnings(lev: Lev) -> None:
+def test_cli_deny_warnings(lev: Lev, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     folder = str(FIXTURES / "lints" / "stage-missing-model")
     assert lev("validate", folder).returncode == 0
     proc = lev("validate", "--deny-warnings", "--json", folder)

@@ -113,7 +113,7 @@ def test_an_unknown_provider_lists_the_known_ones(lev: Lev, home: Path) -> None:
     out = lev("run", TRIAGE, "--task", "hi", "--model", "antropic/claude-x")
     assert one_line(out, 2) == (
         "lev run: model 'antropic/claude-x' names the provider 'antropic', which lev_nb cannot call (did you "
-        "mean 'anthropic'?); the providers it calls are anthropic, mock; pass --model PROVIDER/MODEL with one "
+        "mean 'anthropic'?); the providers it calls are anthropic, mock, ollama, openai, openrouter; pass --model PROVIDER/MODEL with one "
         "of them, or --model mock for a dry run")
     no_record(home)
 
@@ -186,7 +186,8 @@ def test_a_missing_path_is_named_once(lev: Lev, tmp_path: Path) -> None:
                                 "in it (pass an agent folder or its agent.leviath file)")
 
 
-def test_validate_never_says_valid_above_an_error(lev: Lev) -> None:
+def test_validate_never_says_valid_above_an_error(lev: Lev, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     out = lev("validate", str(FIXTURES / "lints" / "unknown-tool"))
     assert out.returncode == 1
     assert out.stdout.splitlines()[0] == "✗ Blueprint 'lint-fixture' is not valid: 1 error below."

@@ -107,7 +107,8 @@ def agent(tmp_path: Path) -> str:
     return str(folder)
 
 
-def test_validate_warns_about_ungranted_read_paths(lev: Lev, home: Path, tmp_path: Path) -> None:
+def test_validate_warns_about_ungranted_read_paths(lev: Lev, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     folder = agent(tmp_path)
     proc = lev("validate", "--json", folder)
     assert proc.returncode == 0
@@ -124,7 +125,8 @@ def test_validate_with_the_grant(lev: Lev, home: Path, tmp_path: Path) -> None:
     assert "1 declared, 1 granted [read-paths-declared]" in proc.stdout
 
 
-def test_validate_with_a_grant_given_at_launch(lev: Lev, home: Path, tmp_path: Path) -> None:
+def test_validate_with_a_grant_given_at_launch(lev: Lev, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a reachable provider: no-reachable-provider is not tested here
     proc = lev("-c", 'security.read_paths=["/data/runs"]', "validate", "--deny-warnings", agent(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

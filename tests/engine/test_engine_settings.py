@@ -163,19 +163,42 @@ def test_the_model_pick_follows_the_stage_list_and_the_configuration() -> None:
     from lev_nb.settings import load
 
     defaults = load(Path("/nonexistent/config.toml"), environ={})
-    listed = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"), ModelChoice("anthropic", "claude-a")))
+    listed = StagePlan(name="s", index=0, models=(ModelChoice("google", "gemini-x"), ModelChoice("anthropic", "claude-a")))
     pick = pick_model(listed, defaults)
     assert (pick.provider, pick.model) == ("anthropic", "claude-a") and "model list" in (pick.note or "")
     unnamed = pick_model(StagePlan(name="s", index=0), defaults)
     assert (unnamed.provider, unnamed.model, unnamed.note) == ("anthropic", "claude-sonnet-4-6", None)
-    unreachable = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"),))
+    unreachable = StagePlan(name="s", index=0, models=(ModelChoice("google", "gemini-x"),))
     fallback = pick_model(unreachable, defaults)
     assert fallback.provider == "anthropic" and "cannot reach" in (fallback.note or "")
-    strict = StagePlan(name="s", index=0, models=(ModelChoice("openai", "gpt-x"),), allow_user_default=False)
+    strict = StagePlan(name="s", index=0, models=(ModelChoice("google", "gemini-x"),), allow_user_default=False)
     assert "allow_user_default = false" in (pick_model(strict, defaults).refusal or "")
     mock_first = load(Path("/nonexistent/config.toml"), environ={"LEV_DEFAULT_PROVIDER": "mock"})
     both = StagePlan(name="s", index=0, models=(ModelChoice("anthropic", "claude-a"), ModelChoice("mock", "m")))
     assert pick_model(both, mock_first).provider == "mock"  # default_provider's entries go first
+
+
+def test_the_model_pick_prefers_a_provider_whose_key_is_there(monkeypatch) -> None:
+    from lev_nb.engine.pipeline.inference import model_candidates, pick_model
+    from lev_nb.engine.plan.types import ModelChoice, StagePlan
+    from lev_nb.settings import load
+
+    defaults = load(Path("/nonexistent/config.toml"), environ={})
+    stage = StagePlan(name="s", index=0, models=(ModelChoice("anthropic", "claude-a"), ModelChoice("openai", "gpt-x")))
+    # No key at all: the author's first entry, so that the launch check names the key it needs.
+    assert (pick_model(stage, defaults).provider, pick_model(stage, defaults).model) == ("anthropic", "claude-a")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    pick = pick_model(stage, defaults)
+    assert (pick.provider, pick.model) == ("openai", "gpt-x") and "model list" in (pick.note or "")
+    # The entry without a key stays on the list, last: a failover target once its key is set.
+    picks, _ = model_candidates(stage, defaults)
+    assert [(p.provider, p.model) for p in picks][-1] == ("anthropic", "claude-a")
+    # Ollama needs no key; a key written in [providers] counts like the variable.
+    local = StagePlan(name="s", index=0, models=(ModelChoice("ollama", "qwen3:8b"),))
+    assert pick_model(local, defaults).provider == "ollama"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    keyed = load(Path("/nonexistent/config.toml"), environ={}, session={"providers": {"openai_api_key": "sk-x"}})
+    assert pick_model(stage, keyed).provider == "openai"
 
 
 class CountingModel:

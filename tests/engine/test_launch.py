@@ -74,7 +74,7 @@ def test_a_provider_override_needs_its_key_and_a_known_provider(home: Path) -> N
     error = refused(home, KEYED, "t", model="antropic/claude")
     assert str(error) == (
         "model 'antropic/claude' names the provider 'antropic', which lev_nb cannot call (did you mean "
-        "'anthropic'?); the providers it calls are anthropic, mock; pass model='PROVIDER/MODEL' with one of "
+        "'anthropic'?); the providers it calls are anthropic, mock, ollama, openai, openrouter; pass model='PROVIDER/MODEL' with one of "
         "them, or model='mock' for a dry run"
     )
 
@@ -88,12 +88,15 @@ def test_a_model_spec_in_no_accepted_form_is_refused(home: Path) -> None:
 def test_a_stage_that_allows_only_unreachable_providers_is_refused(home: Path) -> None:
     toml = """
     [stages.only]
-    model = { models = [{ provider = "openai", model = "gpt-x" }], allow_user_default = false }
+    model = { models = [{ provider = "google", model = "gemini-x" }], allow_user_default = false }
     [stages.only.transitions]
     """
     error = refused(home, toml, "t")
-    assert str(error).startswith("stage 'only' allows only openai/gpt-x, and lev_nb cannot reach that provider")
+    assert str(error).startswith("stage 'only' allows only google/gemini-x, and lev_nb cannot reach that provider")
     assert "--model" in error.for_cli() and "--model" not in str(error)
+    # A provider lev_nb calls but has no key for is named with the key it needs.
+    error = refused(home, toml.replace('"google", model = "gemini-x"', '"openai", model = "gpt-x"'), "t")
+    assert str(error).startswith("no API key for openai: OPENAI_API_KEY is not set, and stage 'only'")
 
 
 def test_an_unknown_default_provider_names_where_it_was_set(home: Path) -> None:

@@ -115,14 +115,14 @@ def test_default_model_falls_back_to_the_notebook_setting(ip: InteractiveShell) 
 
 def test_a_broken_configuration_is_one_line_when_it_is_needed(ip: InteractiveShell, tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "config.toml").write_text('[notebook]\nmodle = "mock"\n')
+    (tmp_path / "home" / "config.toml").write_text('[notebook]\nmodel = 7\n')
     with pytest.raises(UsageError) as excinfo:
         ip.run_cell_magic("lev", TRIAGE, "task")
-    assert "notebook.modle: unknown key 'modle' (did you mean 'model'?)" in one_line_usage_error(excinfo)
+    assert "notebook.model: expected a string" in one_line_usage_error(excinfo)
     # A run reads the configuration (it may tighten tool permissions), so a broken one stops it too.
     with pytest.raises(UsageError) as excinfo:
         ip.run_cell_magic("lev", f"{TRIAGE} --model mock", "task")
-    assert "unknown key 'modle'" in one_line_usage_error(excinfo)
+    assert "notebook.model: expected a string" in one_line_usage_error(excinfo)
 
 
 def test_lev_config_shows_the_settings(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,6 +130,17 @@ def test_lev_config_shows_the_settings(ip: InteractiveShell, capsys: pytest.Capt
     ip.run_line_magic("lev", "config")
     out = capsys.readouterr().out
     assert "# configuration file:" in out and 'notebook.model = "mock"' in out and "session (lev_nb.configure)" in out
+
+
+def test_lev_models_lists_and_shows(ip: InteractiveShell, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ip.run_line_magic("lev", "models list -p openai")
+    assert "gpt-4.1" in capsys.readouterr().out
+    ip.run_line_magic("lev", "models show openai/gpt-4o")
+    assert "context window: 128000 tokens" in capsys.readouterr().out
+    with pytest.raises(UsageError):
+        ip.run_line_magic("lev", "models list -p nowhere")
 
 
 def test_cell_magic_errors_are_one_line(ip: InteractiveShell) -> None:

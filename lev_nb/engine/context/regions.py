@@ -132,7 +132,7 @@ class RegionConfig:
 def default_layout() -> list[RegionConfig]:
     """The layout used when a blueprint declares no regions: ``system`` and ``conversation``."""
     return [
-        RegionConfig(name="system", kind="pinned", max_tokens=8000),
+        RegionConfig(name="system", kind="pinned", max_tokens=8000, volatility="stable"),  # as blueprint.default_layout
         RegionConfig(name="conversation", kind="sliding_window", max_items=10, max_tokens=10000),
     ]
 

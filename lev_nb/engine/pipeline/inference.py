@@ -22,10 +22,11 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
-from lev_nb.messages import ModelRequest, ModelResponse, StageDuties
-from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
+from lev_nb.providers.base import Provider, ProviderError, call_complete
 from lev_nb.providers.pricing import call_cost, price_for
 from lev_nb.records import record
+from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:
     from lev_nb.engine.pipeline.hooks import RunHooks
@@ -171,29 +172,36 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
 
     The stage's list in order, the configured ``default_provider``'s entries first, keeping those
-    whose provider lev_nb can reach; then the configured default and then the ``[providers]
-    fallback_order`` entries, unless the stage sets ``allow_user_default = false``. The head is
-    the starting model, the rest its fallbacks.
+    whose provider is configured here (lev_nb can call it and its key is there); then the
+    configured default and then the ``[providers] fallback_order`` entries, unless the stage sets
+    ``allow_user_default = false``. Entries whose provider lev_nb can call but has no key for come
+    last, so that a stage nothing configured can serve starts on the model its author named and
+    the launch check names the missing key. The head is the starting model, the rest its fallbacks.
     """
-    from lev_nb.providers.resolve import is_registered
+    from lev_nb.providers.resolve import is_configured, is_registered
 
     preferred = settings.default_provider
     provider, model = default_model(settings)
     picks: list[ModelPick] = []
+    unkeyed: list[ModelPick] = []
     seen: set[tuple[str, str]] = set()
     for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
-        if is_registered(choice.provider, settings) and (choice.provider, choice.model) not in seen:
-            seen.add((choice.provider, choice.model))
-            note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
-            picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
+        if (choice.provider, choice.model) in seen or not is_registered(choice.provider, settings):
+            continue
+        seen.add((choice.provider, choice.model))
+        note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
+        if not is_configured(choice.provider, settings):
+            unkeyed.append(ModelPick(choice.provider, choice.model, note if not unkeyed else None))
+            continue
+        picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
     named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
     if stage.models and not stage.allow_user_default:
-        if picks:
-            return picks, None
+        if picks or unkeyed:
+            return picks + [ModelPick(p.provider, p.model, None if picks else p.note) for p in unkeyed], None
         return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
             "(allow_user_default = false)")
-    if (provider, model) not in seen:
+    if (provider, model) not in seen and (is_configured(provider, settings) or not unkeyed):
         note = None if picks or not stage.models else (
             f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
             f"{provider}/{model} (set allow_user_default = false to fail instead)")
@@ -201,10 +209,12 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
         picks.append(ModelPick(provider, model, note))
     for entry in settings.providers.fallback_order:
         extra, sep, extra_model = entry.partition("/")
-        if sep and extra_model and (extra, extra_model) not in seen and is_registered(extra, settings):
+        if sep and extra_model and (extra, extra_model) not in seen and is_configured(extra, settings):
             seen.add((extra, extra_model))
             picks.append(ModelPick(extra, extra_model))
-    return picks, None
+    if picks:  # a note explains the head of the list only
+        unkeyed = [ModelPick(p.provider, p.model) for p in unkeyed]
+    return picks + unkeyed, None
 
 
 def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
@@ -263,6 +273,7 @@ class Inference:
         # The last stage or routing request and the sizes of the regions it was built from, for
         # its transcript entry (what `lev context` shows); a compaction request has its own text.
         self._layout: tuple[ModelRequest, list[dict[str, Any]]] | None = None
+        self._rate_told: set[str] = set()  # providers whose rate-limit wait this run reported
 
     # -- the two kinds of call ----------------------------------------------------------------
     async def stage_turn(self) -> ModelResponse | Outcome:
@@ -545,19 +556,33 @@ class Inference:
 
     async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
+        from lev_nb.providers.ratelimit import RATE_LIMITS, limit_for
+
         retry = self.retry
         attempt = 0
+        limit = limit_for(request.provider, self.state.settings)
         while True:
             attempt += 1
             stream = TextStream(self.state, request.purpose, attempt)
             request.on_text = stream.push
             try:
+                admission = None
+                if limit is not None:  # [rate_limits.<provider>]: wait for room in its minute
+                    admission = await RATE_LIMITS.admit(
+                        request.provider, limit, estimate_tokens(request_text(request)),
+                        on_wait=lambda delay: self._rate_wait(request.provider, delay))
                 async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
                     if request.timeout_s:
                         # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
                         async with asyncio.timeout(request.timeout_s):
-                            return await contained(provider.complete(request))
-                    return await contained(provider.complete(request))
+                            response = await contained(call_complete(provider, request))
+                    else:
+                        response = await contained(call_complete(provider, request))
+                    if admission is not None:
+                        usage = response.usage
+                        RATE_LIMITS.settle(admission, usage.prompt_tokens + usage.cached_tokens
+                                           + usage.cache_write_tokens + usage.completion_tokens)
+                    return response
             except asyncio.TimeoutError:
                 waited = f" within {request.timeout_s:g} s" if request.timeout_s else " in time"
                 error = ProviderError("transport", f"the model did not answer{waited}")
@@ -584,6 +609,14 @@ class Inference:
                 )
             )
             await asyncio.sleep(delay)
+
+    def _rate_wait(self, provider: str, delay: float) -> None:
+        """Say (once per run and provider) that calls wait for the provider's rate limit."""
+        if provider in self._rate_told:
+            return
+        self._rate_told.add(provider)
+        self.state.warn(f"calls to {provider} wait for its [rate_limits.{provider}] limit "
+                        f"(the next in {delay:.0f} s); raise or remove the limit to go faster")
 
     # -- the record of a call -----------------------------------------------------------------
     def _record(self, request: ModelRequest, response: ModelResponse | None, error: str | None = None) -> None:

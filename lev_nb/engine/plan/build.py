@@ -80,21 +80,28 @@ def _taint_tracking(bp: Any) -> tuple[str, ...]:
 
 
 def _window(bp: Any, stage_name: str) -> int:
-    """The context window of a stage's first model: the built-in table's, a provider script's
+    """The context window of a stage's first model: a ``[model_capabilities]`` correction, else
+    the built-in catalogue's (lev_nb.providers.catalogue), else a provider script's
     ``@max_context_tokens``, else DEFAULT_WINDOW_TOKENS."""
-    from lev_nb.blueprint.constants import MODEL_WINDOWS
+    from lev_nb.providers.catalogue import context_window
+    from lev_nb.settings import ConfigError, current
 
     stage = bp.stages[stage_name]
     if not stage.models:
         return DEFAULT_WINDOW_TOKENS
     ref = stage.models[0]
-    known = MODEL_WINDOWS.get((ref.provider, ref.model))
+    try:
+        settings = current()
+    except ConfigError:
+        settings = None
+    known = context_window(ref.provider, ref.model, settings)
     if known is not None:
         return known
+    if settings is None:
+        return DEFAULT_WINDOW_TOKENS
     from lev_nb.providers.rhai_provider import script_window
-    from lev_nb.settings import current
 
-    return script_window(ref.provider, current()) or DEFAULT_WINDOW_TOKENS
+    return script_window(ref.provider, settings) or DEFAULT_WINDOW_TOKENS
 
 
 def _compaction(bp: Any) -> CompactionPlan:
