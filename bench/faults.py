@@ -3,7 +3,8 @@
 Every fault runs in a fresh child process (``faults.py --one NAME``), so a crash shows up as a row
 ("the process died") instead of ending the table. A row says what was injected, the input, the
 outcome lev_nb gave, whether the outcome is the one it owes (``held``: no crash, no stall, no leak,
-one clear error) and how long the child took. Runs, homes and working directories live in a
+one clear error; ``None`` when the fault could not be tried here, a row counted as skipped, never as
+held) and how long the child took. Runs, homes and working directories live in a
 temporary folder; nothing reaches the network (the webhook receiver listens on 127.0.0.1).
 Prints the table and writes bench/results/faults.json.
 
@@ -321,6 +322,32 @@ def _secret(tmp: Path) -> Row:
             f"files holding the key: {leaked or 'none'}", "held": not leaked and key not in (run.error or "")}
 
 
+@fault("key-in-ordinary-variable")
+def _ordinary_key(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.providers.base import ProviderError
+
+    key = "sk-ordinary-fault-0123456789abcdef"
+    os.environ["CLAUDE"] = key
+    _allow_shell(tmp)
+    with (tmp / "home" / "config.toml").open("a") as config:
+        config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
+
+    class Echoing(ScriptedModel):
+        async def complete(self, request: Any) -> Any:  # type: ignore[override]
+            if self.requests:  # the second call: the server quotes the key
+                raise ProviderError("auth", f"HTTP 401: invalid x-api-key {key}")
+            return await super().complete(request)
+
+    run = _run(tmp, SHELL_STAGE, Echoing([_call("shell", command="env > env.txt; env")]))
+    folder = Path(run.run_dir)
+    leaked = [p.name for p in folder.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    seen = key in (Path(run.workdir) / "env.txt").read_text()
+    return {"input": 'api_key_env = "CLAUDE"; the shell runs env, a 401 body quotes the key',
+            "outcome": f"{run.status}; shell {'saw' if seen else 'did not see'} the key; "
+            f"files holding it: {leaked or 'none'}", "held": not leaked and not seen and key not in (run.error or "")}
+
+
 # ------------------------------------------------------------------------------------------------
 # Files, the shell and the sandbox
 
@@ -365,7 +392,7 @@ def _sandbox(tmp: Path) -> Row:
 
     if choose(SandboxSpec(kind="namespace")).program is None:
         return {"input": "[sandbox] namespace: cat a file outside the workdir", "outcome": "skipped: no bubblewrap",
-                "held": True}
+                "held": None}
     _allow_shell(tmp)
     secret = tmp / "secret.txt"
     secret.write_text("swordfish")
@@ -502,6 +529,17 @@ def one(name: str) -> Row:
     return {k: clean(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
+def _verdict(held: bool | None, yes: str, no: str) -> str:
+    return "skipped" if held is None else yes if held else no
+
+
+def _tally(rows: list[Row]) -> str:
+    """"12/14 held, 1 skipped": a fault that could not be tried is not counted as held."""
+    held = sum(r["held"] is True for r in rows)
+    skipped = sum(r["held"] is None for r in rows)
+    return f"{held}/{len(rows) - skipped} held" + (f", {skipped} skipped" if skipped else "")
+
+
 def main() -> None:
     """Run every fault in its own child, print the table, save the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -515,9 +553,9 @@ def main() -> None:
         saved = json.loads(RESULTS.read_text())
         print("| fault | input | outcome | held |\n|---|---|---|---|")
         for row in saved["faults"]:
-            cells = [row["fault"], row["input"], _short(row["outcome"], 150), "yes" if row["held"] else "**no**"]
+            cells = [row["fault"], row["input"], _short(row["outcome"], 150), _verdict(row["held"], "yes", "**no**")]
             print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        print(f"\n{saved['held']}/{len(saved['faults'])} held ({saved['machine']['cpus']} CPUs, Python {saved['machine']['python']})")
+        print(f"\n{_tally(saved['faults'])} ({saved['machine']['cpus']} CPUs, Python {saved['machine']['python']})")
         return
     rows = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -538,14 +576,14 @@ def main() -> None:
             row = {"input": "", "outcome": f"no answer within {CHILD_TIMEOUT_S} s (stalled)", "held": False}
         row = {"fault": name, **row, "seconds": round(took, 2)}
         rows.append(row)
-        print(f"{name:26} {'held' if row['held'] else 'BROKE':6} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
+        print(f"{name:26} {_verdict(row['held'], 'held', 'BROKE'):7} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
               flush=True)
-    held = sum(r["held"] for r in rows)
-    print(f"\n{held}/{len(rows)} faults held")
+    print(f"\n{_tally(rows)}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
-        "held": held,
+        "held": sum(r["held"] is True for r in rows),
+        "skipped": sum(r["held"] is None for r in rows),
         "faults": rows,
     }, indent=2, ensure_ascii=False) + "\n")
     print(f"saved {RESULTS.relative_to(ROOT)}")

@@ -31,6 +31,7 @@ from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
+from lev_nb.secrets import declare_credentials
 
 from .errors import ConfigError
 from .model import BUILTIN_PROVIDERS, POLICIES, Settings, Source
@@ -424,7 +425,10 @@ def load(path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, st
         flat.update(_flatten_overrides(session, _SESSION))
     if launch:
         flat.update(_flatten_overrides(launch, _LAUNCH))
-    return _build(flat, file, exists)
+    settings = _build(flat, file, exists)
+    # A key variable named in the configuration is a secret whatever its name (lev_nb.secrets).
+    declare_credentials(p.api_key_env for p in settings.model_providers.values() if p.api_key_env)
+    return settings
 
 
 # ------------------------------------------------------------------------------------------------

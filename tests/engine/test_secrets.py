@@ -134,3 +134,32 @@ def test_an_echoed_key_is_redacted_from_every_record(engine, monkeypatch: pytest
         text = (folder / name).read_text() if (folder / name).exists() else ""
         assert KEY not in text, name
     assert "[redacted]" in json.loads((folder / "meta.json").read_text())["error"]
+
+
+class EchoingClaude(ScriptedModel):
+    """A model whose server quotes a key kept in a variable with an ordinary name."""
+
+    async def complete(self, request):  # type: ignore[override]
+        if self.requests:  # the second call: the server quotes the key
+            raise ProviderError("auth", f"HTTP 401: invalid x-api-key {os.environ['CLAUDE']}")
+        return await super().complete(request)
+
+
+@pytest.mark.usefixtures("blueprint_permissions")
+def test_a_configured_key_variable_is_a_secret_whatever_its_name(
+        engine, home: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lev_nb.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_declared", frozenset())  # what this test declares stays here
+    monkeypatch.setenv("CLAUDE", KEY)
+    assert not looks_like_credential("CLAUDE") and "CLAUDE" in child_environment()
+    with (home / "config.toml").open("a", encoding="utf-8") as config:
+        config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
+    toml = '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n[stages.work.transitions]\n'
+    run, _ = engine.run(toml, EchoingClaude([call("shell", command="env > env.txt; env")]))
+    assert run.status == "error" and "[redacted]" in run.error and KEY not in run.error
+    seen = (workdir / "env.txt").read_text()
+    assert "PATH=" in seen and "CLAUDE=" not in seen
+    assert looks_like_credential("claude") and redact(f"key {KEY}") == "key [redacted]"
+    for path in Path(run.run_dir).rglob("*"):
+        assert not path.is_file() or KEY.encode() not in path.read_bytes(), path.name
