@@ -349,6 +349,72 @@ def _ordinary_key(tmp: Path) -> Row:
 
 
 # ------------------------------------------------------------------------------------------------
+# Script HTTP (what a Rhai provider script's http_get / http_post / stream_request reach)
+
+
+def _serve_raw(answer: Callable[[Any], None], seen: list[bytes] | None = None) -> str:
+    """A server on 127.0.0.1 answering each connection with ``answer(conn)`` (each request's bytes
+    appended to ``seen``); its base URL."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            conn, _ = server.accept()
+            with conn:
+                request = conn.recv(65536)
+                if seen is not None:
+                    seen.append(request)
+                try:
+                    answer(conn)
+                except OSError:  # the client gave up
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{server.getsockname()[1]}"
+
+
+@fault("script-http-drip")
+def _script_http_drip(tmp: Path) -> Row:
+    from lev_nb.providers.script_http import ScriptHttpError, request
+
+    def drip(conn: Any) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n")
+        for _ in range(100):  # one byte every 0.2 s: 20 s for the body
+            conn.sendall(b"x")
+            time.sleep(0.2)
+
+    url = _serve_raw(drip)
+    start = time.monotonic()
+    try:
+        outcome = f"answered {len(request('GET', url, timeout=2, allow_local=True))} bytes"
+    except ScriptHttpError as exc:
+        outcome = f"{exc.kind}: {exc.message}"
+    took = time.monotonic() - start
+    return {"input": "a server dripping a 100-byte body a byte every 0.2 s; timeout 2 s",
+            "outcome": f"{outcome} after {took:.1f} s", "held": "within 2 s" in outcome and took < 4}
+
+
+@fault("script-http-redirect-credentials")
+def _script_http_redirect(tmp: Path) -> Row:
+    from lev_nb.providers.script_http import request
+
+    seen: list[bytes] = []
+    target = _serve_raw(lambda conn: conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), seen)
+    first = _serve_raw(lambda conn: conn.sendall(
+        f"HTTP/1.1 302 Found\r\nLocation: {target}/landing\r\nContent-Length: 0\r\n\r\n".encode()))
+    body = request("GET", first, allow_local=True,
+                   headers={"Authorization": "Bearer sk-fault-0123456789", "x-api-key": "sk-fault-0123456789"})
+    leaked = b"sk-fault" in b"".join(seen)
+    return {"input": "a 302 to another port, the call carrying Authorization and x-api-key",
+            "outcome": f"answered '{body}'; the other origin {'received' if leaked else 'did not receive'} "
+            "the credentials", "held": bool(seen) and not leaked}
+
+
+# ------------------------------------------------------------------------------------------------
 # Files, the shell and the sandbox
 
 
