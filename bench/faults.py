@@ -414,6 +414,35 @@ def _script_http_redirect(tmp: Path) -> Row:
             "the credentials", "held": bool(seen) and not leaked}
 
 
+@fault("inbox-hostile-entries")
+def _inbox(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.store import RunStore
+
+    bp = _blueprint('[stages.work]\navailable_tools = ["ask_user_text"]\nallow_blocking_tools = true\n'
+                    'nudge = { enabled = false }\n[stages.work.transitions]\n')
+    (tmp / "w").mkdir()
+    run = bp.run("t", model=ScriptedModel([_call("ask_user_text", prompt="Name?"), _say("ok")]), workdir=tmp / "w",
+                 home=tmp / "home", interactive=True)
+    deadline = time.monotonic() + 60
+    while not run.pending and time.monotonic() < deadline:
+        time.sleep(0.05)
+    inbox = Path(run.run_dir) / "inbox"
+    inbox.mkdir(exist_ok=True)
+    (inbox / ".deep").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (inbox / ".deep").rename(inbox / "00000000000000000001-deep.json")
+    (inbox / "00000000000000000002-x.json").mkdir()
+    time.sleep(2)  # four polls of the waiting run: each bad entry must be reported once, not four times
+    RunStore(run.run_id, home=tmp / "home").post_inbox(
+        {"type": "response", "request_id": run.pending[0].id if run.pending else "", "answer": "Ada"})
+    run.wait(60)
+    warnings = [e.message for e in run.events.snapshot() if e.kind == "warning" and "inbox" in e.message]
+    aside = sorted(p.name.split("-", 1)[1] for p in inbox.iterdir())
+    return {"input": "a 100,000-deep JSON file and a directory named x.json in inbox/ of a waiting run",
+            "outcome": f"{run.status}; {len(warnings)} warnings; set aside: {aside}",
+            "held": run.status == "complete" and len(warnings) == 2 and len(aside) == 2}
+
+
 # ------------------------------------------------------------------------------------------------
 # Files, the shell and the sandbox
 

@@ -435,6 +435,12 @@ class InteractionHub:
             except InteractionError as exc:
                 state.warn(f"an answer left in the run's inbox was not taken: {exc}")
             return
+        if kind == "unreadable":
+            where = (f"set aside as inbox/{entry['set_aside']}" if entry.get("set_aside")
+                     else "left in place and no longer read")
+            state.warn(f"the run's inbox held an entry it cannot read, inbox/{entry.get('file')}: "
+                       f"{entry.get('reason')}; it was {where} (rejected)")
+            return
         state.warn(f"the run's inbox held something it cannot read: {entry}")
 
     def new_id(self, prefix: str, key: str) -> str:
