@@ -529,6 +529,40 @@ def _forged(tmp: Path) -> Row:
             "held": run.status == "error" and not kept}
 
 
+@fault("sigkill-then-resume")
+def _sigkill_resume(tmp: Path) -> Row:
+    import signal
+
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "ledger"\n' + SHELL_STAGE)
+    _allow_shell(tmp)
+    work = tmp / "work"
+    work.mkdir()
+    script = tmp / "turns.json"
+    script.write_text(json.dumps([
+        _call("shell", command="echo one >> ledger"),
+        _call("shell", command="echo two-start >> ledger; touch started; sleep 3; echo two-end >> ledger"),
+        _call("shell", command="echo three >> ledger"), _say("done")]))
+    env = dict(os.environ, LEV_HOME=str(tmp / "home"))
+    run = [sys.executable, "-m", "lev_nb.cli"]
+    proc = subprocess.Popen([*run, "run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir",
+                             str(work), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (work / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    time.sleep(4)  # past the command's own end: a command that outlived the run would have appended by now
+    (folder,) = (tmp / "home" / "runs").iterdir()
+    resumed = subprocess.run([*run, "resume", folder.name, "--quiet"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    ledger = (work / "ledger").read_text().split()
+    return {"input": "SIGKILL of lev run during a 3 s shell call, then lev resume (same scripted model)",
+            "outcome": f"resume exit {resumed.returncode}; ledger {ledger}",
+            "held": resumed.returncode == 0 and ledger == ["one", "two-start", "three"]}
+
+
 # ------------------------------------------------------------------------------------------------
 # The disk and the webhook
 

@@ -56,6 +56,9 @@ class Resumption:
     journal: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings the resumed run tells first
+    # The model is the one the run was started with (not one given again at the resume): a script
+    # then goes on where the run stopped, while a new one answers from its own first turn.
+    same_model: bool = False
 
     @property
     def from_status(self) -> str:
@@ -266,6 +269,7 @@ def resume_run(
                 f"run '{store.run_id}' has no {LAUNCH} (it was recorded by a lev_nb that could not resume runs); "
                 "start a new run instead")
         blueprint, notes = _blueprint(store.run_id, launch.get("blueprint") or {})
+        same_model = model is None
         if model is None:
             model = launch.get("model")
             if model is None and launch.get("model_object"):
@@ -294,6 +298,7 @@ def resume_run(
         hook_scripts, region_scripts = compile_run_scripts(plan)
         resumption = Resumption(
             run_id=store.run_id, old_meta=meta, journal=store.read_journal(), events=store.read_events(), notes=notes,
+            same_model=same_model,
         )
         runner = Runner(
             plan, task=task, provider=checked.provider, workdir=checked.workdir, inputs=inputs,

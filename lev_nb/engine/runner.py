@@ -216,6 +216,8 @@ class Runner:
                 run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
                 on_live=self._went_live, on_write_error=state.warn,
             )
+            # The model the run started with (its script) goes on where the run stopped.
+            state.journal.tells_provider = resume is not None and resume.same_model
         if state.ctx.region_host is not None:
             state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage, settings))
         self.hooks = RunHooks(state, hook_scripts)

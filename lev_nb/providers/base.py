@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from lev_nb.messages import ModelRequest, ModelResponse
 
-__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider"]
+__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider", "Replayable"]
 
 
 ERROR_KINDS: tuple[str, ...] = (
@@ -101,4 +101,15 @@ class Provider(Protocol):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request or raise :class:`ProviderError`."""
+        ...
+
+
+@runtime_checkable
+class Replayable(Protocol):
+    """A provider whose answers depend on how many calls it has answered (a script). A resumed run
+    takes its earlier calls from its journal, without asking the provider; it tells such a provider
+    of each, so that the provider goes on from where the run stopped, not from its first answer."""
+
+    def replayed(self, request: ModelRequest) -> None:
+        """``request`` was answered from the run's journal: count it as answered."""
         ...

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.sandbox import Sandbox
@@ -63,6 +64,7 @@ class RunToolHost:
             stdin=subprocess.DEVNULL, text=True, errors="replace", env=child_environment(),
             start_new_session=True,
         )
+        reaper.watch(proc.pid)  # the group dies with this process, however it ends
         try:
             stdout, stderr = proc.communicate(timeout=SHELL_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -71,6 +73,8 @@ class RunToolHost:
             kill_group(proc.pid)
             proc.communicate()
             raise TimeoutError(f"shell: the command ran past its {SHELL_TIMEOUT_S} s limit and was stopped") from None
+        finally:
+            reaper.release(proc.pid)
         out = stdout + (f"\n{stderr}" if stderr.strip() else "")
         return out[:HOST_OUTPUT_CAP]
 
