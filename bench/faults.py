@@ -563,6 +563,39 @@ def _sigkill_resume(tmp: Path) -> Row:
             "held": resumed.returncode == 0 and ledger == ["one", "two-start", "three"]}
 
 
+@fault("ctrl-c-then-resume")
+def _ctrl_c_resume(tmp: Path) -> Row:
+    import signal
+
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "ledger"\n' + SHELL_STAGE)
+    _allow_shell(tmp)
+    work = tmp / "work"
+    work.mkdir()
+    script = tmp / "turns.json"
+    script.write_text(json.dumps([_call("shell", command="echo one >> ledger; touch started; sleep 300"),
+                                  _call("shell", command="echo two >> ledger"), _say("done")]))
+    env = dict(os.environ, LEV_HOME=str(tmp / "home"))
+    run = [sys.executable, "-m", "lev_nb.cli"]
+    proc = subprocess.Popen([*run, "run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir",
+                             str(work), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (work / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    (folder,) = (tmp / "home" / "runs").iterdir()
+    status = json.loads((folder / "meta.json").read_text())["status"]
+    resumed = subprocess.run([*run, "resume", folder.name, "--quiet"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    ledger = (work / "ledger").read_text().split()
+    return {"input": "Ctrl-C on lev run during a shell call, then lev resume",
+            "outcome": f"exit {proc.returncode}, record {status}; resume exit {resumed.returncode}; ledger {ledger}",
+            "held": proc.returncode == 130 and status == "paused" and resumed.returncode == 0
+            and ledger == ["one", "two"]}
+
+
 # ------------------------------------------------------------------------------------------------
 # The disk and the webhook
 

@@ -252,6 +252,7 @@ class Runner:
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
         self._cancel_sent = False
+        self._interrupted = False  # stopped to be resumed later (Ctrl-C), not cancelled
         self._cancellable = False
         # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
         self._record_error: str | None = None
@@ -295,10 +296,13 @@ class Runner:
         return self.state.final_output
 
     # ------------------------------------------------------------------ lifecycle
-    def request_cancel(self) -> None:
-        """Ask the run to stop; safe to call from any thread."""
+    def request_cancel(self, *, resumable: bool = False) -> None:
+        """Ask the run to stop; safe to call from any thread. ``resumable``: it pauses (blocker
+        ``interrupted``) so that ``lev resume`` continues it, instead of ending ``cancelled``."""
         from lev_nb.engine.loop import engine_loop
 
+        if resumable and not self._cancel_requested:
+            self._interrupted = True
         self._cancel_requested = True
         engine_loop().call_soon(self._cancel_task)
 
@@ -335,7 +339,14 @@ class Runner:
                 await self._start()
                 self._ending = await self._loop()
             except asyncio.CancelledError:
-                self._ending = Ending("error", self._record_error) if self._record_error else Ending("cancelled")
+                if self._record_error:
+                    self._ending = Ending("error", self._record_error)
+                elif self._interrupted:
+                    reason = f"was interrupted (Ctrl-C); `lev resume {self.run_id}` continues it"
+                    self._ending = Ending("paused", reason)
+                    self.state.meta.needs_setup = {"blocker": "interrupted", "remedy": "", "reason": reason}
+                else:
+                    self._ending = Ending("cancelled")
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
             except RunPaused as exc:
