@@ -223,6 +223,18 @@ def _toml(tmp: Path) -> Row:
                 "held": True}
 
 
+@fault("deep-config-toml")
+def _deep_config(tmp: Path) -> Row:
+    (tmp / "home").mkdir()
+    (tmp / "home" / "config.toml").write_text("[limits]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    proc = subprocess.run([sys.executable, "-m", "lev_nb.cli", "config", "show"], capture_output=True, text=True,
+                          env=dict(os.environ, LEV_HOME=str(tmp / "home")), timeout=120)
+    err = proc.stderr.strip()
+    return {"input": "config.toml with a value nested 100,000 arrays deep", "outcome":
+            f"exit {proc.returncode}: {_short(err.splitlines()[-1] if err else '', 90)}",
+            "held": proc.returncode != 0 and "Traceback" not in err and len(err.splitlines()) <= 2}
+
+
 # ------------------------------------------------------------------------------------------------
 # The engine: callees that misbehave, and fairness
 

@@ -291,6 +291,8 @@ def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:
             except tomllib.TOMLDecodeError as exc:
                 raise layer.error(f"not a TOML {'array' if kind == 'str_list' else 'inline table'}: {exc}",
                                   key) from None
+            except RecursionError:
+                raise layer.error("nested too deeply", key) from None
         if kind == "str_list":
             return [part.strip() for part in stripped.split(",") if part.strip()]
     return text
@@ -330,6 +332,9 @@ def _file_layer(path: Path) -> tuple[Flat, bool]:
         m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
         raise ConfigError(f"not valid TOML: {msg}", path=path, kind="parse",
                           line=int(m.group(1)) if m else None, column=int(m.group(2)) if m else None) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError("not valid TOML: arrays or tables are nested too deeply", path=path, kind="parse",
+                          hint="a configuration never needs more than a few levels of nesting") from None
     out: Flat = {}
     _walk(SCHEMA, data, (), _FileLayer(path, text), out)
     return out, True
