@@ -493,6 +493,21 @@ def _hardlink(tmp: Path) -> Row:
             "held": outside.read_text() == "original"}
 
 
+@fault("script-shell-background-child")
+def _script_shell_background(tmp: Path) -> Row:
+    from lev_nb.tools.scripts import RunToolHost
+    from lev_nb.workspace import Workspace
+
+    start = time.monotonic()
+    try:
+        out = RunToolHost(Workspace(tmp), shell_allowed=True).shell("sleep 300 & echo started")
+    except TimeoutError as exc:
+        out = f"TimeoutError: {exc}"
+    took = time.monotonic() - start
+    return {"input": "a script's shell('sleep 300 & echo started')", "outcome": f"{_short(out, 60)} after {took:.1f} s",
+            "held": out.strip() == "started" and took < 5}
+
+
 @fault("sandbox-read-outside")
 def _sandbox(tmp: Path) -> Row:
     from lev_nb.sandbox import SandboxSpec, choose

@@ -79,6 +79,20 @@ def test_script_shell_timeout_kills_the_process_group(tmp_path: Path, monkeypatc
     assert _gone(pid)
 
 
+def test_script_shell_does_not_wait_for_a_background_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 26: the child kept the output pipes open, so shell() waited for the whole timeout.
+    monkeypatch.setattr(scripts, "SHELL_TIMEOUT_S", 30)
+    host = RunToolHost(Workspace(tmp_path), shell_allowed=True)
+    out = host.shell("sleep 300 & echo $! > child.pid; echo started; echo oops >&2")
+    assert out == "started\n\noops\n"
+    pid = int((tmp_path / "child.pid").read_text())
+    for _ in range(200):
+        if _gone(pid):
+            break
+        time.sleep(0.05)
+    assert _gone(pid)  # what it left running in the background is stopped with it
+
+
 @pytest.mark.usefixtures("blueprint_permissions")
 def test_shell_tool_runs_without_credentials(engine, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
