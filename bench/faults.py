@@ -209,6 +209,29 @@ def _gate(tmp: Path) -> Row:
     return {"input": "gate max_attempts = 1000000", "outcome": _short(text or "valid"), "held": bool(text)}
 
 
+@fault("gate-100-attempts-at-cap")
+def _gate_hundred(tmp: Path) -> Row:
+    run = _run(tmp, """
+        [context.regions]
+        system = { kind = "pinned", max_tokens = 2000 }
+        notes = { kind = "pinned", max_tokens = 1000 }
+        conversation = { kind = "sliding_window", max_items = 20, max_tokens = 8000 }
+        [stages.work]
+        available_tools = ["list_dir"]
+        max_iterations = 1
+        nudge = { enabled = false }
+        [stages.work.transitions.done]
+        gate = { require_regions = ["notes"], max_attempts = 100 }
+        [stages.done]
+        nudge = { enabled = false }
+        [stages.done.transitions]
+    """, [_call("list_dir", path="."), _say("r")])
+    kinds = [e.kind for e in run.events.snapshot()]
+    return {"input": "a gate with max_attempts = 100 re-asked at the stage's iteration cap",
+            "outcome": f"{run.status}; {kinds.count('gate_blocked')} blocked, {kinds.count('gate_forced')} forced, "
+            f"{kinds.count('stuck')} stuck", "held": run.status == "complete" and kinds.count("gate_forced") == 1}
+
+
 @fault("deep-toml")
 def _toml(tmp: Path) -> Row:
     import lev_nb

@@ -539,12 +539,17 @@ class Runner:
         """Iterate until a transition ends the run; returns how it ends."""
         state = self.state
         idle, calls_seen, idle_fired = 0, state.model_calls, False
+        gates_seen = state.progress.gate_reentries
         while True:
             # Yield on every iteration: a cancel and every other run on the engine loop get their
             # turn even while this run only does bookkeeping (a gate re-asked, a hold, a watchdog).
             await asyncio.sleep(0)
             if state.model_calls != calls_seen:
                 calls_seen, idle, idle_fired = state.model_calls, 0, False
+            elif state.progress.gate_reentries > gates_seen:
+                # A gate used one of its attempts: progress toward being forced (max_attempts
+                # bounds it), not an idle round, even with no model call in between.
+                idle = 0
             else:
                 idle += 1
                 if idle > IDLE_ITERATION_LIMIT:
@@ -553,6 +558,7 @@ class Runner:
                         return ending
                     idle, idle_fired = 0, True
                     continue
+            gates_seen = state.progress.gate_reentries
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
