@@ -338,6 +338,39 @@ def _blocking(tmp: Path) -> Row:
     return {"input": "run A makes 40 blocking reads at once; run B calls list_dir", "outcome": outcome, "held": ok}
 
 
+@fault("agent-tree-width")
+def _tree_width(tmp: Path) -> Row:
+    import lev_nb
+    from lev_nb.messages import ModelResponse, ToolCall, ToolUseBlock
+
+    home = tmp / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[limits]\nmax_agents_per_tree = 10\n")
+    folder = tmp / "spawner"
+    folder.mkdir()
+    (folder / "agent.leviath").write_text('[agent]\nname = "spawner"\nmax_child_depth = 3\n'
+                                          '[stages.go]\navailable_tools = ["spawn_agent"]\nnudge = { enabled = false }\n'
+                                          'max_iterations = 3\n[stages.go.transitions]\n')
+
+    class Spawner:
+        name = "spawner"
+
+        async def complete(self, request: Any) -> Any:
+            done = any(isinstance(b, ToolUseBlock) for m in request.messages for b in m.blocks())
+            if done:
+                return ModelResponse(text="done")
+            calls = [ToolCall(id=f"s{i}", name="spawn_agent", arguments={"blueprint": str(folder), "task": f"t{i}"})
+                     for i in range(8)]  # 8 wide, 3 deep: 584 sub-agents without a cap
+            return ModelResponse(tool_calls=calls)
+
+    (tmp / "w").mkdir()
+    run = lev_nb.run(folder, task="t", model=Spawner(), workdir=tmp / "w", home=home)
+    run.wait(120)
+    runs = len(list((home / "runs").iterdir()))
+    return {"input": "each agent spawns 8 of itself, depth 3, max_agents_per_tree = 10",
+            "outcome": f"{run.status}; {runs} runs in all", "held": runs <= 11}
+
+
 @fault("secret-echo")
 def _secret(tmp: Path) -> Row:
     from lev_nb.providers import ScriptedModel

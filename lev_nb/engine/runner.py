@@ -226,7 +226,7 @@ class Runner:
         )
         self.subagents = SubAgents(
             state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth,
-            depth_source=self.depth_source, provider=provider,
+            depth_source=self.depth_source, provider=provider, tree=self.tree_spawn_refusal,
         )
         self.tools = StageTools(
             state,
@@ -253,6 +253,7 @@ class Runner:
         self._cancel_requested = False
         self._cancel_sent = False
         self._interrupted = False  # stopped to be resumed later (Ctrl-C), not cancelled
+        self.agents_started = 0  # on the root run: sub-agents started anywhere in its tree
         self._cancellable = False
         # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
         self._record_error: str | None = None
@@ -619,6 +620,27 @@ class Runner:
         return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
     # ------------------------------------------------------------------ child runs
+    def tree_spawn_refusal(self) -> str | None:
+        """Why no sub-agent may start in this run's tree now (None: one may, and it is counted).
+
+        A run that is stopping, or whose ancestor is, starts none (its children would only be
+        cancelled), and the whole tree, from the run the user started down, starts at most
+        ``[limits] max_agents_per_tree`` sub-agents."""
+        runner: Runner | None = self
+        root = self
+        while runner is not None:
+            if runner._cancel_requested:
+                who = "this run is" if runner is self else f"its ancestor run '{runner.run_id}' is"
+                return f"[denied] spawn_agent: {who} stopping, so no sub-agent may start"
+            root = runner
+            runner = runner.parent
+        cap = self.state.settings.limits.max_agents_per_tree
+        if root.agents_started >= cap:
+            return (f"[denied] spawn_agent: this run's tree has started {root.agents_started} sub-agents, the "
+                    f"most [limits] max_agents_per_tree = {cap} allows; finish with the ones you have")
+        root.agents_started += 1
+        return None
+
     def spawn_child(
         self,
         plan: RunPlan,
