@@ -12,7 +12,10 @@ record needs no second copy. The resumed
 run keeps its id and folder: it is rebuilt from how it was started (``launch.json``: the
 blueprint's text and path, the model spec, the inputs, the output request, the webhook) and
 replays its journal (:mod:`lev_nb.engine.journal`), so the conversation, the stage and the
-counters come back as they were and no completed tool call runs twice; then it goes on. A run
+counters come back as they were and no completed tool call runs twice (one that was running when
+the process stopped is reported to the model as interrupted instead of running again, unless its
+tool is read-only); then it goes on. A run stopped with Ctrl-C is ``paused`` (blocker
+``interrupted``) and resumes like any paused run. A run
 that ended (complete, error, cancelled), a worker run (its parent is resumed instead), an
 unknown id and a run still owned by a live process are refused with one clear message.
 """
