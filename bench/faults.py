@@ -1,4 +1,4 @@
-"""Fault injection: each fault of issue 12 thrown at lev_nb, and what happened.
+"""Fault injection: each fault of issues 12 and 26 thrown at lev_nb, and what happened.
 
 Every fault runs in a fresh child process (``faults.py --one NAME``), so a crash shows up as a row
 ("the process died") instead of ending the table. A row says what was injected, the input, the

@@ -31,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from lev_nb.blueprint.constants import MAX_GATE_ATTEMPTS
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
@@ -547,9 +548,10 @@ class Runner:
             await asyncio.sleep(0)
             if state.model_calls != calls_seen:
                 calls_seen, idle, idle_fired = state.model_calls, 0, False
-            elif state.progress.gate_reentries > gates_seen:
-                # A gate used one of its attempts: progress toward being forced (max_attempts
-                # bounds it), not an idle round, even with no model call in between.
+            elif gates_seen < state.progress.gate_reentries <= MAX_GATE_ATTEMPTS:
+                # A gate used one of its attempts: progress toward being forced (max_attempts,
+                # at most MAX_GATE_ATTEMPTS, bounds it), not an idle round, even with no model
+                # call in between. Past that bound (a plan built around validation) it is idle.
                 idle = 0
             else:
                 idle += 1
