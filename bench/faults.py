@@ -821,7 +821,7 @@ def main() -> None:
             row = {"input": "", "outcome": f"no answer within {CHILD_TIMEOUT_S} s (stalled)", "held": False}
         row = {"fault": name, **row, "seconds": round(took, 2)}
         rows.append(row)
-        print(f"{name:26} {_verdict(row['held'], 'held', 'BROKE'):7} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
+        print(f"{name:34} {_verdict(row['held'], 'held', 'BROKE'):7} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
               flush=True)
     print(f"\n{_tally(rows)}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
