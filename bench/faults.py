@@ -1,9 +1,10 @@
-"""Fault injection: each fault of issue 12 thrown at lev_nb, and what happened.
+"""Fault injection: each fault of issues 12 and 26 thrown at lev_nb, and what happened.
 
 Every fault runs in a fresh child process (``faults.py --one NAME``), so a crash shows up as a row
 ("the process died") instead of ending the table. A row says what was injected, the input, the
 outcome lev_nb gave, whether the outcome is the one it owes (``held``: no crash, no stall, no leak,
-one clear error) and how long the child took. Runs, homes and working directories live in a
+one clear error; ``None`` when the fault could not be tried here, a row counted as skipped, never as
+held) and how long the child took. Runs, homes and working directories live in a
 temporary folder; nothing reaches the network (the webhook receiver listens on 127.0.0.1).
 Prints the table and writes bench/results/faults.json.
 
@@ -208,6 +209,29 @@ def _gate(tmp: Path) -> Row:
     return {"input": "gate max_attempts = 1000000", "outcome": _short(text or "valid"), "held": bool(text)}
 
 
+@fault("gate-100-attempts-at-cap")
+def _gate_hundred(tmp: Path) -> Row:
+    run = _run(tmp, """
+        [context.regions]
+        system = { kind = "pinned", max_tokens = 2000 }
+        notes = { kind = "pinned", max_tokens = 1000 }
+        conversation = { kind = "sliding_window", max_items = 20, max_tokens = 8000 }
+        [stages.work]
+        available_tools = ["list_dir"]
+        max_iterations = 1
+        nudge = { enabled = false }
+        [stages.work.transitions.done]
+        gate = { require_regions = ["notes"], max_attempts = 100 }
+        [stages.done]
+        nudge = { enabled = false }
+        [stages.done.transitions]
+    """, [_call("list_dir", path="."), _say("r")])
+    kinds = [e.kind for e in run.events.snapshot()]
+    return {"input": "a gate with max_attempts = 100 re-asked at the stage's iteration cap",
+            "outcome": f"{run.status}; {kinds.count('gate_blocked')} blocked, {kinds.count('gate_forced')} forced, "
+            f"{kinds.count('stuck')} stuck", "held": run.status == "complete" and kinds.count("gate_forced") == 1}
+
+
 @fault("deep-toml")
 def _toml(tmp: Path) -> Row:
     import lev_nb
@@ -220,6 +244,18 @@ def _toml(tmp: Path) -> Row:
     except BlueprintError as exc:
         return {"input": "a value nested 100,000 arrays deep", "outcome": f"BlueprintError: {_short(exc, 70)}",
                 "held": True}
+
+
+@fault("deep-config-toml")
+def _deep_config(tmp: Path) -> Row:
+    (tmp / "home").mkdir()
+    (tmp / "home" / "config.toml").write_text("[limits]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    proc = subprocess.run([sys.executable, "-m", "lev_nb.cli", "config", "show"], capture_output=True, text=True,
+                          env=dict(os.environ, LEV_HOME=str(tmp / "home")), timeout=120)
+    err = proc.stderr.strip()
+    return {"input": "config.toml with a value nested 100,000 arrays deep", "outcome":
+            f"exit {proc.returncode}: {_short(err.splitlines()[-1] if err else '', 90)}",
+            "held": proc.returncode != 0 and "Traceback" not in err and len(err.splitlines()) <= 2}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -302,6 +338,39 @@ def _blocking(tmp: Path) -> Row:
     return {"input": "run A makes 40 blocking reads at once; run B calls list_dir", "outcome": outcome, "held": ok}
 
 
+@fault("agent-tree-width")
+def _tree_width(tmp: Path) -> Row:
+    import lev_nb
+    from lev_nb.messages import ModelResponse, ToolCall, ToolUseBlock
+
+    home = tmp / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[limits]\nmax_agents_per_tree = 10\n")
+    folder = tmp / "spawner"
+    folder.mkdir()
+    (folder / "agent.leviath").write_text('[agent]\nname = "spawner"\nmax_child_depth = 3\n'
+                                          '[stages.go]\navailable_tools = ["spawn_agent"]\nnudge = { enabled = false }\n'
+                                          'max_iterations = 3\n[stages.go.transitions]\n')
+
+    class Spawner:
+        name = "spawner"
+
+        async def complete(self, request: Any) -> Any:
+            done = any(isinstance(b, ToolUseBlock) for m in request.messages for b in m.blocks())
+            if done:
+                return ModelResponse(text="done")
+            calls = [ToolCall(id=f"s{i}", name="spawn_agent", arguments={"blueprint": str(folder), "task": f"t{i}"})
+                     for i in range(8)]  # 8 wide, 3 deep: 584 sub-agents without a cap
+            return ModelResponse(tool_calls=calls)
+
+    (tmp / "w").mkdir()
+    run = lev_nb.run(folder, task="t", model=Spawner(), workdir=tmp / "w", home=home)
+    run.wait(120)
+    runs = len(list((home / "runs").iterdir()))
+    return {"input": "each agent spawns 8 of itself, depth 3, max_agents_per_tree = 10",
+            "outcome": f"{run.status}; {runs} runs in all", "held": runs <= 11}
+
+
 @fault("secret-echo")
 def _secret(tmp: Path) -> Row:
     from lev_nb.providers import ScriptedModel
@@ -319,6 +388,127 @@ def _secret(tmp: Path) -> Row:
     leaked = [p.name for p in folder.iterdir() if p.is_file() and key in p.read_text(errors="replace")]
     return {"input": "a 401 body quoting the API key", "outcome": f"{run.status}: …{(run.error or '')[-40:]}; "
             f"files holding the key: {leaked or 'none'}", "held": not leaked and key not in (run.error or "")}
+
+
+@fault("key-in-ordinary-variable")
+def _ordinary_key(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.providers.base import ProviderError
+
+    key = "sk-ordinary-fault-0123456789abcdef"
+    os.environ["CLAUDE"] = key
+    _allow_shell(tmp)
+    with (tmp / "home" / "config.toml").open("a") as config:
+        config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
+
+    class Echoing(ScriptedModel):
+        async def complete(self, request: Any) -> Any:  # type: ignore[override]
+            if self.requests:  # the second call: the server quotes the key
+                raise ProviderError("auth", f"HTTP 401: invalid x-api-key {key}")
+            return await super().complete(request)
+
+    run = _run(tmp, SHELL_STAGE, Echoing([_call("shell", command="env > env.txt; env")]))
+    folder = Path(run.run_dir)
+    leaked = [p.name for p in folder.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    seen = key in (Path(run.workdir) / "env.txt").read_text()
+    return {"input": 'api_key_env = "CLAUDE"; the shell runs env, a 401 body quotes the key',
+            "outcome": f"{run.status}; shell {'saw' if seen else 'did not see'} the key; "
+            f"files holding it: {leaked or 'none'}", "held": not leaked and not seen and key not in (run.error or "")}
+
+
+# ------------------------------------------------------------------------------------------------
+# Script HTTP (what a Rhai provider script's http_get / http_post / stream_request reach)
+
+
+def _serve_raw(answer: Callable[[Any], None], seen: list[bytes] | None = None) -> str:
+    """A server on 127.0.0.1 answering each connection with ``answer(conn)`` (each request's bytes
+    appended to ``seen``); its base URL."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            conn, _ = server.accept()
+            with conn:
+                request = conn.recv(65536)
+                if seen is not None:
+                    seen.append(request)
+                try:
+                    answer(conn)
+                except OSError:  # the client gave up
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{server.getsockname()[1]}"
+
+
+@fault("script-http-drip")
+def _script_http_drip(tmp: Path) -> Row:
+    from lev_nb.providers.script_http import ScriptHttpError, request
+
+    def drip(conn: Any) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n")
+        for _ in range(100):  # one byte every 0.2 s: 20 s for the body
+            conn.sendall(b"x")
+            time.sleep(0.2)
+
+    url = _serve_raw(drip)
+    start = time.monotonic()
+    try:
+        outcome = f"answered {len(request('GET', url, timeout=2, allow_local=True))} bytes"
+    except ScriptHttpError as exc:
+        outcome = f"{exc.kind}: {exc.message}"
+    took = time.monotonic() - start
+    return {"input": "a server dripping a 100-byte body a byte every 0.2 s; timeout 2 s",
+            "outcome": f"{outcome} after {took:.1f} s", "held": "within 2 s" in outcome and took < 4}
+
+
+@fault("script-http-redirect-credentials")
+def _script_http_redirect(tmp: Path) -> Row:
+    from lev_nb.providers.script_http import request
+
+    seen: list[bytes] = []
+    target = _serve_raw(lambda conn: conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), seen)
+    first = _serve_raw(lambda conn: conn.sendall(
+        f"HTTP/1.1 302 Found\r\nLocation: {target}/landing\r\nContent-Length: 0\r\n\r\n".encode()))
+    body = request("GET", first, allow_local=True,
+                   headers={"Authorization": "Bearer sk-fault-0123456789", "x-api-key": "sk-fault-0123456789"})
+    leaked = b"sk-fault" in b"".join(seen)
+    return {"input": "a 302 to another port, the call carrying Authorization and x-api-key",
+            "outcome": f"answered '{body}'; the other origin {'received' if leaked else 'did not receive'} "
+            "the credentials", "held": bool(seen) and not leaked}
+
+
+@fault("inbox-hostile-entries")
+def _inbox(tmp: Path) -> Row:
+    from lev_nb.providers import ScriptedModel
+    from lev_nb.store import RunStore
+
+    bp = _blueprint('[stages.work]\navailable_tools = ["ask_user_text"]\nallow_blocking_tools = true\n'
+                    'nudge = { enabled = false }\n[stages.work.transitions]\n')
+    (tmp / "w").mkdir()
+    run = bp.run("t", model=ScriptedModel([_call("ask_user_text", prompt="Name?"), _say("ok")]), workdir=tmp / "w",
+                 home=tmp / "home", interactive=True)
+    deadline = time.monotonic() + 60
+    while not run.pending and time.monotonic() < deadline:
+        time.sleep(0.05)
+    inbox = Path(run.run_dir) / "inbox"
+    inbox.mkdir(exist_ok=True)
+    (inbox / ".deep").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (inbox / ".deep").rename(inbox / "00000000000000000001-deep.json")
+    (inbox / "00000000000000000002-x.json").mkdir()
+    time.sleep(2)  # four polls of the waiting run: each bad entry must be reported once, not four times
+    RunStore(run.run_id, home=tmp / "home").post_inbox(
+        {"type": "response", "request_id": run.pending[0].id if run.pending else "", "answer": "Ada"})
+    run.wait(60)
+    warnings = [e.message for e in run.events.snapshot() if e.kind == "warning" and "inbox" in e.message]
+    aside = sorted(p.name.split("-", 1)[1] for p in inbox.iterdir())
+    return {"input": "a 100,000-deep JSON file and a directory named x.json in inbox/ of a waiting run",
+            "outcome": f"{run.status}; {len(warnings)} warnings; set aside: {aside}",
+            "held": run.status == "complete" and len(warnings) == 2 and len(aside) == 2}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -359,13 +549,28 @@ def _hardlink(tmp: Path) -> Row:
             "held": outside.read_text() == "original"}
 
 
+@fault("script-shell-background-child")
+def _script_shell_background(tmp: Path) -> Row:
+    from lev_nb.tools.scripts import RunToolHost
+    from lev_nb.workspace import Workspace
+
+    start = time.monotonic()
+    try:
+        out = RunToolHost(Workspace(tmp), shell_allowed=True).shell("sleep 300 & echo started")
+    except TimeoutError as exc:
+        out = f"TimeoutError: {exc}"
+    took = time.monotonic() - start
+    return {"input": "a script's shell('sleep 300 & echo started')", "outcome": f"{_short(out, 60)} after {took:.1f} s",
+            "held": out.strip() == "started" and took < 5}
+
+
 @fault("sandbox-read-outside")
 def _sandbox(tmp: Path) -> Row:
     from lev_nb.sandbox import SandboxSpec, choose
 
     if choose(SandboxSpec(kind="namespace")).program is None:
         return {"input": "[sandbox] namespace: cat a file outside the workdir", "outcome": "skipped: no bubblewrap",
-                "held": True}
+                "held": None}
     _allow_shell(tmp)
     secret = tmp / "secret.txt"
     secret.write_text("swordfish")
@@ -422,6 +627,73 @@ def _forged(tmp: Path) -> Row:
     return {"input": "the agent's shell appends a line to its own events.jsonl (no sandbox)",
             "outcome": f"{run.status}: {run.error}; forged line {'kept' if kept else 'cut'}",
             "held": run.status == "error" and not kept}
+
+
+@fault("sigkill-then-resume")
+def _sigkill_resume(tmp: Path) -> Row:
+    import signal
+
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "ledger"\n' + SHELL_STAGE)
+    _allow_shell(tmp)
+    work = tmp / "work"
+    work.mkdir()
+    script = tmp / "turns.json"
+    script.write_text(json.dumps([
+        _call("shell", command="echo one >> ledger"),
+        _call("shell", command="echo two-start >> ledger; touch started; sleep 3; echo two-end >> ledger"),
+        _call("shell", command="echo three >> ledger"), _say("done")]))
+    env = dict(os.environ, LEV_HOME=str(tmp / "home"))
+    run = [sys.executable, "-m", "lev_nb.cli"]
+    proc = subprocess.Popen([*run, "run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir",
+                             str(work), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (work / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    time.sleep(4)  # past the command's own end: a command that outlived the run would have appended by now
+    (folder,) = (tmp / "home" / "runs").iterdir()
+    resumed = subprocess.run([*run, "resume", folder.name, "--quiet"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    ledger = (work / "ledger").read_text().split()
+    return {"input": "SIGKILL of lev run during a 3 s shell call, then lev resume (same scripted model)",
+            "outcome": f"resume exit {resumed.returncode}; ledger {ledger}",
+            "held": resumed.returncode == 0 and ledger == ["one", "two-start", "three"]}
+
+
+@fault("ctrl-c-then-resume")
+def _ctrl_c_resume(tmp: Path) -> Row:
+    import signal
+
+    agent = tmp / "agent"
+    agent.mkdir()
+    (agent / "agent.leviath").write_text('[agent]\nname = "ledger"\n' + SHELL_STAGE)
+    _allow_shell(tmp)
+    work = tmp / "work"
+    work.mkdir()
+    script = tmp / "turns.json"
+    script.write_text(json.dumps([_call("shell", command="echo one >> ledger; touch started; sleep 300"),
+                                  _call("shell", command="echo two >> ledger"), _say("done")]))
+    env = dict(os.environ, LEV_HOME=str(tmp / "home"))
+    run = [sys.executable, "-m", "lev_nb.cli"]
+    proc = subprocess.Popen([*run, "run", str(agent), "--task", "t", "--model", f"scripted:{script}", "--workdir",
+                             str(work), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (work / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    (folder,) = (tmp / "home" / "runs").iterdir()
+    status = json.loads((folder / "meta.json").read_text())["status"]
+    resumed = subprocess.run([*run, "resume", folder.name, "--quiet"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    ledger = (work / "ledger").read_text().split()
+    return {"input": "Ctrl-C on lev run during a shell call, then lev resume",
+            "outcome": f"exit {proc.returncode}, record {status}; resume exit {resumed.returncode}; ledger {ledger}",
+            "held": proc.returncode == 130 and status == "paused" and resumed.returncode == 0
+            and ledger == ["one", "two"]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -519,6 +791,17 @@ def one(name: str) -> Row:
     return {k: clean(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
+def _verdict(held: bool | None, yes: str, no: str) -> str:
+    return "skipped" if held is None else yes if held else no
+
+
+def _tally(rows: list[Row]) -> str:
+    """"12/14 held, 1 skipped": a fault that could not be tried is not counted as held."""
+    held = sum(r["held"] is True for r in rows)
+    skipped = sum(r["held"] is None for r in rows)
+    return f"{held}/{len(rows) - skipped} held" + (f", {skipped} skipped" if skipped else "")
+
+
 def main() -> None:
     """Run every fault in its own child, print the table, save the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -532,9 +815,9 @@ def main() -> None:
         saved = json.loads(RESULTS.read_text())
         print("| fault | input | outcome | held |\n|---|---|---|---|")
         for row in saved["faults"]:
-            cells = [row["fault"], row["input"], _short(row["outcome"], 150), "yes" if row["held"] else "**no**"]
+            cells = [row["fault"], row["input"], _short(row["outcome"], 150), _verdict(row["held"], "yes", "**no**")]
             print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        print(f"\n{saved['held']}/{len(saved['faults'])} held ({saved['machine']['cpus']} CPUs, Python {saved['machine']['python']})")
+        print(f"\n{_tally(saved['faults'])} ({saved['machine']['cpus']} CPUs, Python {saved['machine']['python']})")
         return
     rows = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -555,14 +838,14 @@ def main() -> None:
             row = {"input": "", "outcome": f"no answer within {CHILD_TIMEOUT_S} s (stalled)", "held": False}
         row = {"fault": name, **row, "seconds": round(took, 2)}
         rows.append(row)
-        print(f"{name:26} {'held' if row['held'] else 'BROKE':6} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
+        print(f"{name:34} {_verdict(row['held'], 'held', 'BROKE'):7} {row['seconds']:6.1f}s  {_short(row['outcome'], 90)}",
               flush=True)
-    held = sum(r["held"] for r in rows)
-    print(f"\n{held}/{len(rows)} faults held")
+    print(f"\n{_tally(rows)}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
-        "held": held,
+        "held": sum(r["held"] is True for r in rows),
+        "skipped": sum(r["held"] is None for r in rows),
         "faults": rows,
     }, indent=2, ensure_ascii=False) + "\n")
     print(f"saved {RESULTS.relative_to(ROOT)}")

@@ -314,7 +314,7 @@ def parse_mount(entry: str, workdir: Path) -> Mount:
     src = src if src.is_absolute() else workdir / src
     dst = Path(target).expanduser()
     dst = dst if dst.is_absolute() else workdir / dst
-    return Mount(entry, Path(os.path.realpath(src)), Path(os.path.normpath(dst)), writable)
+    return Mount(entry, src.resolve(), Path(os.path.normpath(dst)), writable)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -335,8 +335,8 @@ def mount_problems(spec: SandboxSpec, workdir: Path, hidden: Iterable[Path],
     a mount may not replace the sandbox's root; and a source outside the working directory needs
     the user's grant (``granted``; None grants nothing), read-only and read-write alike.
     """
-    work = Path(os.path.realpath(workdir))
-    secret = [Path(os.path.realpath(h)) for h in hidden]
+    work = Path(workdir).resolve()
+    secret = [Path(h).resolve() for h in hidden]
     problems = []
     for entry in spec.mount:
         mount = parse_mount(entry, work)

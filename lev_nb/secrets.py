@@ -1,6 +1,7 @@
 """Credentials in the environment: the ONE rule for which variable names look like secrets, the
 environment a child process gets (the shell tool, command seeds, a script's ``shell()``: every
-credential-shaped variable left out), and the redaction of a secret's value from any text lev_nb
+credential-shaped variable left out, and every variable the configuration names as holding a key,
+whatever its name), and the redaction of a secret's value from any text lev_nb
 stores or shows (spec/rhai.md §3.3 ``env_var``; issue 12 item 8).
 
 The script ``env_var`` host function refuses exactly the names :func:`looks_like_credential`
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterable, Mapping
 
 # A name containing one of these words is a credential (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASS,
@@ -41,9 +43,37 @@ MIN_SECRET_LENGTH = 8
 REDACTED = "[redacted]"
 
 
-@functools.lru_cache(maxsize=4096)  # a pure function of the name; every run start asks for each variable
+# Variables the configuration names as holding a credential (``[model_providers.<name>]
+# api_key_env``), in upper case: secrets whatever their name. Only ever grows in a process: a name
+# once configured as a key stays hidden even after the configuration changes.
+_declared: frozenset[str] = frozenset()
+_declared_lock = threading.Lock()
+
+
+def declare_credentials(names: Iterable[str]) -> None:
+    """Treat each variable in ``names`` as a credential whatever its name: kept from every child
+    process, refused to scripts unless allowed, its value redacted (a key in ``CLAUDE``)."""
+    global _declared
+    wanted = {name.strip().upper() for name in names if name and name.strip()}
+    if wanted <= _declared:
+        return
+    with _declared_lock:
+        _declared = _declared | wanted
+
+
+def declared_credentials() -> frozenset[str]:
+    """The variable names declared by :func:`declare_credentials` (upper case)."""
+    return _declared
+
+
 def looks_like_credential(name: str) -> bool:
-    """Whether an environment variable name is shaped like a secret."""
+    """Whether an environment variable holds a credential: it is shaped like one, or the
+    configuration names it as a key variable."""
+    return name.upper() in _declared or _shaped_like_credential(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function of the name; every run start asks for each variable
+def _shaped_like_credential(name: str) -> bool:
     upper = name.upper()
     if upper in _NOT_CREDENTIALS:
         return False
@@ -61,12 +91,16 @@ def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str
     return {name: value for name, value in source.items() if not looks_like_credential(name)}
 
 
-@functools.lru_cache(maxsize=4096)
 def holds_secret_value(name: str) -> bool:
     """Whether the value of variable ``name`` is itself a secret (an API key, a password, a URL
-    with credentials), so that text echoing it must be redacted."""
+    with credentials), so that text echoing it must be redacted. A declared key variable always is."""
+    return name.upper() in _declared or _shaped_like_secret_value(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shaped_like_secret_value(name: str) -> bool:
     upper = name.upper()
-    if not looks_like_credential(name):
+    if not _shaped_like_credential(name):
         return False
     return upper in _SECRET_VALUE_NAMES or any(word in upper for word in _SECRET_VALUE_WORDS)
 

@@ -44,6 +44,8 @@ PROGRESS_EVERY_S = 0.25
 # How many stages a progress line names (the busiest first); the rest are summed as "elsewhere".
 STAGES_SHOWN = 4
 POLL_S = 0.1
+# After a Ctrl-C, how long the workers get to cancel their runs and close their records.
+STOP_WAIT_S = 30.0
 
 
 @record
@@ -132,6 +134,9 @@ class _Backend:
     def recover(self, future: Any) -> None:
         """After ``future`` failed: make sure later submissions go to a working pool."""
 
+    def stop(self) -> None:
+        """The batch was interrupted: its workers cancel their runs and start no more."""
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -146,6 +151,7 @@ class _LocalBackend(_Backend):
         self._context = multiprocessing.get_context("spawn")  # never fork the engine's threads
         self._cpus = _cpus_to_pin(processes, pin_cpus)
         self._channels: list[Any] = []
+        self._stop = self._context.Event()  # set on Ctrl-C: the workers cancel their runs
         self._init = worker.init_local
         self._share = worker.local_share
         self._pool = self._new_pool()
@@ -162,7 +168,8 @@ class _LocalBackend(_Backend):
             for cpu in self._cpus:
                 cpus.put(cpu)
         return concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=self._context, initializer=self._init, initargs=(channel, cpus))
+            max_workers=self.workers, mp_context=self._context, initializer=self._init,
+            initargs=(channel, cpus, self._stop))
 
     def submit(self, spec: ShareSpec, items: list[tuple[int, str]]) -> Any:
         future = self._pool.submit(self._share, spec, items)
@@ -189,8 +196,19 @@ class _LocalBackend(_Backend):
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()
 
+    def stop(self) -> None:
+        self._stop.set()
+
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._stop.is_set():  # interrupted: whatever is left is not waited for
+            processes = list(getattr(self._pool, "_processes", {}).values())
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.join(STOP_WAIT_S)
+                if process.is_alive():
+                    process.kill()
+        else:
+            self._pool.shutdown(wait=True, cancel_futures=True)
         for channel in self._channels:
             channel.close()
             channel.cancel_join_thread()  # never wait at exit on a queue a dead worker left locked
@@ -349,9 +367,27 @@ def run_many(
             if views.has_view(views.BATCH_VIEW):
                 view = views.view(views.BATCH_VIEW, progress)
                 on_progress = _both(view.update, on_progress)
-        return _drive(backend, spec, _shares(tasks, size), tasks, retries, progress, on_progress)
+        try:
+            return _drive(backend, spec, _shares(tasks, size), tasks, retries, progress, on_progress)
+        except KeyboardInterrupt:
+            _stop(backend)
+            raise
     finally:
         backend.close()
+
+
+def _stop(backend: _Backend) -> None:
+    """Ctrl-C: the workers cancel their runs (each record ends ``cancelled``); they are waited for
+    up to STOP_WAIT_S, and a second Ctrl-C stops the wait."""
+    backend.stop()
+    pending = list(getattr(backend, "_generation", {}))
+    deadline = time.monotonic() + STOP_WAIT_S
+    try:
+        while pending and time.monotonic() < deadline:
+            done = backend.finished(pending)
+            pending = [future for future in pending if future not in done]
+    except KeyboardInterrupt:
+        pass
 
 
 def _both(first: Callable[[BatchProgress], None],

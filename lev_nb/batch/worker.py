@@ -83,7 +83,8 @@ def _prepare(spec: ShareSpec) -> None:
         configure(**spec.settings)
 
 
-def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | None = None) -> list[dict[str, Any]]:
+def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | None = None,
+              stop: Any = None) -> list[dict[str, Any]]:
     """Run ``items`` (``(index, task)`` pairs) on this process's engine loop and return their summaries.
 
     Progress goes to ``channel`` as lists of messages, at most one list every ``FORWARD_EVERY_S``:
@@ -93,6 +94,10 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     every run's start and end, each taking the interpreter lock from the engine thread, and a Dask
     Queue put is a round trip to the scheduler. Lists are sent from this thread only (a Dask Queue
     must be used from the task's own thread).
+
+    ``stop`` (an event the caller sets when the batch is interrupted) stops the share: no run
+    starts after it is set (those tasks come back ``cancelled``), and the runs in flight are
+    cancelled, so each record ends saying so.
     """
     from lev_nb.catalog import load
     from lev_nb.engine.api import start_run
@@ -130,11 +135,17 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
         if channel is not None:
             channel.put(batch + [("stages", me, _stage_counts(runs))])
 
+    def stopping() -> bool:
+        return stop is not None and stop.is_set()
+
     if not items:
         all_finished.set()
     for index, task in items:
         while not slots.acquire(timeout=FORWARD_EVERY_S):
             send()
+        if stopping():
+            finish({**failed(index, task, "the batch was interrupted before this task started"), "status": "cancelled"})
+            continue
 
         def done(run: Any, index: int = index, task: str = task) -> None:
             finish(summary_of(index, task, run))
@@ -149,7 +160,14 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
             if index not in summaries:
                 in_flight[index] = run
         send()
+    cancelled = False
     while not all_finished.wait(FORWARD_EVERY_S):
+        if stopping() and not cancelled:
+            cancelled = True
+            with lock:
+                runs = list(in_flight.values())
+            for run in runs:
+                run.cancel()
         send(force=True)
     record_writer().sync()  # the records are on disk, and durable, before the caller reads them
     # The runs' spans leave too: a pool's worker process exits without the interpreter's exit handlers.
@@ -169,15 +187,24 @@ def _stage_counts(runs: list[Any]) -> dict[str, int]:
     return counts
 
 
-# The progress queue of a local pool's worker process (set once by the pool's initializer).
+# The progress queue of a local pool's worker process and the batch's stop event (set once by the
+# pool's initializer).
 _LOCAL_CHANNEL: Channel | None = None
+_LOCAL_STOP: Any = None
 
 
-def init_local(channel: Channel, cpus: Any = None) -> None:
-    """Initializer of a local pool's worker process: remember the batch's progress queue and,
-    given a queue of CPU numbers, keep this process on the next one (see ``pin_cpus``)."""
-    global _LOCAL_CHANNEL
+def init_local(channel: Channel, cpus: Any = None, stop: Any = None) -> None:
+    """Initializer of a local pool's worker process: remember the batch's progress queue and stop
+    event and, given a queue of CPU numbers, keep this process on the next one (see ``pin_cpus``).
+
+    A Ctrl-C at the terminal reaches every process of its group, the workers too: they ignore it,
+    and the caller stops them through ``stop`` (so each run ends with a record that says so)."""
+    import signal
+
+    global _LOCAL_CHANNEL, _LOCAL_STOP
     _LOCAL_CHANNEL = channel
+    _LOCAL_STOP = stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cpus is not None:
         try:
             os.sched_setaffinity(0, {cpus.get_nowait()})
@@ -187,7 +214,7 @@ def init_local(channel: Channel, cpus: Any = None) -> None:
 
 def local_share(spec: ShareSpec, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """:func:`run_share` in a local pool's worker process."""
-    return run_share(spec, items, _LOCAL_CHANNEL)
+    return run_share(spec, items, _LOCAL_CHANNEL, _LOCAL_STOP)
 
 
 def dask_share(spec: ShareSpec, items: list[tuple[int, str]], queue_name: str) -> list[dict[str, Any]]:

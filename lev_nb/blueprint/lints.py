@@ -495,12 +495,35 @@ def x3_taint_tracking_unsupported(bp: Blueprint, env: LintEnv) -> list[Finding]:
     return out
 
 
+def a20_conversation_region(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    """The model's turns and tool results live in the ``conversation`` region, and only a
+    sliding_window region is sent as messages (as upstream); any other kind flattens them into a
+    system block, with no tool_use / tool_result pairing. A blueprint that declares none gets one
+    added (sliding_window, 50 items, 10,000 tokens), as upstream: said as a note."""
+    declared = {name: region for st in bp.stages.values() for name, region in bp.layout_for(st).items()}
+    conversation = declared.get("conversation")
+    if conversation is None:
+        if not _raw_global_regions(bp):
+            return []  # no regions declared at all: the built-in layout has its conversation
+        return [_f("conversation-region-added", "note",
+                   "no region is called 'conversation', so lev_nb adds one (sliding_window, 50 items, "
+                   "10000 tokens) to carry the model's turns and tool results, as the upstream runtime does",
+                   'declare conversation = { kind = "sliding_window", ... } to size it')]
+    if conversation.kind != "sliding_window":
+        return [_f("conversation-not-a-window", "warning",
+                   f"region 'conversation' is a {conversation.kind} region: only a sliding_window is sent to "
+                   "the model as messages, so its turns and tool results reach it flattened into a system "
+                   "block, without tool_use / tool_result pairing",
+                   'make it kind = "sliding_window"')]
+    return []
+
+
 AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
     a1_model_block_ignored, a2_seed_not_understood, a3_command_seed, a4_tool_seed,
     a5_a6_a7_read_paths, a8_broad_read_path, a9_unparseable_safe_command, a10_safe_commands_declared,
     a11_holds_under_yolo, a12_unreachable_stage, a13_cycle_without_max_revisits, a14_a15_output,
     a16_dead_end_possible, a17_compact_summarizes_deliverable, a18_required_region_unenforceable,
-    a19_unbounded_percentage_budget, x1_unknown_key, x2_output_format_typo, x3_taint_tracking_unsupported,
+    a19_unbounded_percentage_budget, a20_conversation_region, x1_unknown_key, x2_output_format_typo, x3_taint_tracking_unsupported,
     *OWN_CHECKS,
 ]
 
@@ -668,6 +691,7 @@ ALL_CODES: tuple[str, ...] = (
     "implicit-shell-policy", "unknown-model", "no-reachable-provider", "output-missing-submit-tool",
     "output-shape-not-required", "output-stage-can-modify", "fanout-no-escape",
     # lev_nb's own (not upstream codes): see x1_unknown_key, x2_output_format_typo and x3
-    "unknown-key", "output-format-typo", "taint-tracking-unsupported",
+    "unknown-key", "output-format-typo", "taint-tracking-unsupported", "conversation-region-added",
+    "conversation-not-a-window",
     *OWN_CODES,  # lints_own: what cannot work as written, and permission-capped
 )

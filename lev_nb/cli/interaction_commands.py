@@ -6,7 +6,7 @@
 an answer. They refuse, with one line, an unknown run, a run that is not live, and a request that
 is not open. ``lev run`` at a terminal (stdin is a tty) asks each request on stderr between
 progress lines; an answer from elsewhere (``lev respond``) withdraws the question, and Ctrl-C
-still cancels the run.
+still stops the run (resumably).
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ that would ask is denied unless --allow TOOL or --yolo lets it run.
 exit status: 0 the run (every copy of it) completed; 1 it ended in error or was cut short, the
 blueprint cannot be loaded, or its --webhook failed; 2 a bad command line, or a run that cannot
 start as asked (nothing is written); 3 the run paused (out of credits, provider out of reach: set
-that up, then `lev resume RUN_ID`); 130 cancelled with Ctrl-C (its record says cancelled).
+that up, then `lev resume RUN_ID`); 130 stopped with Ctrl-C (its record says paused, interrupted:
+`lev resume RUN_ID` continues it).
 """
 
 # Every option string of `lev run` (filled by add_run): a --name that is not one of them is a
@@ -343,8 +344,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     Everything that can be refused is refused before the run exists (exit 2, or 1 for a
     blueprint that cannot be loaded). A Ctrl-C while the blueprint is read stops at once (exit
-    130, nothing written); from the moment the run is being created, the first Ctrl-C cancels it
-    and closes its record (exit 130) and further ones only wait for that.
+    130, nothing written); from the moment the run is being created, the first Ctrl-C stops it
+    resumably (its record says paused, interrupted; exit 130) and further ones only wait for that.
     """
     from lev_nb.blueprint import BlueprintError
     from lev_nb.catalog import load_argument
@@ -384,8 +385,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from lev_nb.cli.batch_run import run_batch
 
         return run_batch(bp, task, schema, caller_inputs, args)
-    # From here on a Ctrl-C never cuts the run in half: the first one cancels it (once it exists),
-    # the record says so, and further ones only wait for that.
+    # From here on a Ctrl-C never cuts the run in half: the first one stops it so that it can be
+    # resumed (once it exists), the record says so, and further ones only wait for that.
     with _Interrupts() as interrupts:
         runs: list[Any] = []
         for _ in range(args.count):
@@ -466,7 +467,7 @@ def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
     status = 0
     if failed:
         print(f"lev run: {len(failed)} of {len(runs)} copies did not complete", file=sys.stderr)
-        status = 130 if any(r.status == "cancelled" for r in failed) else 1
+        status = 130 if any(r.status == "cancelled" or _interrupted(r) for r in failed) else 1
     for run in runs:
         if run.webhook_error is not None:
             print(f"lev run: {run.run_id}: the result was not delivered to the webhook: {run.webhook_error}",
@@ -512,7 +513,7 @@ def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
     status = 0
     if run.status == "paused":
         print(f"{prog}: the run {run.pause_reason}", file=sys.stderr)
-        status = 3
+        status = 130 if _interrupted(run) else 3
     elif run.status != "complete":
         print(f"{prog}: the run ended {status_text(run.meta)}", file=sys.stderr)
         status = 130 if run.status == "cancelled" else 1
@@ -523,6 +524,11 @@ def _follow(run: Any, args: argparse.Namespace, resumed: bool = False) -> int:
 
 
 WAKE_EVERY_S = 0.2
+
+
+def _interrupted(run: Any) -> bool:
+    """Whether ``run`` paused because it was stopped with Ctrl-C."""
+    return run.status == "paused" and (run.meta.get("needs_setup") or {}).get("blocker") == "interrupted"
 
 
 def _at_terminal() -> bool:
@@ -549,8 +555,9 @@ def _from_resume(callback: Callable[[Any], None], count: int) -> Callable[[Any],
 
 
 class _Interrupts:
-    """While inside: SIGINT (Ctrl-C) cancels every run attached (a --count run has several; a
-    Ctrl-C that comes while one is being created cancels it as soon as it exists), says so once,
+    """While inside: SIGINT (Ctrl-C) stops every run attached so that it can be resumed (it pauses,
+    blocker ``interrupted``; a --count run has several; a Ctrl-C that comes while one is being
+    created stops it as soon as it exists), says so once with the command that continues it,
     and is otherwise ignored, so each run ends with a record that says how it ended. Outside the main thread, where no
     handler can be set (and no KeyboardInterrupt arrives), it does nothing."""
 
@@ -577,15 +584,17 @@ class _Interrupts:
     def _handle(self, signum: int, frame: Any) -> None:
         self.count += 1
         if self.count == 1:
-            print("lev run: cancelling the run (Ctrl-C again does not stop it sooner)", file=sys.stderr)
+            which = self.runs[0].run_id if len(self.runs) == 1 else "RUN_ID"
+            print(f"lev run: stopping the run; `lev resume {which}` continues it (Ctrl-C again does not stop "
+                  "it sooner)", file=sys.stderr)
         for run in list(self.runs):
-            run.cancel()
+            run.interrupt()
 
     def attach(self, run: Any) -> None:
-        """A run now exists: cancel it at once if a Ctrl-C already came."""
+        """A run now exists: stop it at once if a Ctrl-C already came."""
         self.runs.append(run)
         if self.count:
-            run.cancel()
+            run.interrupt()
 
 
 def cmd_ps(args: argparse.Namespace) -> int:

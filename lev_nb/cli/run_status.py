@@ -38,7 +38,10 @@ def status_text(meta: dict[str, Any]) -> str:
         setup = meta.get("needs_setup") or {}
         blocker = setup.get("blocker") if isinstance(setup, dict) else None
         remedy = setup.get("remedy") if isinstance(setup, dict) else None
-        text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
+        if blocker == "interrupted":  # Ctrl-C: nothing to set up
+            text = "paused: interrupted (lev resume continues it)"
+        else:
+            text = f"paused: needs {blocker or 'setup'}" + (f" ({remedy}, then lev resume)" if remedy else " (then lev resume)")
     elif status in ("running", "starting") and abandoned(meta):
         text = f"{status} (abandoned)"  # killed before it started counts too: lev resume takes both
     elif status == "waiting_input" and owner_gone(meta):

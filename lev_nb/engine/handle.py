@@ -260,6 +260,12 @@ class Run:
         """Stop the run; it ends with status ``cancelled`` and a complete record."""
         self._runner.request_cancel()
 
+    def interrupt(self) -> None:
+        """Stop the run so that it can be resumed (what Ctrl-C does to ``lev run``): it pauses with
+        the blocker ``interrupted``; a command it was running is stopped, and
+        ``lev_nb.resume(run_id)`` continues it (that command is reported to the model as interrupted)."""
+        self._runner.request_cancel(resumable=True)
+
     def __repr__(self) -> str:
         return f"<Run {self.run_id} {self.status} stage={self.stage!r}>"
 

@@ -442,6 +442,12 @@ class InteractionHub:
         if kind == "cancel" and self.on_cancel is not None:
             self.on_cancel(str(entry.get("by") or "another process"))
             return
+        if kind == "unreadable":
+            where = (f"set aside as inbox/{entry['set_aside']}" if entry.get("set_aside")
+                     else "left in place and no longer read")
+            state.warn(f"the run's inbox held an entry it cannot read, inbox/{entry.get('file')}: "
+                       f"{entry.get('reason')}; it was {where} (rejected)", "inbox-unreadable")
+            return
         state.warn(f"the run's inbox held something it cannot read: {entry}", "inbox-unreadable")
 
     def new_id(self, prefix: str, key: str) -> str:

@@ -9,6 +9,10 @@ inference and each finished tool call journaled before the engine acts on it; §
   the run's fallbacks and error edges follow from it);
 - ``{"t": "tool", "turn", "call_id", "name", "content", "is_error", "modified_path"}``: a tool
   call's result (or its denial), keyed by the number of the model turn that asked for it;
+- ``{"t": "call", "turn", "call_id", "name", "arguments", "at"}``: a tool call that may change
+  something (not a read-only tool) is about to run; with no ``tool`` entry after it, the call was
+  in flight when the run's process stopped, and a resume reports it as interrupted instead of
+  running it again (upstream's daemon does the same);
 - ``{"t": "fan_out", "turn", "call_id", "workers"}``: what a fan-out's workers brought back;
 - ``{"t": "spent", "turn", "call_id", "usage"}``: what the workers of a fan-out that paused cost
   (the resumed run starts them again and keeps this in its totals);
@@ -99,6 +103,7 @@ class Journal:
         self._write_failed = False
         self._models: list[dict[str, Any]] = []
         self._tools: dict[tuple[int, str], dict[str, Any]] = {}
+        self._calls: dict[tuple[int, str], dict[str, Any]] = {}  # tool calls started (see record_call)
         self._fan_outs: dict[tuple[int, str], dict[str, Any]] = {}
         self._spent: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self._seeds: dict[int, str] = {}
@@ -112,6 +117,8 @@ class Journal:
         self.replayed_models = 0
         self.replayed_tools = 0
         self.live = True
+        # Tell a provider that counts its answers (a script) of each call answered from here.
+        self.tells_provider = False
         if entries:
             self._load(entries)
 
@@ -126,6 +133,8 @@ class Journal:
                 models[entry["n"]] = entry
             elif kind == "tool" and isinstance(entry.get("turn"), int):
                 self._tools[(entry["turn"], str(entry.get("call_id")))] = entry
+            elif kind == "call" and isinstance(entry.get("turn"), int):
+                self._calls[(entry["turn"], str(entry.get("call_id")))] = entry
             elif kind == "fan_out" and isinstance(entry.get("turn"), int):
                 self._fan_outs[(entry["turn"], str(entry.get("call_id")))] = entry
             elif kind == "spent" and isinstance(entry.get("turn"), int):
@@ -158,6 +167,7 @@ class Journal:
             for key in [k for k in models if k >= n]:
                 del models[key]
         self._tools = {k: v for k, v in self._tools.items() if k[0] < n}
+        self._calls = {k: v for k, v in self._calls.items() if k[0] < n}
         self._fan_outs = {k: v for k, v in self._fan_outs.items() if k[0] < n}
         self._spent = {k: v for k, v in self._spent.items() if k[0] < n}
         self._answers = {k: v for k, v in self._answers.items() if v["turn"] < n}
@@ -253,6 +263,19 @@ class Journal:
         """Journal one tool call's result, before the engine puts it into context."""
         self._write({"t": "tool", "turn": self.turn, "call_id": call_id, "name": name, "content": content,
                      "is_error": is_error, "modified_path": modified_path})
+
+    def record_call(self, call: ToolCall) -> None:
+        """Journal that ``call`` of the current turn is about to run (before it can change anything)."""
+        import time
+
+        self._write({"t": "call", "turn": self.turn, "call_id": call.id, "name": call.name,
+                     "arguments": call.arguments, "at": round(time.time(), 3)})
+
+    def interrupted(self, call: ToolCall) -> dict[str, Any] | None:
+        """The journaled start of ``call`` of the current turn when a previous life started it and
+        journaled no result (it was in flight when that process stopped), else None."""
+        key = (self.turn, call.id)
+        return self._calls.get(key) if key not in self._tools else None
 
     def replay_fan_out(self, call: ToolCall) -> list[dict[str, Any]] | None:
         """What the workers of this turn's fan_out brought back, if journaled."""

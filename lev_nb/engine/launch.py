@@ -397,12 +397,12 @@ def _check_alarming_workdir(workdir: Path | None, settings: Settings) -> None:
     above it), as the upstream asks before such a run."""
     if workdir is None:
         return
-    real = Path(os.path.realpath(workdir))
-    home = Path(os.path.realpath(Path.home()))
+    real = workdir.resolve()
+    home = Path.home().resolve()
     if real != home and real.parent != real:
         return
     for entry in settings.security.allowed_workdirs:
-        root = Path(os.path.realpath(Path(entry).expanduser()))
+        root = Path(entry).expanduser().resolve()
         if real == root or root in real.parents:
             return
     what = "your home folder" if real == home else "the root of the filesystem"

@@ -161,7 +161,8 @@ def roll_up_usage(parent: RunState, child_total: Mapping[str, Any] | None, stage
 
 
 #: Why a child run paused, by the ``blocker`` of its needs_setup.
-PAUSE_REASONS = {"credits": "its model is out of credits", "providers": "its model could not be reached"}
+PAUSE_REASONS = {"credits": "its model is out of credits", "providers": "its model could not be reached",
+                 "interrupted": "it was interrupted"}
 
 
 def close_paused_child(child: RunState, error: str) -> None:

@@ -12,7 +12,10 @@ record needs no second copy. The resumed
 run keeps its id and folder: it is rebuilt from how it was started (``launch.json``: the
 blueprint's text and path, the model spec, the inputs, the output request, the webhook) and
 replays its journal (:mod:`lev_nb.engine.journal`), so the conversation, the stage and the
-counters come back as they were and no completed tool call runs twice; then it goes on. A run
+counters come back as they were and no completed tool call runs twice (one that was running when
+the process stopped is reported to the model as interrupted instead of running again, unless its
+tool is read-only); then it goes on. A run stopped with Ctrl-C is ``paused`` (blocker
+``interrupted``) and resumes like any paused run. A run
 that ended (complete, error, cancelled), a worker run (its parent is resumed instead), an
 unknown id and a run still owned by a live process are refused with one clear message.
 """
@@ -56,6 +59,9 @@ class Resumption:
     journal: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings the resumed run tells first
+    # The model is the one the run was started with (not one given again at the resume): a script
+    # then goes on where the run stopped, while a new one answers from its own first turn.
+    same_model: bool = False
 
     @property
     def from_status(self) -> str:
@@ -268,6 +274,7 @@ def resume_run(
                 f"run '{store.run_id}' has no {LAUNCH} (it was recorded by a lev_nb that could not resume runs); "
                 "start a new run instead")
         blueprint, notes = _blueprint(store.run_id, launch.get("blueprint") or {})
+        same_model = model is None
         if model is None:
             model = launch.get("model")
             if model is None and launch.get("model_object"):
@@ -296,6 +303,7 @@ def resume_run(
         hook_scripts, region_scripts = compile_run_scripts(plan)
         resumption = Resumption(
             run_id=store.run_id, old_meta=meta, journal=store.read_journal(), events=store.read_events(), notes=notes,
+            same_model=same_model,
         )
         runner = Runner(
             plan, task=task, provider=checked.provider, workdir=checked.workdir, inputs=inputs,

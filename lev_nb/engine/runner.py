@@ -31,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from lev_nb.blueprint.constants import MAX_GATE_ATTEMPTS
 from lev_nb.engine import events as ev
 from lev_nb.engine import views
 from lev_nb.engine.context.run_context import build_context
@@ -264,6 +265,8 @@ class Runner:
                 run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
                 on_live=self._went_live, on_write_error=state.warn,
             )
+            # The model the run started with (its script) goes on where the run stopped.
+            state.journal.tells_provider = resume is not None and resume.same_model
         if state.ctx.region_host is not None:
             state.ctx.region_host.bind(state, lambda: model_label(provider, state.stage, settings))
         self.hooks = RunHooks(state, hook_scripts)
@@ -272,7 +275,7 @@ class Runner:
         )
         self.subagents = SubAgents(
             state, spawn=self.spawn_child, depth=self.depth, max_child_depth=self.max_child_depth,
-            depth_source=self.depth_source, provider=provider,
+            depth_source=self.depth_source, provider=provider, tree=self.tree_spawn_refusal,
         )
         self.tools = StageTools(
             state,
@@ -299,6 +302,8 @@ class Runner:
         self._task: asyncio.Task[None] | None = None
         self._cancel_requested = False
         self._cancel_sent = False
+        self._interrupted = False  # stopped to be resumed later (Ctrl-C), not cancelled
+        self.agents_started = 0  # on the root run: sub-agents started anywhere in its tree
         self._cancellable = False
         self._cancel_reason: str | None = None  # who cancelled it from another process (lev cancel)
         # Why the run's record stopped reaching the disk (full disk, a forged line), if it did
@@ -343,10 +348,13 @@ class Runner:
         return self.state.final_output
 
     # ------------------------------------------------------------------ lifecycle
-    def request_cancel(self) -> None:
-        """Ask the run to stop; safe to call from any thread."""
+    def request_cancel(self, *, resumable: bool = False) -> None:
+        """Ask the run to stop; safe to call from any thread. ``resumable``: it pauses (blocker
+        ``interrupted``) so that ``lev resume`` continues it, instead of ending ``cancelled``."""
         from lev_nb.engine.loop import engine_loop
 
+        if resumable and not self._cancel_requested:
+            self._interrupted = True
         self._cancel_requested = True
         engine_loop().call_soon(self._cancel_task)
 
@@ -391,8 +399,14 @@ class Runner:
                 await self._start()
                 self._ending = await self._loop()
             except asyncio.CancelledError:
-                self._ending = (Ending("error", self._record_error) if self._record_error
-                                else Ending("cancelled", self._cancel_reason))
+                if self._record_error:
+                    self._ending = Ending("error", self._record_error)
+                elif self._interrupted:
+                    reason = f"was interrupted (Ctrl-C); `lev resume {self.run_id}` continues it"
+                    self._ending = Ending("paused", reason)
+                    self.state.meta.needs_setup = {"blocker": "interrupted", "remedy": "", "reason": reason}
+                else:
+                    self._ending = Ending("cancelled", self._cancel_reason)
             except (RunFailure, HookFailure) as exc:
                 self._ending = Ending("error", str(exc))
             except RunPaused as exc:
@@ -592,12 +606,18 @@ class Runner:
         """Iterate until a transition ends the run; returns how it ends."""
         state = self.state
         idle, calls_seen, idle_fired = 0, state.model_calls, False
+        gates_seen = state.progress.gate_reentries
         while True:
             # Yield on every iteration: a cancel and every other run on the engine loop get their
             # turn even while this run only does bookkeeping (a gate re-asked, a hold, a watchdog).
             await asyncio.sleep(0)
             if state.model_calls != calls_seen:
                 calls_seen, idle, idle_fired = state.model_calls, 0, False
+            elif gates_seen < state.progress.gate_reentries <= MAX_GATE_ATTEMPTS:
+                # A gate used one of its attempts: progress toward being forced (max_attempts,
+                # at most MAX_GATE_ATTEMPTS, bounds it), not an idle round, even with no model
+                # call in between. Past that bound (a plan built around validation) it is idle.
+                idle = 0
             else:
                 idle += 1
                 if idle > IDLE_ITERATION_LIMIT:
@@ -606,6 +626,7 @@ class Runner:
                         return ending
                     idle, idle_fired = 0, True
                     continue
+            gates_seen = state.progress.gate_reentries
             if state.enter_hook_pending:
                 state.enter_hook_pending = False
                 await self.hooks.stage_enter()
@@ -666,6 +687,27 @@ class Runner:
         return await self.transitions.resolve(Outcome("stuck" if has_stuck_edge else "error", message))
 
     # ------------------------------------------------------------------ child runs
+    def tree_spawn_refusal(self) -> str | None:
+        """Why no sub-agent may start in this run's tree now (None: one may, and it is counted).
+
+        A run that is stopping, or whose ancestor is, starts none (its children would only be
+        cancelled), and the whole tree, from the run the user started down, starts at most
+        ``[limits] max_agents_per_tree`` sub-agents."""
+        runner: Runner | None = self
+        root = self
+        while runner is not None:
+            if runner._cancel_requested:
+                who = "this run is" if runner is self else f"its ancestor run '{runner.run_id}' is"
+                return f"[denied] spawn_agent: {who} stopping, so no sub-agent may start"
+            root = runner
+            runner = runner.parent
+        cap = self.state.settings.limits.max_agents_per_tree
+        if root.agents_started >= cap:
+            return (f"[denied] spawn_agent: this run's tree has started {root.agents_started} sub-agents, the "
+                    f"most [limits] max_agents_per_tree = {cap} allows; finish with the ones you have")
+        root.agents_started += 1
+        return None
+
     def spawn_child(
         self,
         plan: RunPlan,

@@ -136,7 +136,7 @@ class AnthropicProvider:
                 assembler.feed(event)
             return assembler.response()
         except anthropic.APIStatusError as exc:
-            raise classify_error(exc.status_code, _error_body(exc), exc.response.headers) from None
+            raise classify_error(exc.status_code, _error_body(exc), exc.response.headers, self._api_key_env) from None
         except anthropic.APITimeoutError:
             raise ProviderError("transport", "the request to the Anthropic API timed out") from None
         except anthropic.APIConnectionError as exc:
@@ -471,12 +471,13 @@ def _count(usage: Any, field: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------- errors
-def classify_error(status: int, body: str, headers: Any = None) -> ProviderError:
+def classify_error(status: int, body: str, headers: Any = None, key_env: str = API_KEY_ENV) -> ProviderError:
     """The ProviderError for a non-2xx answer, following spec/runtime.md §13.1.
 
     429 is rate_limited (with Retry-After); 402 or a body about credits, quota or billing is
     credits; 401 and 403 are auth; a 404 about the model is unknown_model; 5xx (529 overloaded
-    included) is server; anything else is api with the message ``HTTP <code>: <body>``.
+    included) is server; anything else is api with the message ``HTTP <code>: <body>``. A 401
+    names ``key_env``, the variable the key came from.
     """
     retry_after = parse_retry_after(headers)
     shown = body.strip()[:_ERROR_BODY_LIMIT]
@@ -486,7 +487,7 @@ def classify_error(status: int, body: str, headers: Any = None) -> ProviderError
     if status == 402 or any(marker in lowered for marker in _CREDIT_MARKERS):
         return ProviderError("credits", f"HTTP {status}: the account is out of credits or quota: {shown}")
     if status == 401:
-        return ProviderError("auth", f"HTTP 401: the API key was rejected; check {API_KEY_ENV}: {shown}")
+        return ProviderError("auth", f"HTTP 401: the API key was rejected; check {key_env}: {shown}")
     if status == 403:
         return ProviderError("auth", f"HTTP 403: forbidden; the API key may not use this model or resource: {shown}")
     if status == 404 and "model" in lowered:

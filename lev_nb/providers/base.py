@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lev_nb.messages import ModelRequest, ModelResponse
 
-__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider", "call_complete"]
+__all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider", "Replayable", "call_complete"]
 
 
 ERROR_KINDS: tuple[str, ...] = (
@@ -137,3 +137,14 @@ async def call_complete(provider: Provider, request: ModelRequest) -> ModelRespo
         raise ProviderError("invalid_response", f"the '{name}' provider's complete() returned "
                             f"{type(result).__name__}, not a ModelResponse")
     return result
+
+
+@runtime_checkable
+class Replayable(Protocol):
+    """A provider whose answers depend on how many calls it has answered (a script). A resumed run
+    takes its earlier calls from its journal, without asking the provider; it tells such a provider
+    of each, so that the provider goes on from where the run stopped, not from its first answer."""
+
+    def replayed(self, request: ModelRequest) -> None:
+        """``request`` was answered from the run's journal: count it as answered."""
+        ...

@@ -9,6 +9,11 @@ The connection then goes to the address that was checked (the host name is kept 
 header and TLS), so a name cannot resolve to a public address for the check and a private one for
 the connection.
 
+``timeout`` bounds the whole call (every hop, retry, read and, for an event stream, the stream to
+its end), not each read: a server that drips a byte at a time cannot hold a run past it. A
+redirect to another origin (scheme, host or port) loses the request's credential headers
+(``Authorization``, ``x-api-key``, ...), so a key meant for one server never reaches another.
+
 Failures are :class:`ScriptHttpError` with the ``kind`` a provider script sees in the map it can
 catch: ``rate_limited`` (429, with ``retry_after``), ``api`` (another non-2xx status, a refused
 address, an unreadable body) or ``transport`` (the connection failed; retried twice first).
@@ -20,6 +25,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -30,6 +36,7 @@ from lev_nb.records import record
 
 __all__ = [
     "BODY_LIMIT",
+    "CREDENTIAL_HEADERS",
     "MAX_REDIRECTS",
     "ScriptHttpError",
     "address_refusal",
@@ -49,6 +56,10 @@ _NON_TEXT_TYPES = (
     "application/octet-stream", "application/pdf", "application/zip", "application/gzip", "application/x-tar",
     "application/x-bzip", "application/wasm", "application/vnd.", "application/msword",
 )
+# Headers that carry a credential: dropped when a redirect leaves the origin the call was made to.
+CREDENTIAL_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie",
+})
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _EXTRA_REFUSED = tuple(ipaddress.ip_network(n) for n in (
     "0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
@@ -138,6 +149,78 @@ def check_url(url: str, *, allow_local: bool) -> _Target:
     return _Target(parts.scheme, host, port, path, addresses)
 
 
+class _Deadline:
+    """One deadline for a whole call. Reads block on a socket; when the deadline passes, a timer
+    shuts down the sockets of the call's connections, which wakes any read or write at once."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.at = time.monotonic() + timeout if timeout else None
+        self.expired = False
+        self._lock = threading.Lock()
+        self._connections: list[http.client.HTTPConnection] = []
+        self._timer: threading.Timer | None = None
+        if timeout:
+            self._timer = threading.Timer(timeout, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def remaining(self) -> float | None:
+        """Seconds left (None: no deadline); a ``transport`` ScriptHttpError once none are."""
+        if self.at is None:
+            return None
+        left = self.at - time.monotonic()
+        if left <= 0 or self.expired:
+            raise self.error()
+        return left
+
+    def error(self) -> ScriptHttpError:
+        """The failure a call that ran out of time ends with."""
+        return ScriptHttpError("transport", f"request failed: no complete answer within {self.timeout:g} s")
+
+    def watch(self, connection: http.client.HTTPConnection) -> None:
+        """Shut ``connection`` down when the deadline passes (at once if it has)."""
+        with self._lock:
+            self._connections.append(connection)
+            if not self.expired:
+                return
+        _shut(connection)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            connections = list(self._connections)
+        for connection in connections:
+            _shut(connection)
+
+    def close(self) -> None:
+        """The call is over: stop the timer."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _shut(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+def _without_credentials(headers: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
+
+
 class _PinnedHTTPConnection(http.client.HTTPConnection):
     """An HTTP connection to an address already checked, whatever the name resolves to now."""
 
@@ -161,12 +244,14 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
-def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, timeout: float | None,
+def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, deadline: _Deadline,
           allow_local: bool) -> http.client.HTTPResponse:
-    """Send the request, following redirects (each hop checked); the final response, unread."""
+    """Send the request, following redirects (each hop checked; credentials kept only while the
+    origin stays the same); the final response, unread."""
+    origin = _origin(url)
     for _hop in range(MAX_REDIRECTS + 1):
         target = check_url(url, allow_local=allow_local)
-        response = _send(target, method, body, headers, timeout)
+        response = _send(target, method, body, headers, deadline)
         if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
             location = urllib.parse.urljoin(url, response.getheader("location") or "")
             response.read()
@@ -174,26 +259,32 @@ def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, t
             if response.status in (301, 302, 303) and method != "GET":
                 method, body = "GET", None
             url = location
+            if _origin(url) != origin:
+                headers = _without_credentials(headers)
             continue
         return response
     raise ScriptHttpError("api", f"more than {MAX_REDIRECTS} redirects, the last to {url}")
 
 
 def _send(target: _Target, method: str, body: str | None, headers: dict[str, str],
-          timeout: float | None) -> http.client.HTTPResponse:
-    """One request to the first checked address, with two retries on transport faults."""
+          deadline: _Deadline) -> http.client.HTTPResponse:
+    """One request to the first checked address, with two retries on transport faults (all
+    within the call's deadline)."""
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     payload = body.encode("utf-8") if body is not None else None
     for attempt in range(TRANSPORT_RETRIES + 1):
-        connection = cls(target.host, target.port, target.addresses[0], timeout)
+        connection = cls(target.host, target.port, target.addresses[0], deadline.remaining())
+        deadline.watch(connection)
         try:
             connection.request(method, target.path, body=payload, headers=headers)
             return connection.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
+            if deadline.expired:
+                raise deadline.error() from None
             if attempt == TRANSPORT_RETRIES:
                 raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
-            time.sleep(0.2 * (attempt + 1))
+            time.sleep(min(0.2 * (attempt + 1), deadline.remaining() or 1.0))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -225,15 +316,23 @@ def _check_content(response: http.client.HTTPResponse) -> None:
 
 def request(method: str, url: str, body: str | None = None, headers: dict[str, str] | None = None, *,
             timeout: float | None = 30.0, allow_local: bool = False) -> str:
-    """Fetch ``url`` and return the body as text; ScriptHttpError on any failure."""
+    """Fetch ``url`` and return the body as text; ScriptHttpError on any failure, a ``transport``
+    one when the whole call takes longer than ``timeout`` seconds."""
+    deadline = _Deadline(timeout)
     try:
-        response = _open(method, url, body, dict(headers or {}), timeout=timeout, allow_local=allow_local)
+        response = _open(method, url, body, dict(headers or {}), deadline=deadline, allow_local=allow_local)
         _check_status(response)
         _check_content(response)
         data = response.read(BODY_LIMIT + 1)
         response.close()
     except (OSError, http.client.HTTPException) as exc:
+        if deadline.expired:
+            raise deadline.error() from None
         raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        deadline.close()
+    if deadline.expired:  # a body read to the connection's close: cut short, not whole
+        raise deadline.error()
     if len(data) > BODY_LIMIT:
         raise ScriptHttpError("api", f"unreadable body: the response is larger than {BODY_LIMIT} bytes")
     text = data.decode("utf-8", "replace")
@@ -246,12 +345,24 @@ def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, 
                  allow_local: bool = False) -> Iterator[str]:
     """POST ``body`` and yield each server-sent event's ``data`` as it arrives (``[DONE]`` ends it).
 
-    A cut connection mid-stream raises a ``transport`` ScriptHttpError.
+    A cut connection mid-stream raises a ``transport`` ScriptHttpError, and so does a stream that
+    has not ended ``timeout`` seconds after the request (the deadline covers the whole stream).
     """
+    deadline = _Deadline(timeout)
     try:
-        response = _open("POST", url, body, dict(headers or {}), timeout=timeout, allow_local=allow_local)
+        yield from _events(url, body, headers, deadline, allow_local)
+    finally:
+        deadline.close()
+
+
+def _events(url: str, body: str, headers: dict[str, str] | None, deadline: _Deadline,
+            allow_local: bool) -> Iterator[str]:
+    try:
+        response = _open("POST", url, body, dict(headers or {}), deadline=deadline, allow_local=allow_local)
         _check_status(response)
     except (OSError, http.client.HTTPException) as exc:
+        if deadline.expired:
+            raise deadline.error() from None
         raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
     data: list[str] = []
     pending = b""
@@ -259,6 +370,8 @@ def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, 
         while True:
             # read1, not readline: a chunked body cut short raises here instead of looking like its end.
             block = response.read1(65536)
+            if deadline.expired:  # the socket was shut down under the read: not the stream's end
+                raise deadline.error()
             if not block:
                 break
             pending += block
@@ -280,6 +393,8 @@ def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, 
         if data and "\n".join(data).strip() != "[DONE]":
             yield "\n".join(data)
     except (OSError, http.client.HTTPException) as exc:
+        if deadline.expired:
+            raise deadline.error() from None
         raise ScriptHttpError("transport", f"the event stream broke off: {type(exc).__name__}: {exc}") from None
     finally:
         response.close()

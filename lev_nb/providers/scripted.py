@@ -197,6 +197,14 @@ class ScriptedModel:
             self._cursors[key] = index + 1
             return key, index, entries[index]
 
+    def replayed(self, request: ModelRequest) -> None:
+        """A resumed run took ``request``'s answer from its journal: step past the entry that
+        answered it then, so the script goes on where the run stopped (:class:`Replayable`)."""
+        with self._lock:
+            key, entries = self._pick_list(request.stage)
+            if entries is not None:
+                self._cursors[key] = min(self._cursors.get(key, 0) + 1, len(entries))
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer with the next scripted entry."""
         key, index, entry = self._take(request)

@@ -31,6 +31,7 @@ from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
+from lev_nb.secrets import declare_credentials
 
 from .errors import ConfigError, ConfigWarning
 from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, Settings, Source
@@ -319,6 +320,8 @@ def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:
             except tomllib.TOMLDecodeError as exc:
                 raise layer.error(f"not a TOML {'array' if kind == 'str_list' else 'inline table'}: {exc}",
                                   key) from None
+            except RecursionError:
+                raise layer.error("nested too deeply", key) from None
         if kind == "str_list":
             return [part.strip() for part in stripped.split(",") if part.strip()]
     return text
@@ -372,6 +375,9 @@ def _file_layer(path: Path) -> tuple[Flat, bool, tuple[str, ...]]:
         m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
         raise ConfigError(f"not valid TOML: {msg}", path=path, kind="parse",
                           line=int(m.group(1)) if m else None, column=int(m.group(2)) if m else None) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError("not valid TOML: arrays or tables are nested too deeply", path=path, kind="parse",
+                          hint="a configuration never needs more than a few levels of nesting") from None
     out: Flat = {}
     layer = _FileLayer(path, text)
     _walk(SCHEMA, data, (), layer, out)
@@ -468,7 +474,10 @@ def load(path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, st
         flat.update(_flatten_overrides(session, _SESSION))
     if launch:
         flat.update(_flatten_overrides(launch, _LAUNCH))
-    return _build(flat, file, exists, warnings)
+    settings = _build(flat, file, exists, warnings)
+    # A key variable named in the configuration is a secret whatever its name (lev_nb.secrets).
+    declare_credentials(p.api_key_env for p in settings.model_providers.values() if p.api_key_env)
+    return settings
 
 
 # ------------------------------------------------------------------------------------------------

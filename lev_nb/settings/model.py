@@ -193,6 +193,9 @@ class Limits:
     max_child_depth: int = setting(
         DEFAULT_MAX_CHILD_DEPTH, minimum=0,
         doc="how deep sub-agents may nest when neither the blueprint nor the launch says (0 = none)")
+    max_agents_per_tree: int = setting(
+        100, minimum=0,
+        doc="how many sub-agents (spawn_agent) one run and all its descendants may start in all (0 = none)")
     script_http_timeout_secs: int = setting(
         30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
 

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -35,6 +36,9 @@ __all__ = [
     "TRANSCRIPT",
     "FINAL_OUTPUT",
     "INBOX",
+    "INBOX_ENTRY_LIMIT",
+    "INBOX_DEPTH_LIMIT",
+    "nesting_depth",
     "JOURNAL",
     "LAUNCH",
     "RecordBusy",
@@ -48,6 +52,12 @@ INBOX = "inbox"
 JOURNAL = "journal.jsonl"  # what a resumed run replays (lev_nb.engine.journal)
 LAUNCH = "launch.json"  # how the run was started (lev_nb.engine.resume)
 _CLAIM_LOCK = ".claim.lock"
+# What an inbox entry may be: a message or an answer is small and flat.
+INBOX_ENTRY_LIMIT = 1024 * 1024
+INBOX_DEPTH_LIMIT = 64
+REJECTED_SUFFIX = ".rejected"  # an unreadable inbox entry, set aside
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
 
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -79,6 +89,41 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
+def nesting_depth(data: bytes) -> int:
+    """How deeply the arrays and objects of JSON text nest, counted without parsing it (brackets
+    inside strings do not count), so that text too deep to parse is refused before it is parsed."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub(b"", data)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _read_inbox_entry(path: Path) -> tuple[dict[str, Any], None] | tuple[None, str]:
+    """An inbox entry's object, or why it cannot be read (size and depth checked before parsing)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(INBOX_ENTRY_LIMIT + 1)
+    except IsADirectoryError:
+        return None, "it is a directory, not a file"
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror or exc})"
+    if len(data) > INBOX_ENTRY_LIMIT:
+        return None, f"it is larger than {INBOX_ENTRY_LIMIT // 1024} KiB"
+    if nesting_depth(data) > INBOX_DEPTH_LIMIT:
+        return None, f"it nests deeper than {INBOX_DEPTH_LIMIT} levels"
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, "it is not valid JSON"
+    if not isinstance(value, dict):
+        return None, "it is not a JSON object"
+    return value, None
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every complete JSON line of ``path``; a torn or corrupt line is skipped."""
     try:
@@ -91,7 +136,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested too deep to parse is as corrupt
             continue
         if isinstance(value, dict):
             out.append(value)
@@ -150,6 +195,7 @@ class RunStore:
         self._sizes: dict[str, int] = {}  # .jsonl file -> its size after this store's last append
         self._foreign: list[str] = []  # what was found written into them by anyone else
         self._paths: dict[str, str] = {}  # file name -> its path, joined once (see _path)
+        self._rejected: set[str] = set()  # inbox entries set aside (see take_inbox)
 
     @property
     def dir(self) -> Path:
@@ -314,23 +360,40 @@ class RunStore:
             return None
 
     def take_inbox(self) -> list[dict[str, Any]]:
-        """Read and remove every entry posted so far, oldest first. An entry that is not a JSON
-        object comes back as ``{"type": "unreadable", "file": NAME}``."""
+        """Read and remove every entry posted so far, oldest first.
+
+        An entry that cannot be read (not a file, larger than :data:`INBOX_ENTRY_LIMIT`, nested
+        deeper than :data:`INBOX_DEPTH_LIMIT`, not a JSON object) is set aside once, renamed
+        ``NAME.rejected``, and comes back as ``{"type": "unreadable", "file": NAME, "reason": ...,
+        "set_aside": NEW_NAME or None}``; it is not read again.
+        """
         folder = self.dir / INBOX
         try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
+            names = sorted(n for n in os.listdir(folder)
+                           if n.endswith(".json") and not n.startswith(".") and n not in self._rejected)
         except OSError:
             return []
         entries: list[dict[str, Any]] = []
         for name in names:
             path = folder / name
-            try:
-                value = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                value = None
-            try:
-                path.unlink()
-            except OSError:
-                pass
-            entries.append(value if isinstance(value, dict) else {"type": "unreadable", "file": name})
+            value, reason = _read_inbox_entry(path)
+            if value is not None:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+                entries.append(value)
+                continue
+            entries.append({"type": "unreadable", "file": name, "reason": reason or "", "set_aside": self._set_aside(path)})
         return entries
+
+    def _set_aside(self, path: Path) -> str | None:
+        """Rename an unreadable inbox entry out of the way (the new name), or remember it when it
+        cannot be moved (None): either way it is not read, or reported, again."""
+        self._rejected.add(path.name)
+        target = path.with_name(path.name + REJECTED_SUFFIX)
+        try:
+            os.rename(path, target)
+        except OSError:
+            return None
+        return target.name

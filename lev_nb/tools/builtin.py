@@ -23,6 +23,7 @@ from typing import Any
 
 from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
+from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
@@ -280,6 +281,8 @@ async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs
     A cancellation that lands while the process is being created still lets the creation finish,
     then kills the whole group and re-raises: asyncio would otherwise kill only the direct child
     and wait until whatever it spawned exits and closes the pipes (a cancelled run would hang).
+    The group is killed if this process dies first (:mod:`lev_nb.tools.reaper`); the caller calls
+    ``reaper.release(proc.pid)`` once the command has ended.
     """
     if shell:
         creating = asyncio.ensure_future(asyncio.create_subprocess_shell(program, start_new_session=True, **kwargs))
@@ -287,7 +290,7 @@ async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs
         creating = asyncio.ensure_future(
             asyncio.create_subprocess_exec(program, *args, start_new_session=True, **kwargs))
     try:
-        return await asyncio.shield(creating)
+        proc = await asyncio.shield(creating)
     except asyncio.CancelledError:
         try:
             proc = await creating
@@ -295,6 +298,8 @@ async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs
             raise asyncio.CancelledError from None
         kill_group(proc.pid)
         raise
+    reaper.watch(proc.pid)  # the group dies with this process, however it ends (release when done)
+    return proc
 
 
 def _stream_text(name: str, data: bytes, total: int) -> str:
@@ -342,6 +347,8 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
     except asyncio.CancelledError:
         kill_group(proc.pid)
         raise
+    finally:
+        reaper.release(proc.pid)
     stdout = _stream_text("stdout", out, out_total)
     stderr = _stream_text("stderr", err, err_total)
     if code != 0:

@@ -64,6 +64,15 @@ class ToolJournal(Protocol):
         """Record a result (a run call's, or a denial) before the engine uses it."""
         ...
 
+    def starting(self, call: ToolCall) -> None:
+        """Record that ``call`` (of a tool that may change something) is about to run."""
+        ...
+
+    def interrupted(self, call: ToolCall) -> ToolResult | None:
+        """When a previous life of the run started ``call`` and stopped before its result was
+        recorded: the result that says so (the call is not run again), else None."""
+        ...
+
 
 def is_failure(content: str) -> bool:
     """True when a result string reports that the call had no effect."""
@@ -182,6 +191,13 @@ async def execute_calls(
         if recorded is not None:
             results[i] = recorded
             continue
+        # In flight when the run's process stopped: it may have taken effect, so a tool that can
+        # change something is not run again (a read-only one simply is).
+        lost = journaled.interrupted(call) if journaled is not None and not tool.readonly else None
+        if lost is not None:
+            results[i] = lost
+            journaled.done(lost)  # type: ignore[union-attr]
+            continue
         # Authorisation is sequential, in call order, so approvals are asked one at a time.
         denial = await authorise(call, registry, policies)
         if denial is not None:
@@ -192,6 +208,8 @@ async def execute_calls(
         pending.append((i, call, args, journaled))
 
     async def run(i: int, call: ToolCall, args: dict[str, Any], journaled: ToolJournal | None) -> None:
+        if journaled is not None and not registry.get(call.name).readonly:  # type: ignore[union-attr]
+            journaled.starting(call)
         if slot is None:
             _notify(on_start, call)
             result = await _run_one(call, args, registry, ctx)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import subprocess
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.sandbox import Sandbox
@@ -24,8 +26,56 @@ if TYPE_CHECKING:
 
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
+# After a command's shell exits, how long its output pipes may stay open (background children
+# holding them) before those children are stopped.
+LEFTOVER_GRACE_S = 0.5
 
 __all__ = ["RunToolHost", "script_tool_defs"]
+
+
+def _collect(proc: subprocess.Popen[bytes]) -> tuple[str, str]:
+    """The command's stdout and stderr (each capped), once its shell has exited.
+
+    The command is over when its shell exits: what it left running in the background (holding
+    the output pipes open) is stopped then, instead of being waited for until the timeout. Past
+    SHELL_TIMEOUT_S the whole group is killed and TimeoutError raised.
+    """
+    from lev_nb.tools.builtin import kill_group
+
+    chunks: dict[str, list[bytes]] = {"out": [], "err": []}
+
+    def drain(name: str, stream: Any) -> None:
+        kept = 0
+        for block in iter(lambda: stream.read1(65536), b""):
+            if kept < HOST_OUTPUT_CAP:
+                chunks[name].append(block)
+                kept += len(block)
+
+    readers = [threading.Thread(target=drain, args=(name, stream), daemon=True)
+               for name, stream in (("out", proc.stdout), ("err", proc.stderr))]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout=SHELL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid)
+        proc.wait()
+        raise TimeoutError(f"shell: the command ran past its {SHELL_TIMEOUT_S} s limit and was stopped") from None
+    finally:
+        for reader in readers:
+            reader.join(timeout=LEFTOVER_GRACE_S)  # output still on its way from the shell's last writes
+        if any(reader.is_alive() for reader in readers):
+            kill_group(proc.pid)  # background children still hold the pipes: stop them
+        for reader in readers:
+            reader.join()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return _text(chunks["out"]), _text(chunks["err"])
+
+
+def _text(parts: list[bytes]) -> str:
+    return b"".join(parts)[:HOST_OUTPUT_CAP].decode("utf-8", errors="replace")
 
 
 class RunToolHost:
@@ -60,17 +110,13 @@ class RunToolHost:
         # spawned too; no credentials.
         proc = subprocess.Popen(
             command_line(self.sandbox, command), cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, text=True, errors="replace", env=child_environment(),
-            start_new_session=True,
+            stdin=subprocess.DEVNULL, env=child_environment(), start_new_session=True,
         )
+        reaper.watch(proc.pid)  # the group dies with this process, however it ends
         try:
-            stdout, stderr = proc.communicate(timeout=SHELL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            from lev_nb.tools.builtin import kill_group
-
-            kill_group(proc.pid)
-            proc.communicate()
-            raise TimeoutError(f"shell: the command ran past its {SHELL_TIMEOUT_S} s limit and was stopped") from None
+            stdout, stderr = _collect(proc)
+        finally:
+            reaper.release(proc.pid)
         out = stdout + (f"\n{stderr}" if stderr.strip() else "")
         return out[:HOST_OUTPUT_CAP]
 

@@ -111,3 +111,62 @@ def test_a_misspelt_option_is_refused_once_before_any_worker_starts(home: Path) 
     with pytest.raises(LaunchError, match="did you mean 'pin_cpus'"):
         lev_nb.run_many(BLUEPRINTS / "triage", TASKS, model="mock", processes=2, pin_cpu=True)
     assert recorded(home) == {}  # nothing ran
+
+
+SLEEPER = """
+[agent]
+name = "sleeper"
+[tool_permissions]
+shell = "allow"
+[stages.work]
+available_tools = ["shell"]
+nudge = { enabled = false }
+[stages.work.transitions]
+"""
+
+INTERRUPTED = """
+import sys
+import lev_nb
+try:
+    lev_nb.run_many(sys.argv[1], ["a", "b", "c", "d", "e", "f"], model=sys.argv[2], processes=2, concurrency=2,
+                    workdir=sys.argv[3])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_batch_and_every_record_says_how_its_run_ended(tmp_path: Path, importable: None) -> None:
+    # Issue 26: a Ctrl-C (SIGINT to the terminal's whole process group, the workers included)
+    # sometimes hung run_many and left records 'starting'.
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder, work, home = tmp_path / "sleeper", tmp_path / "work", tmp_path / "home"
+    for path in (folder, work, home):
+        path.mkdir()
+    (folder / "agent.leviath").write_text(SLEEPER, encoding="utf-8")
+    (home / "config.toml").write_text("[security]\nallow_blueprint_permissions = true\n", encoding="utf-8")
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {
+        "command": "mktemp -p . started.XXXX; sleep 300"}}]}, {"text": "done"}]), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(folder), f"scripted:{script}", str(work)],
+                            env={**os.environ, "LEV_HOME": str(home)}, start_new_session=True, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(work.glob("started.*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert len(list(work.glob("started.*"))) >= 2, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("run_many did not stop after Ctrl-C")
+    assert proc.returncode == 130 and out.strip() == "interrupted", err
+    statuses = recorded(home)
+    assert statuses and set(statuses.values()) == {"cancelled"}, statuses

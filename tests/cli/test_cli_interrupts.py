@@ -1,7 +1,8 @@
 """Ctrl-C (SIGINT) at several points of ``lev run``, once and twice, in a real process: before the run
 exists (reading the task), while the run starts (a seed command), and mid-run (a tool call). Each
 ends with exit status 130, one clear message and no traceback; a run that existed ends with a
-record that says ``cancelled``, never one left ``running``."""
+record that says ``paused`` (interrupted), never one left ``running``, and ``lev resume`` continues
+it (issue 26: Ctrl-C leaves a run that can be resumed, as SIGKILL does)."""
 
 from __future__ import annotations
 
@@ -125,30 +126,50 @@ def test_ctrl_c_while_the_task_is_read_stops_before_anything_is_written(tmp_path
     assert not (tmp_path / "home" / "runs").exists()
 
 
+def _stopped_lines(run_id: str) -> list[str]:
+    return [f"lev run: stopping the run; `lev resume {run_id}` continues it (Ctrl-C again does not stop it sooner)",
+            "lev run: paused · 0 stages · 0 model calls, 0 tool calls · $0.0000",
+            f"lev run: the run was interrupted (Ctrl-C); `lev resume {run_id}` continues it"]
+
+
 @pytest.mark.parametrize("times", [1, 2])
-def test_ctrl_c_while_the_run_starts_cancels_it(tmp_path: Path, times: int) -> None:
+def test_ctrl_c_while_the_run_starts_stops_it_resumably(tmp_path: Path, times: int) -> None:
     slow_seed = 'slow = { kind = "pinned", max_tokens = 200, seed = { command = "sleep 300" } }'
     proc = start(tmp_path, str(agent(tmp_path, slow_seed)), "--task", "t", "--model", "mock")
     wait_for(events_say(tmp_path, "run_started"), proc)  # the run exists and is seeding its regions
     out, err = interrupt(proc, times)
     record = the_record(tmp_path)
     assert out.strip() == record["run_id"]
-    assert err.splitlines() == ["lev run: cancelling the run (Ctrl-C again does not stop it sooner)",
-                                "lev run: cancelled · 0 stages · 0 model calls, 0 tool calls · $0.0000",
-                                "lev run: the run ended cancelled"]
-    assert record["status"] == "cancelled" and record["stage_history"] == []
+    assert err.splitlines() == _stopped_lines(record["run_id"])
+    assert record["status"] == "paused" and record["stage_history"] == []
+    assert record["needs_setup"]["blocker"] == "interrupted"
 
 
 @pytest.mark.parametrize("times", [1, 2])
-def test_ctrl_c_mid_run_cancels_it(tmp_path: Path, times: int) -> None:
+def test_ctrl_c_mid_run_stops_it_and_lev_resume_continues_it(tmp_path: Path, times: int) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 300"}}]}]),
-                      encoding="utf-8")
-    proc = start(tmp_path, str(agent(tmp_path)), "--task", "t", "--model", f"scripted:{script}", "--quiet")
+    script.write_text(json.dumps([
+        {"tool_calls": [{"name": "shell", "arguments": {"command": "echo started >> ledger; sleep 300"}}]},
+        {"tool_calls": [{"name": "submit_output", "arguments": {"content": "the answer"}}]},
+        {"text": "done"},
+    ]), encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = start(tmp_path, str(agent(tmp_path)), "--task", "t", "--model", f"scripted:{script}", "--workdir",
+                 str(work))
     wait_for(events_say(tmp_path, "tool_started"), proc)
     out, err = interrupt(proc, times)
     record = the_record(tmp_path)
-    assert out.strip() == record["run_id"]
-    assert err.splitlines() == ["lev run: cancelling the run (Ctrl-C again does not stop it sooner)",
-                                "lev run: the run ended cancelled"]
-    assert record["status"] == "cancelled" and record["stage_history"] == ["work"]
+    run_id = record["run_id"]
+    assert out.strip() == run_id
+    assert _stopped_lines(run_id)[0] in err.splitlines() and err.splitlines()[-1] == _stopped_lines(run_id)[-1]
+    assert record["status"] == "paused" and record["stage_history"] == ["work"]
+    # Resumed as recorded: the stopped command is reported, not run again; the script goes on.
+    env = {**os.environ, "LEV_HOME": str(tmp_path / "home")}
+    resumed = subprocess.run([sys.executable, "-m", "lev_nb.cli", "resume", run_id, "--quiet"], env=env,
+                             text=True, capture_output=True, timeout=WAIT_S)
+    assert resumed.returncode == 0, resumed.stderr
+    record = the_record(tmp_path)
+    assert record["status"] == "complete" and record["resumed"]["from"] == ["paused"]
+    assert (work / "ledger").read_text() == "started\n"
+    assert "[interrupted]" in (tmp_path / "home" / "runs" / run_id / "transcript.jsonl").read_text()

@@ -165,14 +165,14 @@ def test_a_bad_answer_at_the_terminal_is_asked_again(tmp_path: Path, terminal):
     assert term.finish() == 0
 
 
-def test_ctrl_c_at_a_question_cancels_the_run(tmp_path: Path, terminal):
+def test_ctrl_c_at_a_question_stops_the_run_resumably(tmp_path: Path, terminal):
     folder, script = agent(tmp_path, [tool("ask_user_text", prompt="Name?"), {"text": "ok"}])
     term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}")
     term.read_until(b"Your answer (Enter: no answer): ")
     term.type(b"\x03")  # the terminal turns it into SIGINT
     assert term.finish() == 130
     meta = json.loads(next(term.run_dir().parent.iterdir()).joinpath("meta.json").read_text())
-    assert meta["status"] == "cancelled" and meta["pending"] == []
+    assert meta["status"] == "paused" and meta["needs_setup"]["blocker"] == "interrupted" and meta["pending"] == []
 
 
 def test_lev_msg_and_lev_respond_reach_a_run_in_another_process(tmp_path: Path, terminal):

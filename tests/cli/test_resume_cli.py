@@ -102,7 +102,7 @@ def test_a_killed_run_is_resumed_without_repeating_a_completed_tool_call(tmp_pat
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == run_id
     # The first call's line is there once: it was replayed from the journal, not run again. The
-    # second call never completed, so it ran again (and found `go`).
+    # second call was in flight when the process died: it is reported as interrupted, not run again.
     assert (work / "log.txt").read_text() == "one\nthree\n"
     assert [p.name for p in (Path(env["LEV_HOME"]) / "runs").iterdir()] == [run_id]  # same folder
 
@@ -118,7 +118,8 @@ def test_a_killed_run_is_resumed_without_repeating_a_completed_tool_call(tmp_pat
     assert "tool_finished" in kinds[:resumed]  # the first life's events are kept, then the resumed run's
     assert events[resumed]["replayed_model_calls"] == 2 and events[resumed]["replayed_tool_calls"] == 1
     finished = [e for e in events[resumed:] if e["type"] == "tool_finished"]
-    assert len(finished) == 2  # the interrupted call, run again, and the new one
+    assert len(finished) == 2  # the interrupted call's report, and the new one
+    assert "[interrupted]" in (run_dir / "transcript.jsonl").read_text()
 
     # Over: refused, and so is an unknown id.
     again = lev(env, "resume", run_id)

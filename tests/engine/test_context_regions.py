@@ -177,3 +177,21 @@ def test_checklist_renders_open_items_before_done_ones_with_notes() -> None:
     assert render_checklist(region.entries) == (
         "Checklist (1 open, 1 done):\n[ ] 2 ship\n    note: after review\n[x] 1 write tests"
     )
+
+
+def test_a_blueprint_without_a_conversation_region_still_sends_tool_results(engine, workdir):
+    # Issue 26: the conversation region is added when not declared (as upstream), so the model gets
+    # its tool calls and their results as messages; `lev validate` says so in a note.
+    import lev_nb
+    from lev_nb.messages import ToolResultBlock, ToolUseBlock
+    from support import blueprint, call, say
+
+    (workdir / "hello.txt").write_text("x")
+    toml = ('[context.regions]\nsystem = { kind = "pinned", max_tokens = 2000 }\n'
+            '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n')
+    run, model = engine.run(toml, [call("list_dir", path="."), say("done")])
+    assert run.status == "complete", run.error
+    blocks = [b for m in model.requests[1].messages for b in m.blocks()]
+    assert any(isinstance(b, ToolUseBlock) for b in blocks)
+    assert [b.content for b in blocks if isinstance(b, ToolResultBlock)] == ["hello.txt (1B)"]
+    assert "conversation-region-added" in lev_nb.validate(blueprint(toml)).codes

@@ -312,3 +312,16 @@ def test_each_stage_turn_tells_the_model_what_the_stage_still_owes(engine):
     assert (work[2].regions, work[2].open_items) == ([], [("todo", 1)])
     assert not work[4]  # everything met: the stage owes nothing
     assert work[0].use_a_tool is True  # no tool used yet: a text answer would be nudged
+
+
+def test_a_gate_at_the_iteration_cap_is_forced_after_its_attempts_not_ended_as_stuck(engine):
+    # Issue 26: with the stage at its max_iterations, each attempt re-asks the gate without a model
+    # call; max_attempts = 100 (the most allowed) went past the idle guard (50) and ended the run.
+    toml = gated('{ require_regions = ["notes"], max_attempts = 100 }').replace(
+        "[stages.work.transitions.review]", "max_iterations = 1\nnudge = { enabled = false }\n"
+        "[stages.work.transitions.review]")
+    run, _ = engine.run(toml, [call("list_dir"), say("r")])
+    assert run.status == "complete", run.error
+    assert run.stage_history == ["work", "review"]
+    assert len(events_of(run, "gate_blocked")) == 100 and len(events_of(run, "gate_forced")) == 1
+    assert events_of(run, "stuck") == []

@@ -675,3 +675,46 @@ def test_cancelling_a_run_held_for_its_children_cancels_them_and_clears_the_wait
     record = meta_of(home, run.run_id)
     assert record["waiting_on"] is None and record["child_runs"][0]["status"] == "cancelled"
     never.opened.set()
+
+
+# -- the tree's width (issue 26) ------------------------------------------------------------------
+def test_a_tree_starts_at_most_max_agents_per_tree_sub_agents(tmp_path, home, workdir):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[limits]\nmax_agents_per_tree = 3\n", encoding="utf-8")
+    folder = boss_folder(tmp_path)
+    spawns = {"tool_calls": [{"name": "spawn_agent", "arguments": {"blueprint": "helper", "task": f"part {i}"}}
+                             for i in range(5)]}
+
+    async def answer(request):
+        if request.stage == "boss":
+            return spawns if not called(request, "spawn_agent") else say("done")
+        return call("submit_output", content="ok") if not called(request, "submit_output") else say("done")
+
+    run = start(folder, FnModel(answer), home, workdir)
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
+    assert len([m for m in all_metas(home) if m.get("parent_run_id")]) == 3
+    denied = [r for r in run.events.snapshot() if r.kind == "tool_finished" and "max_agents_per_tree = 3" in (r.summary or "")]
+    assert len(denied) == 2
+
+
+def test_no_sub_agent_starts_once_an_ancestor_is_stopping(tmp_path, home, workdir):
+    folder = boss_folder(tmp_path)
+    held = Gate()
+
+    async def answer(request):
+        if request.stage == "boss":
+            return call("spawn_agent", blueprint="helper", task="level one", wait=True)
+        await held.wait()
+        return say("done")
+
+    run = start(folder, FnModel(answer), home, workdir)
+    assert held.reached.wait(RUN_TIMEOUT_S)
+    (link,) = run._runner.subagents.links.values()
+    assert link.runner.tree_spawn_refusal() is None  # may start one (and it is counted)
+    run.cancel()  # the flag is set at once; the cancellation reaches the child a moment later
+    refusal = link.runner.tree_spawn_refusal()
+    assert refusal is not None and f"its ancestor run '{run.run_id}' is stopping" in refusal
+    held.opened.set()
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "cancelled"

@@ -271,12 +271,14 @@ def test_a_batch_cut_short_runs_only_the_calls_that_did_not_finish(
         say("done"),
     ])
     assert run.status == "complete", run.error
-    # Make the record what a kill during the batch leaves: the second call's result not journaled
-    # (nor anything after it), the status still running, its process gone.
+    # Make the record what a kill during the batch leaves when the second call had not started: its
+    # start and result not journaled (nor anything after it), the status still running, its process
+    # gone. (A call that had started is reported as interrupted instead: test_kill_resume.py.)
     folder = Path(run.run_dir)
     entries = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
     second_call = entries[1]["response"]["tool_calls"][1]["id"]
-    kept = [e for e in entries if not (e["t"] == "tool" and e["call_id"] == second_call) and e.get("n", 0) == 0]
+    kept = [e for e in entries
+            if not (e["t"] in ("tool", "call") and e["call_id"] == second_call) and e.get("n", 0) == 0]
     (folder / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in kept))
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -292,6 +294,38 @@ def test_a_batch_cut_short_runs_only_the_calls_that_did_not_finish(
     seen = resumed.events.snapshot()
     after = [e for e in seen[[e.kind for e in seen].index("resumed"):] if e.kind == "tool_finished"]
     assert [e.call_id for e in after] == [second_call]  # the replayed call's events are not told twice
+
+
+def test_a_call_in_flight_when_the_process_died_is_reported_not_run_again(
+    engine, blueprint_permissions: Path, workdir: Path
+) -> None:
+    import subprocess
+
+    from support import calls
+
+    agent = SHELL_AGENT.replace('available_tools = ["shell"]', 'available_tools = ["shell", "list_dir"]')
+    run, _ = engine.run(agent, [
+        calls(("shell", {"command": "echo a >> log.txt"}), ("list_dir", {"path": "."})), say("done"),
+    ])
+    # What a kill leaves while the shell call runs: its start journaled, its result not.
+    folder = Path(run.run_dir)
+    entries = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    kept = [e for e in entries if e["t"] != "tool" and e.get("n", 0) == 0]
+    assert [e["name"] for e in kept if e["t"] == "call"] == ["shell"]  # a read-only call journals no start
+    (folder / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in kept))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    meta = json.loads((folder / "meta.json").read_text())
+    meta.update(status="running", pid=gone.pid)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+    resumed, model = resume(run, [say("done again")])
+    assert resumed.status == "complete", resumed.error
+    assert (workdir / "log.txt").read_text() == "a\n"  # not run again
+    interrupted, listing = tool_results(model.requests[0])[-2:]
+    assert interrupted.startswith("[interrupted]") and "echo a >> log.txt" in interrupted  # what it was
+    assert "log.txt" in listing and not listing.startswith("[")  # list_dir, read-only, ran again
+    assert any("was running when the run's process stopped" in e.message for e in events_of(resumed, "warning"))
 
 
 class WorkersOutOfCredits(Priced):

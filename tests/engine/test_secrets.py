@@ -79,6 +79,20 @@ def test_script_shell_timeout_kills_the_process_group(tmp_path: Path, monkeypatc
     assert _gone(pid)
 
 
+def test_script_shell_does_not_wait_for_a_background_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 26: the child kept the output pipes open, so shell() waited for the whole timeout.
+    monkeypatch.setattr(scripts, "SHELL_TIMEOUT_S", 30)
+    host = RunToolHost(Workspace(tmp_path), shell_allowed=True)
+    out = host.shell("sleep 300 & echo $! > child.pid; echo started; echo oops >&2")
+    assert out == "started\n\noops\n"
+    pid = int((tmp_path / "child.pid").read_text())
+    for _ in range(200):
+        if _gone(pid):
+            break
+        time.sleep(0.05)
+    assert _gone(pid)  # what it left running in the background is stopped with it
+
+
 @pytest.mark.usefixtures("blueprint_permissions")
 def test_shell_tool_runs_without_credentials(engine, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -134,3 +148,32 @@ def test_an_echoed_key_is_redacted_from_every_record(engine, monkeypatch: pytest
         text = (folder / name).read_text() if (folder / name).exists() else ""
         assert KEY not in text, name
     assert "[redacted]" in json.loads((folder / "meta.json").read_text())["error"]
+
+
+class EchoingClaude(ScriptedModel):
+    """A model whose server quotes a key kept in a variable with an ordinary name."""
+
+    async def complete(self, request):  # type: ignore[override]
+        if self.requests:  # the second call: the server quotes the key
+            raise ProviderError("auth", f"HTTP 401: invalid x-api-key {os.environ['CLAUDE']}")
+        return await super().complete(request)
+
+
+@pytest.mark.usefixtures("blueprint_permissions")
+def test_a_configured_key_variable_is_a_secret_whatever_its_name(
+        engine, home: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lev_nb.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_declared", frozenset())  # what this test declares stays here
+    monkeypatch.setenv("CLAUDE", KEY)
+    assert not looks_like_credential("CLAUDE") and "CLAUDE" in child_environment()
+    with (home / "config.toml").open("a", encoding="utf-8") as config:
+        config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
+    toml = '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n[stages.work.transitions]\n'
+    run, _ = engine.run(toml, EchoingClaude([call("shell", command="env > env.txt; env")]))
+    assert run.status == "error" and "[redacted]" in run.error and KEY not in run.error
+    seen = (workdir / "env.txt").read_text()
+    assert "PATH=" in seen and "CLAUDE=" not in seen
+    assert looks_like_credential("claude") and redact(f"key {KEY}") == "key [redacted]"
+    for path in Path(run.run_dir).rglob("*"):
+        assert not path.is_file() or KEY.encode() not in path.read_bytes(), path.name

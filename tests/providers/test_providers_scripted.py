@@ -205,3 +205,15 @@ def test_unknown_provider_fails_when_called_not_when_looked_up():
     with pytest.raises(ProviderError) as info:
         ask(provider)
     assert "no provider named 'nosuch'" in info.value.message and info.value.kind == "unknown_model"
+
+
+def test_a_replayed_call_moves_the_script_on() -> None:
+    # Issue 26: a resumed run takes its earlier calls from its journal; the script the run started
+    # with is told of each, so it goes on where the run stopped instead of at its first turn.
+    from lev_nb.providers.base import Replayable
+
+    model = ScriptedModel({"a": [{"text": "a1"}, {"text": "a2"}], "b": [{"text": "b1"}]})
+    assert isinstance(model, Replayable)
+    model.replayed(ModelRequest(provider="scripted", model="", system=[], messages=[], stage="a"))
+    assert model.remaining("a") == 1 and model.remaining("b") == 1
+    assert model.requests == []  # a replayed call was not asked

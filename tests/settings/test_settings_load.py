@@ -145,6 +145,17 @@ def test_toml_syntax_error(home: Path) -> None:
     assert str(err).startswith(f"{home / 'config.toml'}:2:8: not valid TOML")
 
 
+def test_a_file_nested_too_deeply_is_one_clear_error(home: Path, lev) -> None:
+    # Issue 26: tomllib parses nesting recursively; 100,000 levels raised RecursionError (a traceback).
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[limits]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load()
+    assert info.value.kind == "parse" and "nested too deeply" in str(info.value)
+    out = lev("config", "show")
+    assert out.returncode != 0 and "nested too deeply" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_wrong_type(home: Path) -> None:
     err = error_of(home, """
         [limits]

@@ -140,6 +140,7 @@ def _read_files(workdir: Path, paths: list[str], problems: list[str]) -> str:
 
 async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problems: list[str]) -> str:
     from lev_nb.secrets import child_environment
+    from lev_nb.tools import reaper
     from lev_nb.tools.builtin import command_line, kill_group, start_in_group
 
     # In the agent's sandbox; no credential-shaped variable; its own process group, so stopping it
@@ -158,6 +159,8 @@ async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problem
     except asyncio.CancelledError:  # the run was cancelled while it started: leave nothing running
         kill_group(proc.pid)
         raise
+    finally:
+        reaper.release(proc.pid)
     text = out.decode("utf-8", errors="replace")
     if proc.returncode:
         said = err.decode("utf-8", errors="replace").strip()

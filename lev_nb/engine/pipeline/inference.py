@@ -23,12 +23,13 @@ from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
-from lev_nb.providers.base import Provider, ProviderError, call_complete
+from lev_nb.providers.base import Provider, ProviderError, Replayable, call_complete
 from lev_nb.providers.pricing import call_cost, price_for
 from lev_nb.records import record
 from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:
+    from lev_nb.engine.journal import Journal
     from lev_nb.engine.pipeline.hooks import RunHooks
     from lev_nb.engine.pipeline.tools import StageTools
     from lev_nb.engine.plan.types import StagePlan
@@ -44,6 +45,13 @@ TEXT_EVENT_INTERVAL_S = 0.1
 TEXT_EVENT_MAX_CHARS = 4000
 # How often a stalled run looks whether a model's circuit closed (another run's probe may close it).
 STALL_POLL_S = 1.0
+
+
+def _tell_replayed(journal: Journal, provider: Provider, request: ModelRequest) -> None:
+    """A provider that counts its answers (a script) counts one taken from the journal too, when
+    it is the model the run started with (see Resumption.same_model)."""
+    if journal.tells_provider and isinstance(provider, Replayable):
+        provider.replayed(request)
 
 
 class TextStream:
@@ -508,8 +516,13 @@ class Inference:
         self._sent_at = time.time()  # the call's start, on its model_call event (a trace's span)
         journal = self.state.journal
         if journal is not None:
-            replayed = journal.replay_model(request)  # raises a journaled failure
+            try:
+                replayed = journal.replay_model(request)  # raises a journaled failure
+            except ProviderError:
+                _tell_replayed(journal, provider, request)
+                raise
             if replayed is not None:
+                _tell_replayed(journal, provider, request)
                 return replayed
         try:
             response = await self._ask(request, provider)

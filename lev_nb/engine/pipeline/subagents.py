@@ -102,7 +102,8 @@ class SubAgents:
     Receives the run state, ``spawn`` (makes a child Runner of a plan; see
     :meth:`~lev_nb.engine.runner.Runner.spawn_child`), this run's ``depth`` and its depth limit
     ``max_child_depth`` with where the limit came from (``depth_source``, a key of
-    DEPTH_SOURCES), and ``provider`` (the launch's model, which children share).
+    DEPTH_SOURCES), ``provider`` (the launch's model, which children share) and ``tree`` (why the
+    run's tree may start no sub-agent now: an ancestor is stopping, or the tree's cap is reached).
     """
 
     def __init__(
@@ -114,9 +115,11 @@ class SubAgents:
         max_child_depth: int,
         depth_source: str,
         provider: Any,
+        tree: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.state = state
         self.spawn = spawn
+        self.tree = tree  # why the run's tree may start no sub-agent now (Runner.tree_spawn_refusal)
         self.depth = depth
         self.max_child_depth = max_child_depth
         self.depth_source = depth_source
@@ -434,6 +437,9 @@ class SubAgents:
         if isinstance(refusal, str):
             return refusal
         validators = refusal
+        refused = self.tree()  # the last check: it counts the sub-agent when it may start
+        if refused is not None:
+            return refused
         limit, source = self.max_child_depth, self.depth_source
         wanted = args.get("max_child_depth")
         if isinstance(wanted, int) and not isinstance(wanted, bool) and 0 <= wanted < limit:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from lev_nb.engine import events as ev
@@ -184,7 +185,7 @@ class StageTools:
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
-        journal = _BatchJournal(state.journal) if state.journal is not None else None
+        journal = _BatchJournal(state.journal, state.warn) if state.journal is not None else None
         results = await execute_calls(
             calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
             journal=journal, slot=TOOL_POOL.permit(settings.limits.max_concurrent_tools),
@@ -369,8 +370,9 @@ class StageTools:
 class _BatchJournal:
     """The run journal as the tool executor sees it (lev_nb.tools.executor.ToolJournal)."""
 
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: Journal, on_interrupted: Callable[[str], None]) -> None:
         self.journal = journal
+        self.on_interrupted = on_interrupted
         self.replayed_ids: set[str] = set()
 
     def replayed(self, call: ToolCall) -> ToolResult | None:
@@ -383,6 +385,25 @@ class _BatchJournal:
 
     def done(self, result: ToolResult) -> None:
         self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path)
+
+    def starting(self, call: ToolCall) -> None:
+        self.journal.record_call(call)
+
+    def interrupted(self, call: ToolCall) -> ToolResult | None:
+        entry = self.journal.interrupted(call)
+        if entry is None:
+            return None
+        self.journal.go_live()
+        shown = json.dumps(entry.get("arguments") or {}, ensure_ascii=False)
+        shown = shown if len(shown) <= 300 else shown[:299] + "…"
+        started = entry.get("at")
+        when = (time.strftime(" at %H:%M:%S UTC", time.gmtime(started)) if isinstance(started, (int, float)) else "")
+        self.on_interrupted(f"tool call {call.name} {shown} was running when the run's process stopped; "
+                            "it was not run again (it may or may not have taken effect)")
+        content = (f"[interrupted] This call started{when} but the run's process stopped before it finished "
+                   f"({call.name} {shown}). It may or may not have taken effect. Check its effects (files, "
+                   "processes, anything it changes) before running anything with side effects again.")
+        return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
 
 
 def _routing(stage: StagePlan) -> ToolRouting | None:
