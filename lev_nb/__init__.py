@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # The lazy exports below, as type checkers should see them (at run time __getattr__ loads them).
     from lev_nb.blueprint import Blueprint, BlueprintError, Report, load
     from lev_nb.batch import RunSummary, run_many
+    from lev_nb.eval import Evaluation, evaluate, load_evaluation
     from lev_nb.engine.api import resume, run
     from lev_nb.engine.handle import Run
     from lev_nb.engine.interaction import InteractionError
@@ -31,6 +32,7 @@ __all__ = [
     "InteractionError",
     "resume", "ResumeError",
     "run_many", "RunSummary",
+    "evaluate", "Evaluation", "load_evaluation",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -52,6 +54,10 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # One blueprint over many tasks, across processes or a Dask cluster (lev_nb/batch).
     "run_many": ("lev_nb.batch", "run_many"),
     "RunSummary": ("lev_nb.batch", "RunSummary"),
+    # An agent over a dataset, each answer checked, recorded under $LEV_HOME/evals (lev_nb/eval).
+    "evaluate": ("lev_nb.eval", "evaluate"),
+    "Evaluation": ("lev_nb.eval", "Evaluation"),
+    "load_evaluation": ("lev_nb.eval", "load_evaluation"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # The user's configuration: `lev_nb.config()` is the effective settings (README "Configuration").
