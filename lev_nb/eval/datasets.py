@@ -87,11 +87,14 @@ def _plain(value: Any) -> Any:
 
 
 def _read_file(path: Path) -> list[dict[str, Any]]:
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".ndjson", ".csv", ".tsv"):
+        raise DatasetError(f"unknown dataset file type '{suffix or path.name}'", str(path),
+                           "use a .csv, .tsv or .jsonl file")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"cannot read the dataset: {exc}", str(path)) from None
-    suffix = path.suffix.lower()
+        raise DatasetError(f"cannot read the dataset: {exc.strerror or exc}", str(path)) from None
     if suffix in (".jsonl", ".ndjson"):
         rows = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -105,11 +108,8 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
                 raise DatasetError("each line must be a JSON object of columns", f"{path}:{number}")
             rows.append(row)
         return rows
-    if suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
-        return [{k: v for k, v in row.items() if k is not None} for row in reader]
-    raise DatasetError(f"unknown dataset file type '{suffix or path.name}'", str(path),
-                       "use a .csv, .tsv or .jsonl file")
+    reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
+    return [{k: v for k, v in row.items() if k is not None} for row in reader]
 
 
 def rows_hash(rows: list[dict[str, Any]]) -> str:

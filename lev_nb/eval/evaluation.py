@@ -347,7 +347,7 @@ class Comparison:
     def to_pandas(self) -> Any:
         """One row per case: passed before and after, the change, both reasons, what changed, and
         the tokens, cost and duration of each side."""
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
 
         rows = []
         for c in self.cases:
