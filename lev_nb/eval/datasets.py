@@ -94,7 +94,7 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"cannot read the dataset: {getattr(exc, "strerror", None) or exc}", str(path)) from None
+        raise DatasetError(f"cannot read the dataset: {getattr(exc, 'strerror', None) or exc}", str(path)) from None
     if suffix in (".jsonl", ".ndjson"):
         rows = []
         for number, line in enumerate(text.splitlines(), 1):
