@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, eval_commands, interaction_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -31,6 +31,9 @@ COMMANDS = (
     interaction_commands.add_msg,
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
+    eval_commands.add_eval,
+    eval_commands.add_evals,
+    eval_commands.add_test,
     config_commands.add_config,
 )
 
@@ -65,6 +68,9 @@ examples:
   lev ps                                         recorded runs and their status
   lev resume RUN_ID                              continue a paused (or killed) run
   lev result RUN_ID                              a run's final answer
+  lev eval blueprints/triage cases.jsonl --check contains --model mock --min-pass 0.9
+                                                 measure an agent over a dataset (exit 1 under 90%)
+  lev test blueprints/triage --dry-run           check the agent's prompt tests (tests/*.toml)
   lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from
   lev COMMAND --help                             the options of one command

@@ -76,6 +76,7 @@ def evaluate(
     rows, source = read_rows(dataset)
     cases = fit_cases(rows, source, inputs, takes_task, task_required)
     check_list = [as_check(c) for c in (checks if _is_many(checks) else [checks])]
+    _check_first_launch(plan, cases[0], model, options)
 
     started = time.monotonic()
     eval_id = new_eval_id(blueprint.name)
@@ -99,6 +100,16 @@ def evaluate(
     if view is not None:
         view.done(evaluation)
     return evaluation
+
+
+def _check_first_launch(plan: Any, case: Case, model: Any, options: dict[str, Any]) -> None:
+    """Refuse once, before any worker starts, what would fail every case alike (a model spec in no
+    accepted form, a missing API key, an unknown output format): raises LaunchError."""
+    from lev_nb.engine.launch import check_launch
+    from lev_nb.settings import current as current_settings
+
+    check_launch(plan, task=case.task, inputs=case.inputs, model=model,
+                 output_format=options.get("output_format"), settings=current_settings())
 
 
 def _is_many(checks: Any) -> bool:

@@ -19,7 +19,7 @@ from lev_nb.rhai import AST, NotPlainDataError, RhaiError
 from ._common import COMPILE_PREFIX, EXECUTE_PREFIX, ScriptError, compile_script, load_script, rhai_type_name, shared_engine
 from .budgets import SCORER_MAX_OPERATIONS
 
-__all__ = ["Score", "Scorer", "compile_scorer", "run_test_script"]
+__all__ = ["Score", "Scorer", "check_test_script", "compile_scorer", "run_test_script"]
 
 
 @record
@@ -81,9 +81,9 @@ def compile_scorer(path: str | Path | None = None, *, source: str | None = None,
 def run_test_script(path: str | Path) -> str | None:
     """Run a ``lev test`` script: None when it passes, else why it failed (it returned ``false``,
     or it did not compile or run)."""
-    text, label, _ = load_script(path, None, None)
     engine = shared_engine(SCORER_MAX_OPERATIONS)
     try:
+        text, label, _ = load_script(path, None, None)
         result = engine.run(compile_script(engine, text, label))
     except ScriptError as exc:
         return exc.message
@@ -92,3 +92,13 @@ def run_test_script(path: str | Path) -> str | None:
     except NotPlainDataError:
         return None  # a value that is not plain data is not `false`
     return "the script returned false" if result is False else None
+
+
+def check_test_script(path: str | Path) -> str | None:
+    """Compile a ``lev test`` script without running it: None, or why it cannot run."""
+    text, label, _ = load_script(path, None, None)
+    try:
+        compile_script(shared_engine(SCORER_MAX_OPERATIONS), text, label)
+    except ScriptError as exc:
+        return exc.message
+    return None
