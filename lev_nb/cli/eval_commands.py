@@ -3,7 +3,8 @@ terminal (for CI: a table, a results file, exit 1 under ``--min-pass``), the rec
 listed and compared, and the upstream's one-inference prompt tests of a blueprint's ``tests/``.
 
 Exit statuses: 0 all good; 1 an evaluation under ``--min-pass``, a failed test, or an agent,
-dataset or test file that cannot be used; 2 a bad command line.
+dataset or test file that cannot be used; 2 a bad command line or a launch refused (a model spec,
+a missing API key), as for ``lev run``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ TASK_WIDTH = 28
 
 def add_eval(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev eval``."""
-    from lev_nb.eval.checks import CHECK_FORMS
+    from lev_nb.eval.forms import CHECK_FORMS
 
     ev = subparsers.add_parser(
         "eval", help="measure an agent over a dataset", formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -12,17 +12,37 @@ the batch layer (its runs go through ``run_many``) and below the command line an
 
 from __future__ import annotations
 
-from lev_nb.eval.checks import (
-    Answer, Check, Verdict, contains, equals, json_field, json_schema, parse_check, regex, scorer,
-)
-from lev_nb.eval.datasets import Case, DatasetError
-from lev_nb.eval.evaluation import CaseResult, Comparison, Evaluation, Summary
-from lev_nb.eval.judge import Judge
-from lev_nb.eval.record import EvaluationNotFound, list_evaluations, load_evaluation
-from lev_nb.eval.run import evaluate
+import importlib
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Answer", "Case", "CaseResult", "Check", "Comparison", "DatasetError", "Evaluation", "EvaluationNotFound",
-    "Judge", "Summary", "Verdict", "contains", "equals", "evaluate", "json_field", "json_schema",
-    "list_evaluations", "load_evaluation", "parse_check", "regex", "scorer",
-]
+if TYPE_CHECKING:
+    from lev_nb.eval.checks import (
+        Answer, Check, Verdict, contains, equals, json_field, json_schema, parse_check, regex, scorer,
+    )
+    from lev_nb.eval.datasets import Case, DatasetError
+    from lev_nb.eval.evaluation import CaseResult, Comparison, Evaluation, Summary
+    from lev_nb.eval.judge import Judge
+    from lev_nb.eval.record import EvaluationNotFound, list_evaluations, load_evaluation
+    from lev_nb.eval.run import evaluate
+
+# Loaded on first use (``lev --help`` reads lev_nb.eval.forms without the rest of the layer).
+_LAZY = {
+    **dict.fromkeys(["Answer", "Check", "Verdict", "contains", "equals", "json_field", "json_schema", "parse_check",
+                     "regex", "scorer"], "lev_nb.eval.checks"),
+    "Case": "lev_nb.eval.datasets", "DatasetError": "lev_nb.eval.datasets",
+    **dict.fromkeys(["CaseResult", "Comparison", "Evaluation", "Summary"], "lev_nb.eval.evaluation"),
+    "Judge": "lev_nb.eval.judge",
+    **dict.fromkeys(["EvaluationNotFound", "list_evaluations", "load_evaluation"], "lev_nb.eval.record"),
+    "evaluate": "lev_nb.eval.run",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lev_nb.eval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -23,13 +23,12 @@ from typing import Any
 
 from lev_nb.errors import UsageError
 from lev_nb.eval.datasets import Case
+from lev_nb.eval.forms import CHECK_FORMS
 from lev_nb.records import record
 
 __all__ = ["Answer", "Check", "Verdict", "as_check", "contains", "equals", "json_field", "json_schema",
            "parse_check", "regex", "scorer", "CHECK_FORMS"]
 
-CHECK_FORMS = ("equals[:TEXT]", "contains[:TEXT]", "regex:PATTERN", "schema:FILE.json", "field:PATH[=VALUE]",
-               "rhai:FILE.rhai (or FILE.rhai)", "judge:RUBRIC")
 
 
 @record
