@@ -94,6 +94,9 @@ def _wire_notebook_views() -> None:
     views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
     views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
     views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
+    views.provide(views.EVAL_PROGRESS, _notebook_view("lev_nb.notebook.evalview", "EvalProgressView"))
+    views.provide(views.EVAL_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "eval_bundle"))
+    views.provide(views.COMPARE_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "compare_bundle"))
 
 
 _wire_notebook_views()

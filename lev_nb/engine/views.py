@@ -15,12 +15,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW"]
+__all__ = ["provide", "view", "has_view", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW", "EVAL_PROGRESS",
+           "EVAL_BUNDLE", "COMPARE_BUNDLE"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
 RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
 BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
+# The evaluation layer's (lev_nb.eval), which sits above the engine but below the notebook too:
+EVAL_PROGRESS = "eval_progress"  # (title, total) -> a live view with update(progress) and done(evaluation)
+EVAL_BUNDLE = "eval_bundle"  # (evaluation) -> MIME bundle
+COMPARE_BUNDLE = "eval_compare_bundle"  # (comparison) -> MIME bundle
 
 _slots: dict[str, Callable[..., Any]] = {}
 

@@ -243,12 +243,9 @@ class Evaluation:
         from lev_nb.engine import views
 
         bundle = {"text/plain": repr(self) + "\n" + str(self.summary())}
-        if views.has_view(EVAL_BUNDLE):
-            bundle.update(views.view(EVAL_BUNDLE, self))
+        if views.has_view(views.EVAL_BUNDLE):
+            bundle.update(views.view(views.EVAL_BUNDLE, self))
         return bundle
-
-
-EVAL_BUNDLE = "eval_bundle"  # the views slot the notebook fills: (evaluation) -> MIME bundle
 
 
 @record
@@ -367,9 +364,7 @@ class Comparison:
         from lev_nb.engine import views
 
         bundle = {"text/plain": str(self)}
-        if views.has_view(COMPARE_BUNDLE):
-            bundle.update(views.view(COMPARE_BUNDLE, self))
+        if views.has_view(views.COMPARE_BUNDLE):
+            bundle.update(views.view(views.COMPARE_BUNDLE, self))
         return bundle
 
-
-COMPARE_BUNDLE = "eval_compare_bundle"  # the views slot the notebook fills: (comparison) -> MIME bundle

@@ -25,9 +25,8 @@ from lev_nb.eval.datasets import Case, fit_cases, read_rows, rows_hash
 from lev_nb.eval.evaluation import CaseResult, Evaluation
 from lev_nb.eval.judge import Judge
 
-__all__ = ["evaluate", "blueprint_hash", "EVAL_PROGRESS"]
+__all__ = ["evaluate", "blueprint_hash"]
 
-EVAL_PROGRESS = "eval_progress"  # views slot: (title, total) -> live view with update(progress) / done(evaluation)
 JUDGE_CONCURRENCY = 8
 
 
@@ -230,9 +229,9 @@ def _progress_view(show: bool | None, title: str, total: int) -> Any:
     from lev_nb.batch.many import _in_kernel
     from lev_nb.engine import views
 
-    if not (show if show is not None else _in_kernel()) or not views.has_view(EVAL_PROGRESS):
+    if not (show if show is not None else _in_kernel()) or not views.has_view(views.EVAL_PROGRESS):
         return None
-    return views.view(EVAL_PROGRESS, title, total)
+    return views.view(views.EVAL_PROGRESS, title, total)
 
 
 def _both(view: Any, on_progress: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
