@@ -6,7 +6,8 @@ the results view, which stays in the saved notebook as a static snapshot.
 - :func:`results_html`: the summary (pass rate with its interval, cost, durations), two small
   charts drawn here as inline SVG (pass rate with its 95% interval; cost per case), the failures
   grouped by reason, the stage paths, and the failed cases with their reasons and a link to each
-  run's view (a static snapshot of the run view written beside the evaluation's record);
+  run's view (a static snapshot of the run view written beside the evaluation's record, linked
+  relative to the notebook's folder so JupyterLab opens it in a tab);
 - :func:`compare_html`: two evaluations side by side and the cases that changed.
 
 Everything is styled inline (no ``<style>`` block, which an untrusted notebook strips), with
@@ -236,9 +237,18 @@ def _failed_row(evaluation: Any, result: Any, with_view: bool) -> list[str]:
             written = write_run_view(result.run_id, run_views_dir(evaluation), evaluation.blueprint_path)
             path = written if written is not None else path
         if path.is_file():
-            run = (f"<a href='{_e(path.resolve().as_uri())}' target='_blank' title='the run view of {run}'>"
+            run = (f"<a href='{_e(_link(path))}' target='_blank' title='the run view of {run}'>"
                    f"{_e(_clip(result.run_id, 40))}</a>")
     return [case, _e(_clip(result.task, 60)), _e(_clip(result.reason, 160)), run]
+
+
+def _link(path: Path) -> str:
+    """The link to a written run view, relative to the kernel's folder (the notebook's): JupyterLab
+    opens a relative link to a file it serves in a tab of its own, and a saved notebook keeps no
+    path of this machine."""
+    import os
+
+    return Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix()
 
 
 def _secs(value: float | None) -> str:
