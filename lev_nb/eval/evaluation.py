@@ -130,6 +130,16 @@ class Summary:
         return "\n".join(self.lines())
 
 
+def model_label(model: str | None) -> str:
+    """A model spec as views and names show it: a scripted model by its file's name (the record
+    keeps the whole spec; a view saved in a notebook keeps no path of this machine)."""
+    if not model:
+        return "own models"
+    if model.startswith("scripted:"):
+        return "scripted:" + model[len("scripted:"):].replace("\\", "/").rsplit("/", 1)[-1]
+    return model
+
+
 def _group(reason: str) -> str:
     """A failure's reason as its group: numbers and quoted values blurred, so 'expected 'a', got
     'b'' and 'expected 'c', got 'd'' land together."""
@@ -177,7 +187,7 @@ class Evaluation:
     @property
     def name(self) -> str:
         """The label given to it, else the agent's name and the model."""
-        return self.label or f"{self.agent} · {self.model or 'own models'}"
+        return self.label or f"{self.agent} · {model_label(self.model)}"
 
     def summary(self) -> Summary:
         """The numbers of this evaluation (see :class:`Summary`)."""

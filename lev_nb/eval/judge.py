@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from lev_nb.eval.checks import Answer, Check, Verdict
 from lev_nb.eval.datasets import Case
 
-__all__ = ["Judge"]
+__all__ = ["Judge", "run_coroutine"]
+
+T = TypeVar("T")
 
 DEFAULT_JUDGE_MODEL = "anthropic/claude-haiku-4-5"
 JUDGE_STAGE = "judge"
@@ -47,7 +50,7 @@ class Judge(Check):
         return {"kind": "judge", "rubric": self.rubric, "model": self._spec or DEFAULT_JUDGE_MODEL}
 
     def judge(self, answer: Answer, case: Case) -> Verdict:
-        return asyncio.run(self.ajudge(answer, case))
+        return run_coroutine(self.ajudge(answer, case))
 
     async def ajudge(self, answer: Answer, case: Case) -> Verdict:
         """Ask the judge model about one answer."""
@@ -80,6 +83,15 @@ class Judge(Check):
         name = getattr(self._provider, "name", "") or ""
         provider, _, model = str(name).partition("/")
         return provider or "judge", model or JUDGE_STAGE
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end from plain code, on a thread of its own: a notebook's kernel
+    already runs an event loop on this thread, where ``asyncio.run`` is refused."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lev-judge") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def read_verdict(text: str) -> tuple[bool, str]:

@@ -23,7 +23,7 @@ from typing import Any
 from lev_nb.eval.checks import Answer, Check, Verdict, as_check
 from lev_nb.eval.datasets import Case, fit_cases, read_rows, rows_hash
 from lev_nb.eval.evaluation import CaseResult, Evaluation
-from lev_nb.eval.judge import Judge
+from lev_nb.eval.judge import Judge, run_coroutine
 
 __all__ = ["evaluate", "blueprint_hash"]
 
@@ -197,7 +197,7 @@ def _judge_all(results: list[CaseResult], runs: list[Case], checks: list[Check],
                 row.append(_safely(check, answer, case))
         verdicts.append(row)
     if pending:
-        for (i, j, *_), verdict in zip(pending, asyncio.run(_ask_judges(pending, concurrency))):
+        for (i, j, *_), verdict in zip(pending, run_coroutine(_ask_judges(pending, concurrency))):
             verdicts[i][j] = verdict
     for i, result in enumerate(results):
         done = [v for v in verdicts[i] if v is not None]

@@ -20,6 +20,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from lev_nb.eval.evaluation import model_label
+
 __all__ = ["EvalProgressView", "compare_bundle", "eval_bundle", "compare_html", "results_html", "write_run_view"]
 
 FAILED_ROWS = 25  # failed cases listed (the rest are counted)
@@ -200,7 +202,7 @@ def write_run_view(run_id: str, folder: Path, blueprint_path: str | None = None)
 def results_html(evaluation: Any) -> str:
     """The results view of ``evaluation`` (see the module docstring)."""
     s = evaluation.summary()
-    facts = (f"{_e(evaluation.agent)} · model {_e(evaluation.model or 'own models')} · dataset {_e(evaluation.dataset)}"
+    facts = (f"{_e(evaluation.agent)} · model {_e(model_label(evaluation.model))} · dataset {_e(Path(evaluation.dataset).name)}"
              f" · {_e(evaluation.id)}")
     numbers = (f"<div><b style='font-size:1.2em'>{_pct(s.pass_rate)}</b> passed ({s.passed}/{s.cases}), 95% CI "
                f"{_pct(s.ci_low)}–{_pct(s.ci_high)} · cost {_money(s.cost_usd)} ({_money(s.cost_per_case)} per case"
