@@ -42,7 +42,9 @@ def _pct(value: float) -> str:
 
 
 def _money(value: float) -> str:
-    return f"${value:.4f}"
+    # The dollar sign in an element of its own: JupyterLab typesets $...$ in HTML outputs as
+    # LaTeX, and MathJax never pairs delimiters across elements.
+    return f"<span>$</span>{value:.4f}"
 
 
 def _clip(text: Any, n: int) -> str:
@@ -134,7 +136,7 @@ def cost_chart(results: list[Any], width: int = 320, height: int = 60) -> str:
     bars = [f"<rect x='{i * step:.2f}' y='{height - 14 - (height - 16) * v / top:.1f}' width='{max(step - 0.5, 0.5):.2f}' "
             f"height='{(height - 16) * v / top:.1f}' fill='{GREEN if r.passed else RED}'/>"
             for i, (v, r) in enumerate(zip(values, results))]
-    top_text = _money(top) if unit == "cost" else f"{top:.0f} tokens"
+    top_text = f"{top:.4f} USD" if unit == "cost" else f"{top:.0f} tokens"
     return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
             f"aria-label='{unit} per case' style='font:11px system-ui,sans-serif'>{''.join(bars)}"
             f"<text x='0' y='{height - 2}' fill='currentColor'>{unit} per case (max {_e(top_text)}; red: failed)</text></svg>")
