@@ -49,6 +49,16 @@ class Judge(Check):
     def spec(self) -> dict[str, Any]:
         return {"kind": "judge", "rubric": self.rubric, "model": self._spec or DEFAULT_JUDGE_MODEL}
 
+    def missing_key(self) -> str | None:
+        """Why this judge cannot call its model at all (its provider's API key is not set), or None."""
+        from lev_nb.providers.resolve import ModelOverride, missing_key
+
+        if isinstance(self._provider, ModelOverride):
+            variable = missing_key(self._provider.provider)
+            if variable:
+                return f"the judge's model {self._provider.name} needs an API key: {variable} is not set"
+        return None
+
     def judge(self, answer: Answer, case: Case) -> Verdict:
         return run_coroutine(self.ajudge(answer, case))
 

@@ -76,6 +76,10 @@ def evaluate(
     cases = fit_cases(rows, source, inputs, takes_task, task_required)
     check_list = [as_check(c) for c in (checks if _is_many(checks) else [checks])]
     _check_first_launch(plan, cases[0], model, options)
+    for check in check_list:
+        problem = check.missing_key() if isinstance(check, Judge) else None
+        if problem:  # refused once, rather than every case failing for the same reason
+            raise UsageError(problem, "set the key, or give the judge another model (Judge(rubric, model=...))")
 
     started = time.monotonic()
     eval_id = new_eval_id(blueprint.name)

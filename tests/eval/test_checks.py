@@ -136,3 +136,13 @@ def test_a_priced_judge_reports_what_its_calls_cost() -> None:
 
     verdict = asyncio.run(Judge("rubric", model=Priced()).ajudge(Answer("x"), case("y")))
     assert (verdict.passed, verdict.reason) == (False, "wrong") and verdict.cost_usd > 0
+
+
+def test_a_judge_without_its_providers_key_is_refused_before_any_run(home: object) -> None:
+    import lev_nb
+
+    judge = Judge("rubric")  # Claude Haiku by default; the tests have no key
+    assert judge.missing_key() == ("the judge's model anthropic/claude-haiku-4-5 needs an API key: "
+                                   "ANTHROPIC_API_KEY is not set")
+    with pytest.raises(UsageError, match="needs an API key"):
+        lev_nb.evaluate("triage", ["R-1"], checks=[judge], model="mock", processes=1)
