@@ -105,7 +105,8 @@ def compare_bundle(comparison: Any) -> dict[str, str]:
 def rate_chart(rows: list[tuple[str, float, float, float]], width: int = 320) -> str:
     """Horizontal bars of pass rates with their 95% interval as a whisker: rows of
     (label, rate, low, high)."""
-    label_w, bar_w, row_h = 110, width - 150, 22
+    label_w, row_h = 110, 22
+    bar_w = width - label_w - 52  # room for "100.0%" after the bar
     height = row_h * len(rows) + 6
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
              f"aria-label='pass rate with its 95% interval' style='font:11px system-ui,sans-serif'>"]
