@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from lev_nb.blueprint import Blueprint, BlueprintError, Report
     from lev_nb.catalog import load
     from lev_nb.batch import RunSummary, run_many
+    from lev_nb.eval import Evaluation, evaluate, load_evaluation
     from lev_nb.engine.api import resume, run
     from lev_nb.engine.handle import Run
     from lev_nb.engine.interaction import InteractionError
@@ -34,6 +35,7 @@ __all__ = [
     "resume", "ResumeError",
     "run_many", "RunSummary", "register_provider",
     "runs", "RunTable",
+    "evaluate", "Evaluation", "load_evaluation",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -58,6 +60,10 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     # The run store as a table (status, agent, stages, calls, tokens, cost, ...): lev_nb/explain.
     "runs": ("lev_nb.explain.table", "runs"),
     "RunTable": ("lev_nb.explain.table", "RunTable"),
+    # An agent over a dataset, each answer checked, recorded under $LEV_HOME/evals (lev_nb/eval).
+    "evaluate": ("lev_nb.eval", "evaluate"),
+    "Evaluation": ("lev_nb.eval", "Evaluation"),
+    "load_evaluation": ("lev_nb.eval", "load_evaluation"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # A model backend of your own, named by stages as provider = "<name>" (README "Models and providers").
@@ -96,6 +102,9 @@ def _wire_notebook_views() -> None:
     views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
     views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
     views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
+    views.provide(views.EVAL_PROGRESS, _notebook_view("lev_nb.notebook.evalview", "EvalProgressView"))
+    views.provide(views.EVAL_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "eval_bundle"))
+    views.provide(views.COMPARE_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "compare_bundle"))
 
 
 def _wire_tracing() -> None:

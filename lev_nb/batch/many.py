@@ -28,12 +28,12 @@ import os
 import queue
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from lev_nb.batch.worker import ShareSpec, failed
+from lev_nb.batch.worker import ShareSpec, failed, split_task
 from lev_nb.records import record
 
 __all__ = ["BatchProgress", "RunSummary", "run_many"]
@@ -121,7 +121,7 @@ class _Backend:
     workers = 1
     dashboard: str | None = None
 
-    def submit(self, spec: ShareSpec, items: list[tuple[int, str]]) -> Any:
+    def submit(self, spec: ShareSpec, items: list[tuple[int, Any]]) -> Any:
         raise NotImplementedError
 
     def finished(self, pending: Iterable[Any]) -> list[Any]:
@@ -171,7 +171,7 @@ class _LocalBackend(_Backend):
             max_workers=self.workers, mp_context=self._context, initializer=self._init,
             initargs=(channel, cpus, self._stop))
 
-    def submit(self, spec: ShareSpec, items: list[tuple[int, str]]) -> Any:
+    def submit(self, spec: ShareSpec, items: list[tuple[int, Any]]) -> Any:
         future = self._pool.submit(self._share, spec, items)
         self._generation[future] = self._pool
         return future
@@ -230,7 +230,7 @@ class _DaskBackend(_Backend):
         self._queue = Queue(self._queue_name, client=self.client)
         self._completed = as_completed()
 
-    def submit(self, spec: ShareSpec, items: list[tuple[int, str]]) -> Any:
+    def submit(self, spec: ShareSpec, items: list[tuple[int, Any]]) -> Any:
         from lev_nb.batch.worker import dask_share
 
         future = self.client.submit(dask_share, spec, items, self._queue_name, pure=False)
@@ -291,7 +291,7 @@ def share_size(tasks: int, per_worker: int, workers: int) -> int:
     return max(1, math.ceil(tasks / (rounds * max(1, workers))))
 
 
-def _shares(tasks: list[str], size: int) -> list[list[tuple[int, str]]]:
+def _shares(tasks: list[Any], size: int) -> list[list[tuple[int, Any]]]:
     items = list(enumerate(tasks))
     return [items[i:i + size] for i in range(0, len(items), size)]
 
@@ -312,7 +312,7 @@ def _in_kernel() -> bool:
 
 def run_many(
     blueprint: Any,
-    tasks: Iterable[str],
+    tasks: Iterable[str | Mapping[str, Any]],
     model: Any = None,
     *,
     concurrency: int | None = None,
@@ -340,13 +340,14 @@ def run_many(
     (``{"max_concurrent_inferences": 4}`` bounds each worker process's model calls). ``on_progress``
     is called with a :class:`BatchProgress` as the batch advances; ``show`` draws the notebook's
     progress view (default: inside a Jupyter kernel). Other keyword arguments go to every run
-    (``workdir``, ``output_format``, caller inputs...).
+    (``workdir``, ``output_format``, caller inputs...). A task may also be a dict: its ``"task"``
+    is the task and its other keys are that run's own inputs (``lev_nb.evaluate``'s dataset rows).
     """
     from lev_nb.catalog import load
     from lev_nb.settings.loader import session_overrides
     from lev_nb.settings.paths import lev_home
 
-    tasks = [str(t) for t in tasks]
+    tasks = [dict(t) if isinstance(t, Mapping) else str(t) for t in tasks]
     blueprint = load(blueprint)  # a blueprint that cannot be read fails here, once
     _check_option_names(blueprint, options)  # a misspelt option fails here, once, not in every worker
     overrides = session_overrides()
@@ -402,7 +403,7 @@ def _both(first: Callable[[BatchProgress], None],
     return both
 
 
-def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]]], tasks: list[str],
+def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, Any]]], tasks: list[Any],
            retries: int, progress: BatchProgress, on_progress: Callable[[BatchProgress], None] | None) -> list[RunSummary]:
     """Submit every share, follow progress, resend the unfinished part of a failed share."""
     start = time.monotonic()
@@ -481,7 +482,7 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
                 pending[backend.submit(spec, left)] = (left, retried + 1)
             else:
                 for i, task in left:
-                    take(failed(i, task, reason))
+                    take(failed(i, split_task(task)[0], reason))
         read_messages()
         report()
     read_messages()
@@ -489,7 +490,8 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, str]
     progress.stages = {}  # every run has ended (a lost worker's last word included)
     report(force=True)
     out = []
-    for index, task in enumerate(tasks):
+    for index, item in enumerate(tasks):
+        task = split_task(item)[0]
         s = summaries.get(index) or failed(index, task, "no worker reported this task")
         out.append(RunSummary(index=index, task=task, run_id=s["run_id"], status=s["status"], output=s["output"],
                               error=s["error"], worker=s["worker"], attempts=attempts[index]))

@@ -83,7 +83,7 @@ def _prepare(spec: ShareSpec) -> None:
         configure(**spec.settings)
 
 
-def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | None = None,
+def run_share(spec: ShareSpec, items: list[tuple[int, Any]], channel: Channel | None = None,
               stop: Any = None) -> list[dict[str, Any]]:
     """Run ``items`` (``(index, task)`` pairs) on this process's engine loop and return their summaries.
 
@@ -140,7 +140,8 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
 
     if not items:
         all_finished.set()
-    for index, task in items:
+    for index, item in items:
+        task, inputs = split_task(item)
         while not slots.acquire(timeout=FORWARD_EVERY_S):
             send()
         if stopping():
@@ -151,7 +152,8 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
             finish(summary_of(index, task, run))
 
         try:
-            run = start_run(blueprint, task=task, model=spec.model, home=spec.home, on_complete=done, **spec.options)
+            run = start_run(blueprint, task=task, model=spec.model, home=spec.home, on_complete=done,
+                            **{**spec.options, **inputs})
         except Exception as exc:  # this task cannot start (a launch check, a script): report, go on
             finish(failed(index, task, str(exc) or type(exc).__name__))
             continue
@@ -176,6 +178,15 @@ def run_share(spec: ShareSpec, items: list[tuple[int, str]], channel: Channel | 
     flush_traces()
     send(force=True)
     return [summaries[index] for index, _ in items]
+
+
+def split_task(item: Any) -> tuple[str, dict[str, Any]]:
+    """A batch task as (task text, inputs): a string is the task alone; a dict holds the task
+    under ``"task"`` (may be absent) and this run's own inputs under its other keys."""
+    if isinstance(item, dict):
+        inputs = dict(item)
+        return str(inputs.pop("task", "") or ""), inputs
+    return str(item), {}
 
 
 def _stage_counts(runs: list[Any]) -> dict[str, int]:
@@ -212,12 +223,12 @@ def init_local(channel: Channel, cpus: Any = None, stop: Any = None) -> None:
             pass
 
 
-def local_share(spec: ShareSpec, items: list[tuple[int, str]]) -> list[dict[str, Any]]:
+def local_share(spec: ShareSpec, items: list[tuple[int, Any]]) -> list[dict[str, Any]]:
     """:func:`run_share` in a local pool's worker process."""
     return run_share(spec, items, _LOCAL_CHANNEL, _LOCAL_STOP)
 
 
-def dask_share(spec: ShareSpec, items: list[tuple[int, str]], queue_name: str) -> list[dict[str, Any]]:
+def dask_share(spec: ShareSpec, items: list[tuple[int, Any]], queue_name: str) -> list[dict[str, Any]]:
     """:func:`run_share` as a Dask task, reporting on the batch's distributed Queue."""
     from distributed import Queue
 

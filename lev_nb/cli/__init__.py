@@ -24,6 +24,7 @@ from lev_nb.cli import (
     blueprint_commands,
     config_commands,
     doctor_commands,
+    eval_commands,
     inspect_commands,
     interaction_commands,
     models_commands,
@@ -52,6 +53,9 @@ COMMANDS = (
     agent_commands.add_remove,
     agent_commands.add_create,
     agent_commands.add_pack,
+    eval_commands.add_eval,
+    eval_commands.add_evals,
+    eval_commands.add_test,
     config_commands.add_config,
     doctor_commands.add_doctor,
     models_commands.add_models,
@@ -96,6 +100,9 @@ examples:
   lev show RUN_ID                                its story: stages, cost, warnings, the answer
   lev log RUN_ID --follow                        its events as sentences, as they happen
   lev cancel RUN_ID                              stop a run another process runs
+  lev eval blueprints/triage cases.jsonl --check contains --model mock --min-pass 0.9
+                                                 measure an agent over a dataset (exit 1 under 90%)
+  lev test blueprints/triage --dry-run           check the agent's prompt tests (tests/*.toml)
   lev respond RUN_ID                             what a run waits for a person to answer
   lev config                                     every setting and where it came from
   lev doctor --model mock                        check this install end to end, offline

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 __all__ = ["provide", "view", "has_view", "run_observer", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW",
-           "RUN_OBSERVER"]
+           "RUN_OBSERVER", "EVAL_PROGRESS", "EVAL_BUNDLE", "COMPARE_BUNDLE"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
@@ -27,6 +27,10 @@ RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
 BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
 # (settings, run_id, parent_run_id) -> a callback for the run's events, or None (tracing is off)
 RUN_OBSERVER = "run_observer"
+# The evaluation layer's (lev_nb.eval), which sits above the engine but below the notebook too:
+EVAL_PROGRESS = "eval_progress"  # (title, total) -> a live view with update(progress) and done(evaluation)
+EVAL_BUNDLE = "eval_bundle"  # (evaluation) -> MIME bundle
+COMPARE_BUNDLE = "eval_compare_bundle"  # (comparison) -> MIME bundle
 
 _slots: dict[str, Callable[..., Any]] = {}
 

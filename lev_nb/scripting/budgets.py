@@ -17,3 +17,6 @@ HOOK_MAX_OPERATIONS = 100_000
 REGION_MAX_OPERATIONS = 100_000
 # `rhai` region seeds (upstream `ScriptEngine`).
 SEED_MAX_OPERATIONS = 100_000
+# Evaluation scorers (``fn score(answer, case)``) and ``lev test`` scripts: lev_nb's own kinds,
+# given the validators' budget since they judge an answer as a validator does.
+SCORER_MAX_OPERATIONS = 100_000
