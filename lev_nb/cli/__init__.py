@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, mcp_commands, run_commands
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -32,6 +32,7 @@ COMMANDS = (
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
     config_commands.add_config,
+    mcp_commands.add_mcp,
 )
 
 
@@ -128,6 +129,7 @@ def _main(argv: list[str]) -> int:
     # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside
     # before argparse, which then refuses anything else it does not know.
     argv, extra = run_commands.split_run_argv(argv)
+    argv = mcp_commands.join_option_values(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _refuse_unknown(parser, args, unknown)
