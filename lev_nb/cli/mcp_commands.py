@@ -47,7 +47,8 @@ def add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                "  lev mcp test files\n"
                "  lev mcp serve triage --model mock",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+    sub = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True,
+                           help="add, list, remove, test, serve (login and logout say OAuth is left out)")
 
     add = sub.add_parser("add", help="add a server to config.toml")
     add.add_argument("name", help="the server's name (its tools are advertised as NAME__tool)")
@@ -67,17 +68,17 @@ def add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     ls.set_defaults(func=run_list)
 
     rm = sub.add_parser("remove", help="remove a server from config.toml")
-    rm.add_argument("name")
+    rm.add_argument("name", help="the server to remove")
     rm.set_defaults(func=run_remove)
 
     test = sub.add_parser("test", help="start a server and list its tools")
-    test.add_argument("name")
+    test.add_argument("name", help="the server to start")
     test.add_argument("--json", action="store_true", help="print JSON")
     test.set_defaults(func=run_test)
 
     for word in ("login", "logout"):
         auth = sub.add_parser(word, help="not supported: lev_nb has no OAuth login (use --header)")
-        auth.add_argument("name")
+        auth.add_argument("name", help="the server")
         auth.set_defaults(func=run_no_oauth)
 
     serve = sub.add_parser(
@@ -86,7 +87,8 @@ def add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                     "tools are agents: each AGENT (a folder, an agent.leviath, or a bundled agent's name; "
                     "default: every bundled agent) becomes a tool that takes a task and the agent's inputs "
                     "and returns its final output.")
-    serve.add_argument("agents", nargs="*", metavar="AGENT")
+    serve.add_argument("agents", nargs="*", metavar="AGENT",
+                       help="agent folders, agent.leviath files or bundled agents' names (default: every bundled agent)")
     serve.add_argument("--port", type=int, default=None, help="serve streamable HTTP on 127.0.0.1:PORT (path /mcp)")
     serve.add_argument("-m", "--model", default=None, help="the model of every run: provider/model, mock, scripted:FILE")
     serve.add_argument("--allow", action="append", default=[], metavar="TOOL",
@@ -232,6 +234,50 @@ def run_test(args: argparse.Namespace) -> int:
         first = (tool.description.strip().splitlines() or [""])[0]
         print(f"  {qualified(prefix, tool.name)}" + (f"  - {first[:100]}" if first else ""))
     return 0
+
+
+def with_remote_tools(bp: Any, env: Any) -> Any:
+    """``lev validate --remote``: the lint environment with the tool lists of the MCP servers the
+    blueprint names, asked from the servers themselves (one that cannot be reached is left
+    unchecked, and stderr says why)."""
+    import dataclasses
+
+    from lev_nb.blueprint.mcp_names import qualified, server_prefixes, split_qualified
+    from lev_nb.settings import ConfigError, current
+
+    if env.mcp_servers is None:
+        return env
+    try:
+        settings = current()
+    except ConfigError:
+        return env
+    prefixes = server_prefixes(s.name for s in settings.mcp_servers)
+    named: set[str] = set()
+    for stage in bp.stages.values():
+        named.update(p[0] for p in map(split_qualified, stage.available_tools) if p is not None)
+        named.update(stage.available_connectors)
+    servers = [s for s in settings.mcp_servers if s.name in named or prefixes[s.name] in named]
+    if not servers:
+        return env
+    try:
+        from lev_nb.mcp.client import McpBroker
+    except ImportError as exc:
+        print(f"lev: warning: --remote needs the mcp package ({exc}); MCP tool names are not checked", file=sys.stderr)
+        return env
+    hub = McpBroker()
+    try:
+        statuses = hub.run_sync(hub.start(servers, connect_timeout=settings.limits.mcp_connect_timeout_secs,
+                                          max_restarts=0))
+    finally:
+        hub.shutdown()
+    known = dict(env.mcp_servers)
+    for status in statuses:
+        if status.error is not None:
+            print(f"lev: warning: {status.error}; the names of its tools are not checked", file=sys.stderr)
+            continue
+        prefix = prefixes[status.name]
+        known[status.name] = known[prefix] = frozenset(qualified(prefix, t.name) for t in status.tools)
+    return dataclasses.replace(env, mcp_servers=known)
 
 
 def run_no_oauth(args: argparse.Namespace) -> int:

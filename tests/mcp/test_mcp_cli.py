@@ -98,3 +98,42 @@ def test_a_legacy_sse_server_is_reached_by_the_fallback(lev: Any, mcp_config: An
 def test_oauth_login_is_left_out_and_says_so(lev: Any) -> None:
     done = lev("mcp", "login", "github")
     assert done.returncode == 1 and "no OAuth login" in done.stderr
+
+
+AGENT = """[agent]
+name = "mcp-check"
+
+[stages.work]
+mode = "autonomous"
+available_tools = ["read_file", "probe__add", "probe__subtract", "ghost__find"]
+available_connectors = ["probe", "nowhere"]
+max_iterations = 3
+transitions = []
+"""
+
+
+def test_validate_checks_mcp_names_against_the_configured_servers(lev: Any, mcp_config: Any, tmp_path: Path) -> None:
+    mcp_config(stdio_entry("probe"))
+    agent = tmp_path / "agent.leviath"
+    agent.write_text(AGENT, encoding="utf-8")
+    findings = json.loads(lev("validate", str(agent), "--json").stdout)["findings"]
+    mcp = [(f["code"], f["severity"], f["message"]) for f in findings if "MCP" in f["message"]]
+    assert ("unknown-tool", "warning",
+            "grants 'ghost__find', but no MCP server 'ghost' is configured here, so it is not offered") in mcp
+    assert any("connector 'nowhere'" in m for _, _, m in mcp)
+    assert not any("probe__subtract" in m for _, _, m in mcp)  # not asked without --remote
+    remote = json.loads(lev("validate", str(agent), "--json", "--remote").stdout)["findings"]
+    assert any(f["code"] == "unknown-tool" and "'probe__subtract', but MCP server 'probe' offers no such tool" in f["message"]
+               for f in remote)
+    assert not any("'probe__add'" in f["message"] for f in remote)
+
+
+@pytest.mark.parametrize("config", ["[limits]\nnot_a_key = 1\n", "[limits]\nmax_concurrent_tools = 2\n"])
+def test_validate_says_nothing_about_mcp_where_no_server_is_configured(lev: Any, tmp_path: Path, home: Path,
+                                                                        config: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config, encoding="utf-8")  # unreadable, or no [[mcp_servers]]
+    agent = tmp_path / "agent.leviath"
+    agent.write_text(AGENT, encoding="utf-8")
+    findings = json.loads(lev("validate", str(agent), "--json").stdout)["findings"]
+    assert not any("MCP" in f["message"] for f in findings)

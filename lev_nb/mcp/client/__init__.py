@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lev_nb.mcp.client.broker import McpBroker, ServerStatus, ToolInfo, broker
 from lev_nb.mcp.client.connection import McpUnavailable, expand_vars, missing_vars
-from lev_nb.mcp.client.naming import qualified, sanitize, server_prefixes, split_qualified
+from lev_nb.blueprint.mcp_names import qualified, sanitize, server_prefixes, split_qualified
 from lev_nb.mcp.client.run_tools import RunMcp, mcp_names, resolve_for_run
 from lev_nb.mcp.client.stderr import stderr_log_path
 

@@ -21,7 +21,7 @@ from lev_nb.settings.mcp_servers import McpServer
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import Handler, ToolDef
 from lev_nb.mcp.client.broker import ServerStatus, broker
-from lev_nb.mcp.client.naming import qualified, server_prefixes, split_qualified
+from lev_nb.blueprint.mcp_names import qualified, server_prefixes, split_qualified
 
 __all__ = ["RunMcp", "mcp_names", "resolve_for_run"]
 

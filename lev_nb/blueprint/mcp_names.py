@@ -1,4 +1,5 @@
-"""How an MCP tool is named to the model: ``<server>__<tool>``, both parts sanitized.
+"""How an MCP tool is named to the model (the one home of the rule: lints, settings and the MCP
+client read it): ``<server>__<tool>``, both parts sanitized.
 
 Model providers accept only ``[A-Za-z0-9_-]`` in a tool name, so any other character (a dot
 included) becomes ``_``; two servers whose names sanitize to the same prefix are told apart by a
