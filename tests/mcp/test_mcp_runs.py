@@ -142,3 +142,35 @@ def test_a_missing_server_or_command_is_a_warning_not_a_failed_run(engine: Any, 
     assert ghost.startswith("[unavailable]")
     warnings = " ".join(e.message for e in events_of(run, "warning"))
     assert "no MCP server 'ghost' is configured" in warnings and "MCP server 'gone'" in warnings
+
+
+def test_twenty_concurrent_runs_share_one_server(engine: Any, mcp_config: Any) -> None:
+    mcp_config(stdio_entry("probe"))
+    runs = []
+    for i in range(20):
+        run, model = engine.start(bp("probe__add"), [call("probe__add", a=i, b=1000), say("done")], yolo=True)
+        runs.append((i, run, model))
+    for i, run, model in runs:
+        run.wait(300)
+        assert run.status == "complete", run.error
+        assert last_result(model) == str(i + 1000)
+    starts = set()
+    for _, run, _ in runs:
+        log = Path(run.run_dir) / "mcp" / "probe.stderr.log"
+        if log.exists():
+            starts.update(line for line in log.read_text().splitlines() if "started (pid" in line)
+    assert len(starts) == 1  # one server process, started by the first run and shared by the others
+    from lev_nb.mcp.client import broker
+
+    assert broker().running() == ["probe"]
+
+
+def test_a_hanging_server_does_not_hold_up_other_runs(engine: Any, mcp_config: Any) -> None:
+    mcp_config(stdio_entry("probe"), limits="mcp_call_timeout_secs = 3600\nmcp_connect_timeout_secs = 120\n")
+    stuck, _ = engine.start(bp("probe__hang"), [call("probe__hang"), say("done")], yolo=True)
+    other, model = engine.run(bp("probe__add", "read_file"), [call("probe__add", a=1, b=1), say("done")], yolo=True)
+    assert other.status == "complete" and last_result(model) == "2"
+    assert not stuck.done()  # still waiting for its answer, on the broker's loop
+    stuck.cancel()
+    stuck.wait(60)
+    assert stuck.status == "cancelled"

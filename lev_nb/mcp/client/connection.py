@@ -160,7 +160,10 @@ class ServerConnection:
                 self._tee.spawned()
 
     async def _connect(self, stack: AsyncExitStack) -> Any:
-        from mcp import Client
+        try:
+            from mcp import Client
+        except ImportError:
+            raise RuntimeError("the mcp package is not installed (pip install 'lev_nb[mcp]')") from None
         from mcp.types import Implementation
 
         from lev_nb.version import __version__
