@@ -175,6 +175,7 @@ class RunState:
         self.children: dict[str, Child] = {}  # run id -> the child run, in start order
         self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
+        self.mcp_servers: list[dict[str, Any]] = []  # {name, transport, tools, error} of each MCP server used
 
     # -- folding events ----------------------------------------------------------------------
     def apply(self, event: Any) -> None:
@@ -185,6 +186,9 @@ class RunState:
             self.started = event.ts
         if kind == "run_started":
             self.agent, self.task, self.status = event.agent, event.task, "running"
+            return
+        if kind == "mcp_servers":
+            self.mcp_servers = list(event.servers)
             return
         if kind == "stage_entered":
             if self.visits:
@@ -394,6 +398,33 @@ def progress_html(state: RunState) -> str:
     return bar + f"<div class='lev-stages'>{''.join(chips)}</div>"
 
 
+MCP_TOOLS_SHOWN = 12
+
+
+def mcp_lines(state: RunState) -> list[str]:
+    """One line per MCP server the run uses: its transport and tools, or why it did not start."""
+    lines = []
+    for server in state.mcp_servers:
+        if server.get("error"):
+            lines.append(f"{server['name']}: not started: {server['error']}")
+            continue
+        tools = list(server.get("tools") or [])
+        shown = ", ".join(tools[:MCP_TOOLS_SHOWN]) + (f" and {len(tools) - MCP_TOOLS_SHOWN} more"
+                                                       if len(tools) > MCP_TOOLS_SHOWN else "")
+        lines.append(f"{server['name']} ({server.get('transport', '?')}): {plural(len(tools), 'tool')}"
+                     + (f": {shown}" if tools else ""))
+    return lines
+
+
+def mcp_html(state: RunState) -> str:
+    """The MCP servers of the run and their tools (nothing when it uses none)."""
+    lines = mcp_lines(state)
+    if not lines:
+        return ""
+    items = "".join(f"<div>{_e(line)}</div>" for line in lines)
+    return f"<div class='lev-facts lev-mcp'><span class='lev-label'>MCP servers</span><div>{items}</div></div>"
+
+
 def _said(text: str, collapsed: bool = False) -> str:
     """Longer text under a sentence, with "show more" past PREVIEW_CHARS (or all of it behind
     "show more" when ``collapsed``)."""
@@ -560,7 +591,7 @@ def forming_html(state: RunState) -> str:
 
 def snapshot_html(state: RunState, now: float | None = None) -> str:
     """The whole view as one static HTML block (what a saved notebook keeps)."""
-    parts = [header_html(state, now), progress_html(state)]
+    parts = [header_html(state, now), progress_html(state), mcp_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
     parts += [children_html(state), output_html(state), error_html(state)]
@@ -578,6 +609,7 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
         f"{format_count(state.tool_calls)} tool calls · tokens {format_count(state.tokens_in)} in / "
         f"{format_count(state.tokens_out)} out"
     )
+    lines.extend(f"MCP server {line}" for line in mcp_lines(state))
     if state.visits:
         lines.append("path: " + " → ".join(v.stage for v in state.visits))
     for visit in state.visits:

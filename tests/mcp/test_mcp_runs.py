@@ -52,7 +52,14 @@ def test_an_allowed_call_runs_and_its_result_comes_back(engine: Any, mcp_config:
     schema = next(t.parameters for t in model.requests[0].tools if t.name == "probe__add")
     assert schema["required"] == ["a", "b"]  # the server's own schema, as given
     servers = events_of(run, "mcp_servers")[0].servers
-    assert servers[0]["name"] == "probe" and "add" in servers[0]["tools"]
+    assert servers[0]["name"] == "probe" and "probe__add" in servers[0]["tools"]
+    from lev_nb.notebook.runview import RunState, snapshot_html, snapshot_text
+
+    view = RunState(run.run_id, ["work"])
+    for event in run.events.snapshot():
+        view.apply(event)
+    assert "MCP server probe (stdio): 9 tools: probe__add, probe__forecast" in snapshot_text(view)
+    assert "MCP servers" in snapshot_html(view)
 
 
 def test_a_call_nobody_approves_is_denied_and_says_how_to_allow_it(engine: Any, mcp_config: Any) -> None:

@@ -123,7 +123,8 @@ class StageTools:
         for warning in got.warnings:
             state.warn(warning)
         if got.statuses:
-            state.rec.emit(ev.McpServers(state.run_id, None, servers=[s.to_dict() for s in got.statuses]))
+            servers = [{**s.to_dict(), "tools": list(got.connectors.get(s.name, ()))} for s in got.statuses]
+            state.rec.emit(ev.McpServers(state.run_id, None, servers=servers))
 
     def close_mcp(self) -> None:
         """The run has ended: its folder stops receiving its MCP servers' stderr (the servers stay
