@@ -123,7 +123,7 @@ def _entry(raw: Any, index: int) -> McpServer:
                                "args" if args else "env")
     if transport == "stdio" and headers:
         raise ServerEntryError(f"stdio server '{name}' takes no headers (those are for an HTTP url)", index, "headers")
-    return McpServer(name=name.strip(), transport=transport, command=command, args=tuple(args), env=env,
+    return McpServer(name=name.strip(), transport="http" if transport == "http" else "stdio", command=command, args=tuple(args), env=env,
                      url=url, headers=headers)
 
 

@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import TextIO
 
 __all__ = ["StderrTee", "stderr_log_path"]
 
@@ -39,7 +39,7 @@ class StderrTee:
         self.lines: deque[str] = deque(maxlen=KEPT_LINES)
         read_fd, write_fd = os.pipe()
         self._reader = os.fdopen(read_fd, "rb")
-        self.writer: IO[str] | None = os.fdopen(write_fd, "w")
+        self.writer: TextIO | None = os.fdopen(write_fd, "w")
         threading.Thread(target=self._pump, name=f"lev-mcp-stderr-{server}", daemon=True).start()
 
     def spawned(self) -> None:
