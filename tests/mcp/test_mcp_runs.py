@@ -181,3 +181,16 @@ def test_a_hanging_server_does_not_hold_up_other_runs(engine: Any, mcp_config: A
     stuck.cancel()
     stuck.wait(60)
     assert stuck.status == "cancelled"
+
+
+def test_restarts_are_bounded(engine: Any, mcp_config: Any) -> None:
+    mcp_config(stdio_entry("probe"), limits="mcp_call_timeout_secs = 60\nmcp_connect_timeout_secs = 120\n"
+                                            "mcp_max_restarts = 1\n")
+    turns = [call("probe__crash"), call("probe__crash"), call("probe__add", a=1, b=1), say("done")]
+    run, model = engine.run(bp("probe__crash", "probe__add"), turns, yolo=True)
+    assert run.status == "complete", run.error
+    first, second, third = tool_results(model)
+    assert first.startswith("[error] probe__crash:") and second.startswith("[error] probe__crash:")
+    assert third == ("[error] probe__add: MCP server 'probe' stopped 2 times and is not started again in this "
+                     "process (MCP server 'probe' closed the connection during the call; its last stderr line: "
+                     "probe: crashing on purpose)")

@@ -118,3 +118,17 @@ def test_a_denied_tool_inside_the_served_agent_is_reported_not_hung(home: Path, 
     assert not denied.is_error and not (tmp_path / "work" / "a.txt").exists()
     allowed = asyncio.run(main(["write_file"]))
     assert not allowed.is_error and (tmp_path / "work" / "a.txt").read_text() == "x"
+
+
+def test_serve_offers_every_bundled_agent_by_default() -> None:
+    from mcp import Client
+
+    from lev_nb.blueprint.bundled import bundled_agent_names
+    from lev_nb.mcp.server import build_server, served_agents
+
+    async def main() -> list[str]:
+        async with Client(build_server(served_agents([]), model="mock")) as client:
+            return sorted(t.name for t in (await client.list_tools()).tools)
+
+    names = asyncio.run(main())
+    assert len(names) == len(bundled_agent_names()) and "triage" in names
