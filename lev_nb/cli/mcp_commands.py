@@ -161,7 +161,9 @@ def run_list(args: argparse.Namespace) -> int:
         return 1
     servers = settings.mcp_servers
     if args.json:
-        print(json.dumps([{**s.to_table(), "auth": "headers" if s.headers else "none"} for s in servers], indent=2))
+        # Header values may be credentials written out: their names are enough to show.
+        print(json.dumps([{**s.to_table(), **({"headers": sorted(s.headers)} if s.headers else {}),
+                           "auth": "headers" if s.headers else "none"} for s in servers], indent=2))
         return 0
     if not servers:
         print(f"No MCP servers are configured ({settings.path}). Add one with: lev mcp add NAME --command ... | --url ...")

@@ -191,6 +191,6 @@ def test_restarts_are_bounded(engine: Any, mcp_config: Any) -> None:
     assert run.status == "complete", run.error
     first, second, third = tool_results(model)
     assert first.startswith("[error] probe__crash:") and second.startswith("[error] probe__crash:")
-    assert third == ("[error] probe__add: MCP server 'probe' stopped 2 times and is not started again in this "
-                     "process (MCP server 'probe' closed the connection during the call; its last stderr line: "
-                     "probe: crashing on purpose)")
+    assert third.startswith("[error] probe__add: MCP server 'probe' stopped 2 times and is not started again in "
+                            "this process (MCP server 'probe' ")
+    assert third.endswith("its last stderr line: probe: crashing on purpose)")

@@ -135,10 +135,19 @@ class ServerConnection:
         return f"; its last stderr line: {line.strip()[:300]}" if line else ""
 
     async def _hold(self, ready: asyncio.Future[None], closing: asyncio.Event) -> None:
-        """Enter the SDK client, list the tools, hold the connection until asked to close."""
+        """Enter the SDK client, list the tools, hold the connection until asked to close.
+
+        Each start is one life with its own stderr pipe: what an earlier life does as it ends (its
+        pipe closing, its ``finally``) never touches a later one.
+        """
+        life = self.starts
+        tee = None
+        if self.server.transport == "stdio":
+            tee = self._tee = StderrTee(self.name, self._runs, self._lock, lambda: self._process_ended(life))
+        client = None
         try:
             async with AsyncExitStack() as stack:
-                client = await self._connect(stack)
+                client = await self._connect(stack, tee)
                 tools = await self._list_tools(client)
                 if ready.done():  # timed out meanwhile
                     return
@@ -155,11 +164,12 @@ class ServerConnection:
             if not ready.done():
                 self._fail(f"MCP server '{self.name}' could not be started: {_cause(exc)}{self._stderr_hint()}")
         finally:
-            self._client = None
-            if self._tee is not None:
-                self._tee.spawned()
+            if client is not None and self._client is client:
+                self._client = None
+            if tee is not None:
+                tee.spawned()
 
-    async def _connect(self, stack: AsyncExitStack) -> Any:
+    async def _connect(self, stack: AsyncExitStack, tee: StderrTee | None) -> Any:
         try:
             from mcp import Client
         except ImportError:
@@ -172,16 +182,15 @@ class ServerConnection:
         if self.server.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            self._tee = StderrTee(self.name, self._runs, self._lock, self._process_ended)
+            assert tee is not None and tee.writer is not None
             params = StdioServerParameters(
                 command=str(self.server.command), args=list(self.server.args),
                 env={k: expand_vars(v) for k, v in self.server.env.items()} or None)
-            assert self._tee.writer is not None
-            client = Client(stdio_client(params, errlog=self._tee.writer), client_info=info)
+            client = Client(stdio_client(params, errlog=tee.writer), client_info=info)
             try:
                 return await stack.enter_async_context(client)
             finally:
-                self._tee.spawned()
+                tee.spawned()
         headers = {k: expand_vars(v) for k, v in self.server.headers.items()}
         url = str(self.server.url)
         try:
@@ -229,20 +238,19 @@ class ServerConnection:
                 break
         return tools
 
-    def _process_ended(self) -> None:
-        """Called from the stderr thread when the server process has gone."""
+    def _process_ended(self, life: int) -> None:
+        """Called from the stderr thread when the process of start number ``life`` has gone."""
         loop = self._life.get_loop() if self._life is not None else None
         if loop is None or loop.is_closed():
             return
-        hint = self._stderr_hint()
         try:
-            loop.call_soon_threadsafe(self._ended, hint)
+            loop.call_soon_threadsafe(self._ended, life)
         except RuntimeError:
             pass
 
-    def _ended(self, hint: str) -> None:
-        if self._client is not None:
-            self._fail(f"MCP server '{self.name}' exited{hint}")
+    def _ended(self, life: int) -> None:
+        if life == self.starts and self._client is not None:  # the current process, not an earlier one
+            self._fail(f"MCP server '{self.name}' exited{self._stderr_hint()}")
 
     # -- calling ----------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
@@ -265,8 +273,10 @@ class ServerConnection:
                 raise TimeoutError from None
             if exc.code == CONNECTION_CLOSED:
                 await asyncio.sleep(0.05)  # let the stderr thread catch the last words
-                self._fail(f"MCP server '{self.name}' closed the connection during the call{self._stderr_hint()}")
-                raise McpUnavailable(self.error) from None
+                message = f"MCP server '{self.name}' closed the connection during the call{self._stderr_hint()}"
+                if self._client is client:  # not a connection started again meanwhile
+                    self._fail(message)
+                raise McpUnavailable(message) from None
             raise McpUnavailable(f"MCP server '{self.name}' refused the call: {exc.message}") from None
         except CALLEE_ERRORS as exc:
             raise McpUnavailable(f"MCP server '{self.name}' gave an answer that could not be read: "
