@@ -194,3 +194,23 @@ def test_restarts_are_bounded(engine: Any, mcp_config: Any) -> None:
     assert third.startswith("[error] probe__add: MCP server 'probe' stopped 2 times and is not started again in "
                             "this process (MCP server 'probe' ")
     assert third.endswith("its last stderr line: probe: crashing on purpose)")
+
+
+def test_an_mcp_call_goes_through_the_stages_hooks(engine: Any, mcp_config: Any, tmp_path: Path) -> None:
+    from lev_nb.blueprint import load
+
+    mcp_config(stdio_entry("probe"))
+    folder = tmp_path / "agent"
+    (folder / "hooks").mkdir(parents=True)
+    (folder / "hooks" / "h.rhai").write_text(
+        'fn on_tool_call(ctx) {\n'
+        '    let c = ctx.tool_calls[0];\n'
+        '    if c.name != "probe__add" { return false; }\n'
+        '    #{action: "modify", value: [#{name: "probe__add", arguments: #{a: 100, b: c.arguments.b}}]}\n'
+        '}\n', encoding="utf-8")
+    (folder / "agent.leviath").write_text(
+        '[agent]\nname = "hooked"\n' + bp("probe__add") + '[stages.work.hooks]\non_tool_call = "hooks/h.rhai"\n',
+        encoding="utf-8")
+    run, model = engine.run(load(folder), [call("probe__add", a=1, b=1), say("done")], allow=["probe__add"])
+    assert run.status == "complete", run.error
+    assert last_result(model) == "101"
