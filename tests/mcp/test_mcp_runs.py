@@ -112,12 +112,13 @@ def test_a_crash_mid_call_is_a_tool_error_and_the_server_comes_back(engine: Any,
 
 
 def test_a_hang_past_the_timeout_is_a_timed_out_result(engine: Any, mcp_config: Any) -> None:
-    mcp_config(stdio_entry("probe"), limits="mcp_call_timeout_secs = 2\nmcp_connect_timeout_secs = 120\n")
+    # Long enough for the add call after it on a loaded machine: the hang is what times out.
+    mcp_config(stdio_entry("probe"), limits="mcp_call_timeout_secs = 8\nmcp_connect_timeout_secs = 120\n")
     run, model = engine.run(bp("probe__hang", "probe__add"),
                             [call("probe__hang"), call("probe__add", a=2, b=2), say("done")], yolo=True)
     assert run.status == "complete", run.error
     hung, after = tool_results(model)
-    assert hung.startswith("[timed out] probe__hang: MCP server 'probe' did not answer within 2s")
+    assert hung.startswith("[timed out] probe__hang: MCP server 'probe' did not answer within 8s")
     assert after == "4"
 
 

@@ -27,6 +27,7 @@ from lev_nb.mcp.client.stderr import StderrTee
 __all__ = ["McpUnavailable", "ServerConnection", "expand_vars"]
 
 log = logging.getLogger(__name__)
+LAST_WORDS_WAIT_S = 3.0  # how long a crash's report waits for the rest of the server's stderr
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -272,7 +273,9 @@ class ServerConnection:
             if exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError from None
             if exc.code == CONNECTION_CLOSED:
-                await asyncio.sleep(0.05)  # let the stderr thread catch the last words
+                tee = self._tee
+                if tee is not None:  # its last words explain the crash: wait (briefly) for them
+                    await asyncio.to_thread(tee.ended.wait, LAST_WORDS_WAIT_S)
                 message = f"MCP server '{self.name}' closed the connection during the call{self._stderr_hint()}"
                 if self._client is client:  # not a connection started again meanwhile
                     self._fail(message)

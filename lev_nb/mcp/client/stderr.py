@@ -37,6 +37,7 @@ class StderrTee:
         self._lock = lock
         self._on_eof = on_eof
         self.lines: deque[str] = deque(maxlen=KEPT_LINES)
+        self.ended = threading.Event()  # set once every line is read and written (the process is gone)
         read_fd, write_fd = os.pipe()
         self._reader = os.fdopen(read_fd, "rb")
         self.writer: TextIO | None = os.fdopen(write_fd, "w")
@@ -77,4 +78,5 @@ class StderrTee:
                 self._reader.close()
             except OSError:
                 pass
+            self.ended.set()
             self._on_eof()
