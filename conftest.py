@@ -10,7 +10,7 @@ for testing documentation examples), so an example that stops working fails the 
 - ``<!-- skip: next "reason" -->`` marks the few blocks that cannot run here (they install
   software, or need an API key).
 
-Everything runs in a fresh folder that holds a link to ``blueprints/``, with a private LEV_HOME,
+Everything runs in a fresh folder that holds links to ``blueprints/`` and ``examples/``, with a private LEV_HOME,
 no user configuration and no API key, so the examples never write into the checkout or a user's
 run store and never reach a real model.
 """
@@ -36,6 +36,7 @@ _CLEARED = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "
 def _setup(namespace: dict[str, Any]) -> None:
     folder = Path(tempfile.mkdtemp(prefix="lev-readme-"))
     (folder / "blueprints").symlink_to(ROOT / "blueprints", target_is_directory=True)
+    (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     saved_env = {name: os.environ.get(name) for name in (*_CLEARED, "LEV_HOME", *_config_variables())}
     for name in saved_env:
         os.environ.pop(name, None)

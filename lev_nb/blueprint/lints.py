@@ -4,8 +4,9 @@ lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.li
 Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
 key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a
 format label one keystroke from a format lev_nb checks; X3 ``taint-tracking-unsupported``: a
-``[security]`` block turns on a taint gate lev_nb does not have), then each stage's checks (S1-S14) in
-stage order; :func:`lint` returns them sorted errors, warnings, notes.
+``[security]`` block turns on a taint gate lev_nb does not have), then each stage's checks (S1-S14, and lev_nb's
+MCP check: ``server__tool`` grants and connectors against the configured servers, code
+``unknown-tool`` as a warning) in stage order; :func:`lint` returns them sorted errors, warnings, notes.
 
 The environment (:class:`LintEnv`) is explicit. lev_nb's default (``LintEnv.for_blueprint``):
 known tools = the Appendix A built-ins and aliases, the sub-agent tools and the agent's own
@@ -30,6 +31,7 @@ from . import constants as C
 from .errors import did_you_mean
 from .formats import format_typo
 from .lints_own import OWN_CHECKS, OWN_CODES, format_key_typos
+from .mcp_names import split_qualified
 from .model import Blueprint, OutputSpec, Region, Security, Stage
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
@@ -61,6 +63,9 @@ class LintEnv:
     # The policy the configuration holds a tool to ("allow" | "ask" | "deny"; None: the blueprint
     # may set it freely); None as a whole when the configuration is unknown (permission-capped).
     permission_ceiling: Callable[[str], str | None] | None = None
+    # The configured MCP servers: configured name and advertised prefix -> the advertised names of
+    # their tools (None: not asked, ``lev validate`` without --remote); None: configuration unknown.
+    mcp_servers: dict[str, frozenset[str] | None] | None = None
 
     @classmethod
     def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:
@@ -575,6 +580,38 @@ def s4_unknown_tool(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
             for t in st.available_tools if "__" not in t and t not in env.known_tools]
 
 
+def s15_mcp_names(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
+    """``server__tool`` grants and ``available_connectors`` against the configured MCP servers (and
+    their tool lists, when ``--remote`` asked them). A warning, code ``unknown-tool``: whether a
+    server is installed is a fact about the machine, not the blueprint."""
+    servers = env.mcp_servers
+    if servers is None:
+        return []
+    out = []
+    for t in st.available_tools:
+        parts = split_qualified(t)
+        if parts is None:
+            continue
+        if parts[0] not in servers:
+            out.append(_f("unknown-tool", "warning",
+                          f"grants '{t}', but no MCP server '{parts[0]}' is configured here, so it is not offered",
+                          f"add the server ([[mcp_servers]] in config.toml: lev mcp add {parts[0]} --command ... "
+                          "or --url ...), or check the spelling", stage=st.name))
+            continue
+        tools = servers[parts[0]]
+        if tools is not None and t not in tools:
+            hint = did_you_mean(t, sorted(tools))
+            out.append(_f("unknown-tool", "warning",
+                          f"grants '{t}', but MCP server '{parts[0]}' offers no such tool",
+                          hint or f"it offers: {', '.join(sorted(tools)) or 'nothing'}", stage=st.name))
+    for c in st.available_connectors:
+        if c not in servers:
+            out.append(_f("unknown-tool", "warning",
+                          f"names the connector '{c}', but no MCP server '{c}' is configured here, so it grants "
+                          "nothing", f"add the server (lev mcp add {c} ...), or check the spelling", stage=st.name))
+    return out
+
+
 def s5_orphan_permission(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
     if st.available_connectors:
         return []
@@ -674,7 +711,7 @@ def s14_fanout_no_escape(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding
 
 
 STAGE_CHECKS: list[Callable[[Blueprint, Stage, LintEnv], list[Finding]]] = [
-    s1_s2_declared, s3_missing_max_iterations, s4_unknown_tool, s5_orphan_permission,
+    s1_s2_declared, s3_missing_max_iterations, s4_unknown_tool, s15_mcp_names, s5_orphan_permission,
     s6_routing_without_region_read, s7_blocking_in_autonomous, s8_implicit_shell_policy, s9_unknown_model,
     s10_no_reachable_provider, s11_output_missing_submit, s12_output_shape_not_required,
     s13_output_stage_can_modify, s14_fanout_no_escape,

@@ -27,6 +27,7 @@ from lev_nb.cli import (
     eval_commands,
     inspect_commands,
     interaction_commands,
+    mcp_commands,
     models_commands,
     run_commands,
 )
@@ -59,6 +60,7 @@ COMMANDS = (
     config_commands.add_config,
     doctor_commands.add_doctor,
     models_commands.add_models,
+    mcp_commands.add_mcp,
 )
 
 
@@ -183,6 +185,7 @@ def _main(argv: list[str]) -> int:
     # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside
     # before argparse, which then refuses anything else it does not know.
     argv, extra = run_commands.split_run_argv(argv)
+    argv = mcp_commands.join_option_values(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _refuse_unknown(parser, args, unknown)

@@ -28,6 +28,8 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--deny-warnings", action="store_true", help="fail when there are warnings too")
     p.add_argument("--graph", action="store_true", help="also print the stage graph as Mermaid text (not with --json)")
+    p.add_argument("--remote", action="store_true",
+                   help="also start the MCP servers the blueprint names and check its server__tool names against them")
     p.set_defaults(func=run_validate)
 
 
@@ -78,7 +80,12 @@ def run_validate(args: argparse.Namespace) -> int:
             return 1
         report = refusal(exc, args.deny_warnings)
     else:
-        report = validate_blueprint(bp, deny_warnings=args.deny_warnings, env=_lint_env(bp))
+        env = _lint_env(bp)
+        if getattr(args, "remote", False):
+            from lev_nb.cli.mcp_commands import with_remote_tools
+
+            env = with_remote_tools(bp, env)
+        report = validate_blueprint(bp, deny_warnings=args.deny_warnings, env=env)
 
     if args.json:
         print(report.to_json())

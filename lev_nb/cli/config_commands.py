@@ -95,6 +95,8 @@ def _render(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
+    if hasattr(value, "to_table"):  # an [[mcp_servers]] entry
+        return _render(value.to_table())
     if isinstance(value, Mapping):
         inner = ", ".join(f"{k} = {_render(v)}" for k, v in value.items())
         return "{ " + inner + " }" if inner else "{}"

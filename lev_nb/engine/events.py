@@ -443,6 +443,19 @@ class Stalled(Event):
     reason: str = ""
 
 
+@record(eq=False)
+class McpServers(Event):
+    """The MCP servers the run uses, started (or not): each ``{name, transport, tools, error}``."""
+
+    kind: ClassVar[str] = "mcp_servers"
+    servers: list[dict[str, Any]]
+
+    def describe(self) -> str:
+        parts = [f"{s['name']} ({len(s['tools'])} tools)" if not s.get("error") else f"{s['name']} (not started)"
+                 for s in self.servers]
+        return "mcp_servers: " + ", ".join(parts)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -452,7 +465,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
         ChildStarted, ChildEnded, ChildrenAwaited,
-        HookModified, Paused, Resumed, CircuitOpen, Stalled,
+        HookModified, Paused, Resumed, CircuitOpen, Stalled, McpServers,
     )
 }
 

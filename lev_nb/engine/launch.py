@@ -461,6 +461,8 @@ def check_allowed_tools(plan: RunPlan, allow: Any) -> tuple[str, ...]:
             raise LaunchError("allow takes tool names, such as write_file or shell",
                               cli_hint="give --allow TOOL once per tool",
                               python_hint='pass allow=["write_file", "shell"]')
+        if "__" in name.strip("_"):
+            continue  # an MCP tool (server__tool): its server says whether it exists when it starts
         if name not in known and registry.canonical(name) not in known:
             hint = did_you_mean(name, sorted(known))
             raise LaunchError(

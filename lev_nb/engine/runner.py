@@ -487,6 +487,7 @@ class Runner:
         except OSError as exc:
             raise RunFailure(f"the working directory '{state.workdir}' cannot be created: {exc.strerror or exc}") from None
         await self.tools.prepare_sandboxes()
+        await self.tools.prepare_mcp()
         self.tools.use_sandbox(self.plan.sandbox, "the agent")  # seed commands run in the agent's
         await seed_context(state, self.tools.registry, self.tools.tool_context)
         self.transitions.enter(state.entry, None)
@@ -518,6 +519,7 @@ class Runner:
             self.state.journal.go_live()  # a run that ends while replaying still records its end
         ending = self._ending or Ending("error", "internal error: the run stopped without a status")
         status, error = ending.status, ending.error
+        self.tools.close_mcp()
         if status == "paused":  # not an end: the terminal hook fires when the resumed run ends
             self._record_pause(error or "paused")
             return

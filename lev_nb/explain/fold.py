@@ -115,6 +115,7 @@ class RunState:
         self.children: dict[str, Child] = {}  # run id -> the child run, in start order
         self.forming = ""  # the answer a streaming model is writing now (cleared when the call ends)
         self.warnings: list[Told] = []  # what the run told the person, in order
+        self.mcp_servers: list[dict[str, Any]] = []  # {name, transport, tools, error} of each MCP server used
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
 
     # -- folding events ----------------------------------------------------------------------
@@ -126,6 +127,9 @@ class RunState:
             self.started = event.ts
         if kind == "run_started":
             self.agent, self.task, self.status = event.agent, event.task, "running"
+            return
+        if kind == "mcp_servers":
+            self.mcp_servers = list(event.servers)
             return
         if kind == "stage_entered":
             last = self.visits[-1] if self.visits else None

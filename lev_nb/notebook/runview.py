@@ -157,6 +157,33 @@ def _said(text: str, collapsed: bool = False) -> str:
     )
 
 
+MCP_TOOLS_SHOWN = 12
+
+
+def mcp_lines(state: RunState) -> list[str]:
+    """One line per MCP server the run uses: its transport and tools, or why it did not start."""
+    lines = []
+    for server in state.mcp_servers:
+        if server.get("error"):
+            lines.append(f"{server['name']}: not started: {server['error']}")
+            continue
+        tools = list(server.get("tools") or [])
+        shown = ", ".join(tools[:MCP_TOOLS_SHOWN]) + (f" and {len(tools) - MCP_TOOLS_SHOWN} more"
+                                                       if len(tools) > MCP_TOOLS_SHOWN else "")
+        lines.append(f"{server['name']} ({server.get('transport', '?')}): {plural(len(tools), 'tool')}"
+                     + (f": {shown}" if tools else ""))
+    return lines
+
+
+def mcp_html(state: RunState) -> str:
+    """The MCP servers of the run and their tools (nothing when it uses none)."""
+    lines = mcp_lines(state)
+    if not lines:
+        return ""
+    items = "".join(f"<div>{_e(line)}</div>" for line in lines)
+    return f"<div class='lev-facts lev-mcp'><span class='lev-label'>MCP servers</span><div>{items}</div></div>"
+
+
 def warnings_html(state: RunState) -> str:
     """The warnings the run told, as one call-out: each one line, with its stage and code. Inline
     styles only, so it shows where the view's ``<style>`` block does not (an untrusted notebook)."""
@@ -326,7 +353,7 @@ def forming_html(state: RunState) -> str:
 
 def snapshot_html(state: RunState, now: float | None = None) -> str:
     """The whole view as one static HTML block (what a saved notebook keeps)."""
-    parts = [header_html(state, now), progress_html(state), warnings_html(state)]
+    parts = [header_html(state, now), progress_html(state), mcp_html(state), warnings_html(state)]
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
     parts += [children_html(state), output_html(state), error_html(state)]
@@ -344,6 +371,7 @@ def snapshot_text(state: RunState, now: float | None = None) -> str:
         f"{format_count(state.tool_calls)} tool calls · tokens {format_count(state.tokens_in)} in / "
         f"{format_count(state.tokens_out)} out"
     )
+    lines.extend(f"MCP server {line}" for line in mcp_lines(state))
     if state.visits:
         lines.append("path: " + " → ".join(v.stage for v in state.visits))
     if state.warnings:

@@ -206,7 +206,7 @@ class RunWidget(_VBox):
         state = self._state
         self._last_draw = time.monotonic()
         self.header.value = runview.STYLE + _part(runview.header_html(state))
-        self.progress.value = _part(runview.progress_html(state))
+        self.progress.value = _part(runview.progress_html(state) + runview.mcp_html(state))
         self.warnings.value = _part(runview.warnings_html(state))
         parts = list(self.visits.children)
         while len(parts) < len(state.visits):

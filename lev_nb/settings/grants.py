@@ -166,6 +166,7 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
     changes: dict[str, object] = {
         "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
         "permission_ceiling": _ceiling(bp.agent.name, settings),
+        "mcp_servers": mcp_server_names(settings),
     }
     declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
     try:
@@ -198,6 +199,20 @@ def _ceiling(agent: str, settings: Settings) -> Callable[[str], str | None]:
         return default_policy(tool)
 
     return ceiling
+
+
+def mcp_server_names(settings: Settings) -> dict[str, frozenset[str] | None] | None:
+    """Each configured MCP server by its name and by its advertised prefix (tools not known yet).
+    None on a machine with no MCP server configured: there the lint says nothing about MCP names,
+    as the upstream's never does."""
+    from lev_nb.blueprint.mcp_names import server_prefixes
+
+    if not settings.mcp_servers:
+        return None
+    out: dict[str, frozenset[str] | None] = {}
+    for name, prefix in server_prefixes(s.name for s in settings.mcp_servers).items():
+        out[name] = out[prefix] = None
+    return out
 
 
 def configured_lint_env(bp: Blueprint) -> LintEnv:

@@ -34,6 +34,7 @@ from lev_nb.records import record
 from lev_nb.secrets import declare_credentials
 
 from .errors import ConfigError, ConfigWarning
+from .mcp_servers import ServerEntryError, entry_line, parse_servers
 from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, Settings, Source
 from .paths import config_path
 from .schema import ENVIRONMENT, SCHEMA, Key, MapOf, Node, Table, Value, static_keys
@@ -95,7 +96,7 @@ class _Layer:
     def source(self, key: Key) -> Source:
         return Source(self.kind)  # type: ignore[arg-type]
 
-    def error(self, message: str, key: Key, hint: str | None = None) -> ConfigError:
+    def error(self, message: str, key: Key, hint: str | None = None, line: int | None = None) -> ConfigError:
         raise NotImplementedError
 
 
@@ -120,8 +121,8 @@ class _FileLayer(_Layer):
         loc = self._where(key)
         return Source("file", path=self.path, line=loc[0] if loc else None)
 
-    def error(self, message: str, key: Key, hint: str | None = None) -> ConfigError:
-        loc = self._where(key)
+    def error(self, message: str, key: Key, hint: str | None = None, line: int | None = None) -> ConfigError:
+        loc = (line, 1) if line is not None else self._where(key)
         return ConfigError(message, path=self.path, key_path=dotted(key) or None,
                            line=loc[0] if loc else None, column=loc[1] if loc else None, hint=hint)
 
@@ -136,7 +137,7 @@ class _EnvLayer(_Layer):
     def source(self, key: Key) -> Source:
         return Source("env", env=self.names.get(key))
 
-    def error(self, message: str, key: Key, hint: str | None = None) -> ConfigError:
+    def error(self, message: str, key: Key, hint: str | None = None, line: int | None = None) -> ConfigError:
         return ConfigError(message, key_path=dotted(key), hint=hint,
                            origin=f"environment variable {self.names.get(key, '?')}")
 
@@ -147,7 +148,7 @@ class _OverrideLayer(_Layer):
         self.origin = origin
         self.text_values = text_values
 
-    def error(self, message: str, key: Key, hint: str | None = None) -> ConfigError:
+    def error(self, message: str, key: Key, hint: str | None = None, line: int | None = None) -> ConfigError:
         return ConfigError(message, key_path=dotted(key) or None, hint=hint, origin=self.origin)
 
 
@@ -285,12 +286,31 @@ def _coerce(spec: Value, raw: Any, key: Key, layer: _Layer) -> Any:
             raise layer.error(f"{got} is not a policy (valid: {', '.join(POLICIES)})", key,
                               hint=did_you_mean(raw.lower(), POLICIES) if isinstance(raw, str) else None)
         value = raw.lower()
+    elif kind == "mcp_servers":
+        value = _servers(raw, key, layer)
     else:  # a free-form table
         if not isinstance(raw, Mapping):
             raise layer.error(f"expected a table, got {_describe(raw)}", key)
         value = MappingProxyType(dict(raw))
     _check_value(key, value, layer)
     return value
+
+
+def _servers(raw: Any, key: Key, layer: _Layer) -> Any:
+    """The ``[[mcp_servers]]`` entries, checked; an error names the entry and the key in it."""
+    try:
+        return parse_servers(raw)
+    except ServerEntryError as exc:
+        name = None
+        if exc.index is not None and isinstance(raw, (list, tuple)) and exc.index < len(raw):
+            entry = raw[exc.index]
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+        which = f"entry '{name}'" if isinstance(name, str) and name else (
+            f"entry {exc.index + 1}" if exc.index is not None else None)
+        message = f"{which}: {exc.message}" if which and exc.message.find(f"'{name}'") < 0 else exc.message
+        line = entry_line(layer.text, exc.index, exc.key) if isinstance(layer, _FileLayer) else None
+        where = key + ((exc.key,) if exc.key else ())
+        raise layer.error(message, where, exc.hint, line=line) from None
 
 
 def _from_text(spec: Value, text: str, key: Key, layer: _Layer) -> Any:

@@ -21,12 +21,15 @@ from typing import Any, Literal
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
 from lev_nb.records import record
 
+from .mcp_servers import McpServer
+
 __all__ = [
     "BUILTIN_PROVIDERS",
     "POLICIES",
     "AgentSafeCommands",
     "Limits",
     "ModelCapabilities",
+    "McpServer",
     "ModelPrice",
     "EXPORTERS",
     "RateLimit",
@@ -198,6 +201,12 @@ class Limits:
         doc="how many sub-agents (spawn_agent) one run and all its descendants may start in all (0 = none)")
     script_http_timeout_secs: int = setting(
         30, minimum=0, doc="timeout of one HTTP call made by a provider script when the stage sets none (0 = none)")
+    mcp_call_timeout_secs: int = setting(
+        120, minimum=1, doc="how long one MCP tool call may take before it is answered as timed out")
+    mcp_connect_timeout_secs: int = setting(
+        30, minimum=1, doc="how long an MCP server may take to start and list its tools")
+    mcp_max_restarts: int = setting(
+        3, minimum=0, doc="how many times a crashed MCP server is started again in one process")
 
 
 @record
@@ -344,6 +353,8 @@ class Settings:
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
     notebook: NotebookDefaults = field(default_factory=NotebookDefaults)
     observability: Observability = field(default_factory=Observability)
+    mcp_servers: tuple[McpServer, ...] = setting(
+        (), doc="MCP tool servers ([[mcp_servers]] entries: name, transport, command, args, env, url, headers)")
 
     path: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
     file_exists: bool = field(default=False, compare=False, repr=False, metadata={"internal": True})
@@ -376,6 +387,10 @@ class Settings:
         """Whether ``agent``'s own ``[safe_commands]`` counts on this machine."""
         own = self.agent_safe_commands.get(agent)
         return self.security.allow_blueprint_safe_commands or (own is not None and own.allow_blueprint)
+
+    def mcp_server(self, name: str) -> McpServer | None:
+        """The ``[[mcp_servers]]`` entry called ``name``, or None."""
+        return next((s for s in self.mcp_servers if s.name == name), None)
 
     def provider(self, name: str) -> ProviderSettings:
         """The options of provider ``name`` (all defaults when the config says nothing about it)."""

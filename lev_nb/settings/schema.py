@@ -15,6 +15,7 @@ from typing import Any, Union
 
 from lev_nb.records import record
 
+from .mcp_servers import McpServer
 from .model import Policy, Settings
 
 __all__ = ["ENVIRONMENT", "SCHEMA", "Key", "MapOf", "Node", "Table", "Value", "static_keys"]
@@ -24,7 +25,8 @@ Key = tuple[str, ...]
 
 @record
 class Value:
-    """A key with a value: ``type`` is str, int, float, bool, str_list, policy or table (free-form)."""
+    """A key with a value: ``type`` is str, int, float, bool, str_list, policy, table (free-form) or
+    mcp_servers (the ``[[mcp_servers]]`` array of tables)."""
 
     type: str
     default: Any = None
@@ -96,6 +98,8 @@ def _node(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> Node:
             return MapOf(_node(name, item, None), _KEY_NAMES.get(name, "tool"))
     elif hint is Policy:
         kind = "policy"
+    elif origin is tuple and typing.get_args(hint)[0] is McpServer:
+        kind = "mcp_servers"
     elif origin is tuple:
         kind = "str_list"
     elif hint is bool:

@@ -34,7 +34,7 @@ IGNORED: dict[str, str] = {
     "providers.anthropic_cache_ttl": "lev_nb asks for the API's default cache lifetime (five minutes)",
     "limits.exact_token_counting": "lev_nb estimates tokens locally and never calls a counting endpoint",
     "limits.script_shell_timeout_secs": "a script's shell() keeps its fixed 60 s timeout",
-    "limits.mcp_idle_disconnect_secs": "lev_nb has no MCP client in this version",
+    "limits.mcp_idle_disconnect_secs": "an MCP server stays connected until the process that started it ends",
     "limits.dead_cycles_before_relief": _DAEMON,
     "limits.finished_retention_secs": _DAEMON + "; finished runs stay in $LEV_HOME/runs until removed",
     "limits.wedge_timeout_secs": "lev_nb's watchdogs are the per-request timeout and the stall timeout",
@@ -47,7 +47,6 @@ IGNORED: dict[str, str] = {
     "security.credential_store": "keys are read from environment variables only",
     "title": "lev_nb does not generate run titles",
     "tool_script_permissions": "script host functions follow the agent's own tool permissions",
-    "mcp_servers": "lev_nb has no MCP client in this version",
 }
 
 

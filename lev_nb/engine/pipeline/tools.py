@@ -82,6 +82,10 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        # MCP: tools of each connector (server -> advertised names), and names not to advertise
+        self._connector_tools: dict[str, list[str]] = {}
+        self._mcp_hidden: set[str] = set()
+        self._mcp_attached = False
         # Commands never see the run record, $LEV_HOME nor the configuration, even when they lie in
         # the workdir or a mount; a mount outside the workdir shows only what the user granted.
         self.sandboxes = Sandboxes(
@@ -98,6 +102,44 @@ class StageTools:
         specs = [plan.sandbox, *(s.sandbox for s in plan.stages)]
         if self.sandboxes.floor.isolated or any(spec.isolated for spec in specs):
             await asyncio.to_thread(lambda: [self.sandboxes.get(spec) for spec in specs])
+
+    async def prepare_mcp(self) -> None:
+        """Start the MCP servers the blueprint names (through the process's broker, off the engine
+        loop) and register their tools; a server that is missing or does not start is a warning,
+        and its tools are not offered (spec: a connector that resolves to nothing grants nothing)."""
+        plan, state = self.state.plan, self.state
+        names = [t for s in plan.stages for t in s.tools]
+        connectors = [c for s in plan.stages for c in s.connectors]
+        if not connectors and not any("__" in n for n in names):
+            return
+        from lev_nb.mcp.client import mcp_names, resolve_for_run
+
+        if not connectors and not mcp_names(names):
+            return
+        limits = state.settings.limits
+        got = await resolve_for_run(
+            names, connectors, state.settings.mcp_servers, run_id=state.run_id, run_dir=state.store.run_dir,
+            call_timeout=limits.mcp_call_timeout_secs, connect_timeout=limits.mcp_connect_timeout_secs,
+            max_restarts=limits.mcp_max_restarts)
+        self._mcp_attached = bool(got.statuses)
+        for tool in got.tools:
+            if tool.name not in self.registry:  # a built-in or the agent's own script keeps its name
+                self.registry.register(tool)
+        self._connector_tools = got.connectors
+        self._mcp_hidden = got.hidden
+        for warning in got.warnings:
+            state.warn(warning)
+        if got.statuses:
+            servers = [{**s.to_dict(), "tools": list(got.connectors.get(s.name, ()))} for s in got.statuses]
+            state.rec.emit(ev.McpServers(state.run_id, None, servers=servers))
+
+    def close_mcp(self) -> None:
+        """The run has ended: its folder stops receiving its MCP servers' stderr (the servers stay
+        up for the process's other runs)."""
+        if self._mcp_attached:
+            from lev_nb.mcp.client import broker
+
+            broker().detach(self.state.run_id)
 
     def use_sandbox(self, spec: SandboxSpec, who: str) -> None:
         """Run the next commands in the sandbox of ``spec`` (``who``: whose it is, for the warning a
@@ -125,14 +167,28 @@ class StageTools:
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
         journal = self.state.journal
+        tools = self._stage_tools(stage)
         if not unattended or (journal is not None and journal.replaying):
             # A resumed run replays the turns its previous life offered them in.
-            return list(stage.tools)
+            return tools
         required = {self.registry.canonical(t) for t in stage.required_tools}
         return [
-            t for t in stage.tools
+            t for t in tools
             if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
         ]
+
+    def _stage_tools(self, stage: StagePlan) -> list[str]:
+        """The stage's ``available_tools`` with the tools of its connectors merged in (each once)."""
+        if not stage.connectors:
+            return list(stage.tools)
+        tools = list(stage.tools)
+        seen = {t.lower() for t in tools}
+        for connector in stage.connectors:
+            for name in self._connector_tools.get(connector, ()):
+                if name.lower() not in seen:
+                    seen.add(name.lower())
+                    tools.append(name)
+        return tools
 
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
@@ -140,7 +196,7 @@ class StageTools:
         key = f"{stage.name}\0{len(offered)}"
         cached = self._specs.get(key)
         if cached is None:
-            cached = self.registry.specs(offered, skip_unknown=True)
+            cached = self.registry.specs([t for t in offered if t not in self._mcp_hidden], skip_unknown=True)
             for i, spec in enumerate(cached):
                 if spec.name == "submit_output":
                     cached[i] = ToolSpec(

@@ -162,6 +162,7 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         parameters=dict(stage.model.parameters),
         request_timeout_secs=stage.model.request_timeout_secs,
         tools=tuple(stage.effective_tools),
+        connectors=tuple(stage.available_connectors),
         tool_permissions=dict(stage.tool_permissions),
         max_iterations=stage.max_iterations,
         max_revisits=stage.max_revisits,

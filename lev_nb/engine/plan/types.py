@@ -194,6 +194,7 @@ class StagePlan:
     parameters: dict[str, Any] = field(default_factory=dict)
     request_timeout_secs: float | None = None
     tools: tuple[str, ...] = ()
+    connectors: tuple[str, ...] = ()  # MCP servers whose every tool the stage is granted
     tool_permissions: dict[str, str] = field(default_factory=dict)
     max_iterations: int | None = None
     max_revisits: int | None = None
