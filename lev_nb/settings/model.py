@@ -12,13 +12,13 @@ spec/runtime.md) keep its names and defaults.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH, DEFAULT_SAFE_SHELL
 from lev_nb.records import record
 
 __all__ = [
@@ -273,6 +273,24 @@ class Settings:
         """Whether ``agent``'s own ``[safe_commands]`` counts on this machine."""
         own = self.agent_safe_commands.get(agent)
         return self.security.allow_blueprint_safe_commands or (own is not None and own.allow_blueprint)
+
+    def safe_command_entries(self, agent: str, declared_tools: Sequence[str] = (),
+                             declared_shell: Sequence[str] = ()) -> tuple[frozenset[str], frozenset[str]]:
+        """What runs unasked for ``agent``: (tool names, shell entries). The built-in read-only
+        list when ``[safe_commands] defaults``, ``[safe_commands]`` and
+        ``[agent_safe_commands.<agent>]``, and the blueprint's own ``declared_*`` entries where
+        :meth:`safe_commands_honoured` says they count."""
+        tools = {t.lower() for t in self.safe_commands.tools}
+        shell = set(DEFAULT_SAFE_SHELL) if self.safe_commands.defaults else set()
+        shell.update(self.safe_commands.shell)
+        own = self.agent_safe_commands.get(agent)
+        if own is not None:
+            tools.update(t.lower() for t in own.tools)
+            shell.update(own.shell)
+        if self.safe_commands_honoured(agent):
+            tools.update(t.lower() for t in declared_tools)
+            shell.update(e for e in declared_shell if not e.startswith(">"))
+        return frozenset(tools), frozenset(shell)
 
     def provider(self, name: str) -> ProviderSettings:
         """The options of provider ``name`` (all defaults when the config says nothing about it)."""

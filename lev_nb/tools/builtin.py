@@ -24,6 +24,7 @@ from typing import Any
 from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
+from lev_nb.tools.redirects import confine_writes
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
 from lev_nb.text import cut_bytes
@@ -323,6 +324,9 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return "[error] shell: 'command' is empty."
     if not ctx.workspace.exists():
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
+    refused = confine_writes(ctx.workspace, command)  # a redirect is a write_file, yolo or not
+    if refused is not None:
+        return refused
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
         *command_line(ctx.sandbox, command),

@@ -55,7 +55,11 @@ class RunToolHost:
                 "tool is not 'allow'"
             )
         from lev_nb.tools.builtin import command_line
+        from lev_nb.tools.redirects import confine_writes
 
+        refused = confine_writes(self.workspace, command, who="script host function 'shell'", nameless_ok=False)
+        if refused is not None:
+            raise PermissionError(refused)
         # In the stage's sandbox; its own process group, so a timeout stops what the command
         # spawned too; no credentials.
         proc = subprocess.Popen(

@@ -20,6 +20,7 @@ SHELL_AGENT = """
 name = "resumable"
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # the log is appended through a redirect, which is a write
 [context.regions]
 system = { kind = "pinned", max_tokens = 2000 }
 notes = { kind = "pinned", max_tokens = 2000, seed = { command = "echo seeded >> seeds.log; echo the notes" } }

@@ -83,7 +83,8 @@ def test_script_shell_timeout_kills_the_process_group(tmp_path: Path, monkeypatc
 def test_shell_tool_runs_without_credentials(engine, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.example/T000/B000/XXXX")
-    toml = '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n[stages.work.transitions]\n'
+    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
+            '[stages.work.transitions]\n')
     run, model = engine.run(toml, [call("shell", command="env > env.txt"), say("ok")])
     assert run.status == "complete", run.error
     seen = (workdir / "env.txt").read_text()

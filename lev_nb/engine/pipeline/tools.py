@@ -80,6 +80,9 @@ class StageTools:
             context=self.context_tools,
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        plan = state.plan
+        self.safe_tools, self.safe_shell = state.settings.safe_command_entries(
+            plan.agent_name, plan.safe_tools, plan.safe_shell)
         # Commands never see the run record nor $LEV_HOME, even when they lie in the workdir.
         self.sandboxes = Sandboxes(state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent))
         self._sandbox_warned: set[SandboxSpec] = set()
@@ -174,6 +177,9 @@ class StageTools:
             approver=self.approver or (hub.approve if hub is not None else None),
             launch_allow=frozenset(state.meta.allowed_tools),
             yolo=state.meta.yolo,
+            safe_tools=self.safe_tools,
+            safe_shell=self.safe_shell,
+            grants=hub,
         )
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.

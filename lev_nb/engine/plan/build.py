@@ -61,6 +61,8 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         repetition=_repetition(bp),
         max_child_depth=bp.agent.max_child_depth,
         read_paths=tuple(bp.read_paths.allow) if bp.read_paths is not None else (),
+        safe_tools=tuple(bp.safe_commands.tools) if bp.safe_commands is not None else (),
+        safe_shell=tuple(bp.safe_commands.shell) if bp.safe_commands is not None else (),
         compaction=_compaction(bp),
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox),
