@@ -172,11 +172,14 @@ def denied_text(name: str) -> str:
 
 def needs_approval_text(name: str) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
-    return (
+    text = (
         f"[denied] Tool '{name}' needs a person's approval and this run has nobody to ask; to let it "
         f"run unattended, start the run with --allow {name} (allow=[\"{name}\"] in Python) or --yolo, "
-        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
+        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\""
     )
+    if canon_tool(name.lower()) in SHELL_TOOLS:
+        text += ", or pre-approve the commands it runs: [safe_commands] shell = [\"<program>\"]"
+    return text + "."
 
 
 def declined_text(name: str) -> str:
