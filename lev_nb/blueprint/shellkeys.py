@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from lev_nb.records import record
@@ -29,7 +30,10 @@ from lev_nb.records import record
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["KEY_PREFIX", "ShellLine", "Write", "analyse", "command_keys", "is_valid_prefix", "program_of"]
+__all__ = [
+    "KEY_PREFIX", "ShellLine", "Write", "analyse", "command_keys", "is_valid_prefix", "program_of",
+    "safe_listed", "seed_refusal",
+]
 
 KEY_PREFIX = "shell:"
 _INERT_PROGRAMS = {"break", "continue", "return", "shift", "exit", "jobs", "disown", "wait", "set", "umask", ":"}
@@ -288,6 +292,33 @@ def command_keys(command: str) -> list[str]:
     """The sorted, de-duplicated ``shell:`` keys covering ``command``, its writes' ``>path`` keys
     included; [] when the line cannot be granted."""
     return analyse(command).grant_keys
+
+
+def safe_listed(key: str, safe_shell: Collection[str]) -> bool:
+    """Whether ``[safe_commands] shell`` entries pre-approve one ``shell:`` key: an entry covers its
+    program with any arguments (``git status`` covers ``git status -s``, ``cat`` covers ``cat f``),
+    an ``env:NAME`` entry exactly that variable, and no entry ever covers a write."""
+    entry = key[len(KEY_PREFIX):]
+    if entry.startswith(">"):
+        return False
+    if entry in safe_shell:
+        return True
+    return not entry.startswith("env:") and program_of(key)[len(KEY_PREFIX):] in safe_shell
+
+
+def seed_refusal(command: str, safe_shell: Collection[str]) -> str | None:
+    """Why a command seed may not run under these safe commands (None: it may). Nobody can be
+    asked at spawn, so every command it runs must be safe-listed, and it may write no file."""
+    line = analyse(command)
+    if line.writes:
+        return "it writes a file, and a write can never be pre-approved"
+    keys = line.grant_keys
+    if not keys:
+        return "it cannot be read as a plain list of commands, so nothing can pre-approve it"
+    missing = [key[len(KEY_PREFIX):] for key in keys if not safe_listed(key, safe_shell)]
+    if missing:
+        return f"[safe_commands] does not cover {', '.join(missing)}"
+    return None
 
 
 def program_of(key: str) -> str:

@@ -127,8 +127,13 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
     env = LintEnv.for_blueprint(bp)
     if settings is None:
         return env
+    declared_safe = bp.safe_commands
+    _, safe_shell = settings.safe_command_entries(
+        bp.agent.name, declared_safe.tools if declared_safe else (), declared_safe.shell if declared_safe else ())
     changes: dict[str, object] = {
         "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
+        "safe_shell": safe_shell,
+        "seed_commands_allowed": settings.security.allow_seed_commands,
     }
     declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
     try:

@@ -25,7 +25,7 @@ from dataclasses import field
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Union
 
 from lev_nb.blueprint.constants import canon_tool
-from lev_nb.blueprint.shellkeys import KEY_PREFIX, ShellLine, analyse, program_of
+from lev_nb.blueprint.shellkeys import KEY_PREFIX, ShellLine, analyse, safe_listed
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit
 from lev_nb.messages import ToolCall
 from lev_nb.records import record
@@ -121,16 +121,6 @@ def approval_keys(name: str, arguments: Mapping[str, Any] | None) -> list[str]:
     return line.grant_keys
 
 
-def _safe(key: str, policies: Policies) -> bool:
-    """Whether ``[safe_commands]`` pre-approves one shell key (a write never is)."""
-    entry = key[len(KEY_PREFIX):]
-    if entry.startswith(">"):
-        return False
-    if entry in policies.safe_shell:
-        return True
-    return not entry.startswith("env:") and program_of(key)[len(KEY_PREFIX):] in policies.safe_shell
-
-
 def _pre_approved(name: str, line: ShellLine | None, keys: list[str], policies: Policies) -> bool:
     """Whether an ``ask`` call runs without asking: each key it runs under is safe or granted."""
     if not keys:
@@ -141,7 +131,7 @@ def _pre_approved(name: str, line: ShellLine | None, keys: list[str], policies: 
         return keys[0] in policies.safe_tools or granted(keys[0])
     tool_safe = "shell" in policies.safe_tools or "bash" in policies.safe_tools
     return all(
-        granted(key) or (not key.startswith(KEY_PREFIX + ">") and (tool_safe or _safe(key, policies)))
+        granted(key) or (not key.startswith(KEY_PREFIX + ">") and (tool_safe or safe_listed(key, policies.safe_shell)))
         for key in keys
     )
 

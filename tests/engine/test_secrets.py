@@ -107,6 +107,10 @@ nudge = { enabled = false }
 """
     model = ScriptedModel([{"text": "done"}])
     (tmp_path / "work").mkdir()
+    (tmp_path / "home").mkdir()
+    # `env` can run other programs, so it is on no default list: this user pre-approves it.
+    (tmp_path / "home" / "config.toml").write_text('[safe_commands]\nshell = ["env"]\n')
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
     run = lev_nb.load(agent).run("t", model=model, workdir=tmp_path / "work", home=tmp_path / "home")
     run.wait(30)
     system = "\n".join(model.requests[0].system)
