@@ -24,6 +24,7 @@ from typing import Any
 from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools.context import ToolContext
+from lev_nb.tools.environment import environment_tools
 from lev_nb.tools.redirects import confine_writes
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
@@ -603,6 +604,7 @@ def builtin_tools() -> list[ToolDef]:
             readonly=True,
             default_policy="allow",
         ),
+        *environment_tools(),
         *ctx_tools,
         ToolDef("submit_output", SUBMIT_OUTPUT_DESCRIPTION, SUBMIT_OUTPUT_PARAMETERS, default_policy="allow", inline=True),
         ToolDef(

@@ -26,6 +26,7 @@ from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.tools.registry import ToolDef
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
+RUNTIME_INFO_DESCRIPTION = (
+    "This run reporting on itself: agent, stage, iteration and its limit, model and provider, context "
+    "tokens in use, and whether anybody is there to answer a question (attended) (JSON)."
+)
 SUMMARY_CHARS = 200
 
 
@@ -70,6 +75,11 @@ class StageTools:
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
+        # runtime_info answers from the run's state, so a seed may call it like any tool.
+        self.registry.register(ToolDef(
+            "runtime_info", RUNTIME_INFO_DESCRIPTION, {"type": "object", "properties": {}},
+            handler=self._runtime_info_tool, readonly=True, default_policy="allow", run_state=True,
+        ))
         self.context_tools = ContextTools(state.ctx, scripts_off_loop=getattr(state.ctx, "scripted", False))
         self.tool_context = ToolContext(
             workspace=Workspace(
@@ -78,6 +88,7 @@ class StageTools:
             ),
             run_id=state.run_id,
             context=self.context_tools,
+            extra={"allow_env_vars": tuple(state.settings.security.allow_env_vars)},
         )
         self._specs: dict[str, list[ToolSpec]] = {}
         plan = state.plan
@@ -342,9 +353,15 @@ class StageTools:
         )
         return outcome.text
 
+    async def _runtime_info_tool(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        return self._runtime_info()
+
     def _runtime_info(self) -> str:
         state = self.state
         stage = state.stage
+        hub = state.interaction
+        label = state.meta.model or ""
+        provider, _, model = label.partition("/")
         info = {
             "run_id": state.run_id,
             "agent": state.plan.agent_name,
@@ -356,6 +373,11 @@ class StageTools:
             "tool_calls": state.meta.tool_calls,
             "workdir": str(state.workdir),
             "has_final_output": state.final_output is not None,
+            "provider": provider or None,
+            "model": model or (label or None),
+            "context_tokens": state.ctx.total_tokens(),
+            # Whether anybody can answer ask_user_* now: an unattended run decides for itself.
+            "attended": bool(hub is not None and hub.interactive and not state.meta.yolo),
         }
         return json.dumps(info, indent=2)
 
