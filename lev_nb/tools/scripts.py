@@ -2,8 +2,9 @@
 
 Discovery and execution are :mod:`lev_nb.scripting`'s; this module adapts a discovered script to a
 :class:`ToolDef` and gives it a host whose I/O is held to the run's rules: files stay inside the
-workdir, the shell follows the stage's policy for the built-in ``shell`` tool, environment
-variables that look like credentials are refused, and network calls are not offered yet.
+workdir, the shell follows the stage's policy for the built-in ``shell`` tool (and its redirects
+stay inside the workdir), environment variables that look like credentials are refused, and HTTP
+obeys the address policy and timeout of provider scripts.
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ __all__ = ["RunToolHost", "script_tool_defs"]
 class RunToolHost:
     """The I/O a script tool may do inside one run."""
 
-    def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None, *,
+                 allow_local_network: bool = False, http_timeout_s: float | None = 30.0) -> None:
         self.workspace = workspace
         self.shell_allowed = shell_allowed
         self.sandbox = sandbox
+        # The address policy and timeout provider scripts obey too ([security] allow_local_network,
+        # [limits] script_http_timeout_secs): lev_nb.providers.script_http is their one home.
+        self.allow_local_network = allow_local_network
+        self.http_timeout_s = http_timeout_s
 
     def read_file(self, path: str) -> str:
         from lev_nb.tools.builtin import read_capped
@@ -79,10 +85,19 @@ class RunToolHost:
         return out[:HOST_OUTPUT_CAP]
 
     def http_get(self, url: str, headers: dict[str, str]) -> str:
-        raise PermissionError("[denied] script host function 'http_get' is not available in lev_nb yet")
+        return self._http("GET", url, None, headers)
 
     def http_post(self, url: str, body: str, headers: dict[str, str]) -> str:
-        raise PermissionError("[denied] script host function 'http_post' is not available in lev_nb yet")
+        return self._http("POST", url, body, headers)
+
+    def _http(self, method: str, url: str, body: str | None, headers: dict[str, str]) -> str:
+        from lev_nb.providers.script_http import ScriptHttpError, request
+
+        try:
+            return request(method, url, body, headers, timeout=self.http_timeout_s,
+                           allow_local=self.allow_local_network)
+        except ScriptHttpError as exc:  # the script can catch it; the message says what happened
+            raise RuntimeError(f"http_{method.lower()} {url}: {exc.message}") from None
 
     def env_var(self, name: str) -> str:
         import os
@@ -111,7 +126,11 @@ def _tool_def(tool: ToolScript) -> ToolDef:
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
-        host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox)
+        host = RunToolHost(
+            ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox,
+            allow_local_network=bool(ctx.extra.get("allow_local_network")),
+            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0),
+        )
         # run_tool validates the arguments itself; the executor already did, so skip it here.
         return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))
 

@@ -88,7 +88,11 @@ class StageTools:
             ),
             run_id=state.run_id,
             context=self.context_tools,
-            extra={"allow_env_vars": tuple(state.settings.security.allow_env_vars)},
+            extra={
+                "allow_env_vars": tuple(state.settings.security.allow_env_vars),
+                "allow_local_network": state.settings.security.allow_local_network,
+                "http_timeout_s": float(state.settings.limits.script_http_timeout_secs) or None,
+            },
         )
         self._specs: dict[str, list[ToolSpec]] = {}
         plan = state.plan
