@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from lev_nb.version import __version__
-from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands
+from lev_nb.cli import blueprint_commands, config_commands, interaction_commands, run_commands, tools_command
 
 # The subcommands in the order ``lev --help`` lists them.
 COMMANDS = (
@@ -31,6 +31,7 @@ COMMANDS = (
     interaction_commands.add_msg,
     interaction_commands.add_respond,
     blueprint_commands.add_graph,
+    tools_command.add_tools,
     config_commands.add_config,
 )
 

@@ -82,7 +82,7 @@ def start_run(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
         workdir=workdir, webhook=webhook, settings=settings, options=start_options(),
     )
-    allowed = check_allowed_tools(plan, allow)
+    allowed = check_allowed_tools(plan, allow, home)
     request = None
     if output_format or output_instructions or output_schema or output_validator is not None:
         request = OutputSpec(

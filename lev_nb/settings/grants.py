@@ -130,7 +130,13 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
     declared_safe = bp.safe_commands
     _, safe_shell = settings.safe_command_entries(
         bp.agent.name, declared_safe.tools if declared_safe else (), declared_safe.shell if declared_safe else ())
+    from lev_nb.blueprint.script_tools import script_tool_names
+
+    from .paths import lev_home
+
     changes: dict[str, object] = {
+        # The global tools folder ($LEV_HOME/tools) offers its tools to every agent that lists them.
+        "known_tools": env.known_tools | set(script_tool_names(lev_home())),
         "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
         "safe_shell": safe_shell,
         "seed_commands_allowed": settings.security.allow_seed_commands,

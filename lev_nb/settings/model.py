@@ -36,7 +36,10 @@ __all__ = [
     "SafeCommands",
     "Security",
     "Settings",
+    "SCRIPT_PERMISSIONS",
+    "ScriptPermission",
     "Source",
+    "ToolScriptPermissions",
     "setting",
 ]
 
@@ -186,6 +189,27 @@ class SafeCommands:
     shell: tuple[str, ...] = setting((), doc="shell prefixes approved without a prompt ('cargo test', 'rg')")
 
 
+ScriptPermission = Literal["allow", "deny", "inherit"]
+SCRIPT_PERMISSIONS: tuple[str, ...] = ("allow", "deny", "inherit")
+
+
+@record
+class ToolScriptPermissions:
+    """``[tool_script_permissions]``: what a Rhai tool script may do inside, per host function.
+
+    ``inherit`` defers ``shell``, ``read_file`` and ``write_file`` to the agent's own policy for
+    that built-in tool (permitted only when it resolves to ``allow``) and permits ``http_get``,
+    ``http_post`` and ``env_var``; ``allow`` and ``deny`` decide outright.
+    """
+
+    http_get: ScriptPermission = setting("inherit", doc="a tool script's http_get: allow | deny | inherit")
+    http_post: ScriptPermission = setting("inherit", doc="a tool script's http_post: allow | deny | inherit")
+    shell: ScriptPermission = setting("inherit", doc="a tool script's shell(): inherit = the shell tool is allowed")
+    read_file: ScriptPermission = setting("inherit", doc="a tool script's read_file(): inherit = read_file is allowed")
+    write_file: ScriptPermission = setting("inherit", doc="a tool script's write_file(): inherit = write_file is allowed")
+    env_var: ScriptPermission = setting("inherit", doc="a tool script's env_var(): allow | deny | inherit")
+
+
 @record
 class AgentSafeCommands:
     """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
@@ -239,6 +263,7 @@ class Settings:
         {}, doc="per-agent ceilings, replacing [tool_permissions] entries for that agent")
     security: Security = field(default_factory=Security)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
+    tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
     agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)

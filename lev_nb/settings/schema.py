@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from lev_nb.records import record
 
-from .model import Policy, Settings
+from .model import Policy, ScriptPermission, Settings
 
 __all__ = ["ENVIRONMENT", "SCHEMA", "Key", "MapOf", "Node", "Table", "Value", "static_keys"]
 
@@ -94,6 +94,8 @@ def _node(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> Node:
             return MapOf(_node(name, item, None), _KEY_NAMES.get(name, "tool"))
     elif hint is Policy:
         kind = "policy"
+    elif hint is ScriptPermission:
+        kind = "script_permission"
     elif origin is tuple:
         kind = "str_list"
     elif hint is bool:

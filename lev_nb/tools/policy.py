@@ -155,6 +155,29 @@ def nameless_write_text(name: str) -> str:
             "file inside the working directory instead.")
 
 
+SCRIPT_FUNCTIONS = ("http_get", "http_post", "shell", "read_file", "write_file", "env_var")
+_BUILTIN_EQUIVALENT = frozenset({"shell", "read_file", "write_file"})
+
+
+def script_host_permissions(configured: Mapping[str, str], registry: ToolRegistry,
+                            policies: Policies) -> dict[str, str | None]:
+    """For each host function of a tool script: None when it may run, else why not
+    (``[tool_script_permissions]``): ``allow`` / ``deny`` decide outright; ``inherit`` permits
+    ``shell``, ``read_file`` and ``write_file`` only where the built-in of that name resolves to
+    ``allow`` for this stage, and permits the others."""
+    out: dict[str, str | None] = {}
+    for function in SCRIPT_FUNCTIONS:
+        setting = str(configured.get(function, "inherit")).lower()
+        if setting == "deny":
+            out[function] = f"[tool_script_permissions] {function} = \"deny\" in config.toml"
+        elif setting == "inherit" and function in _BUILTIN_EQUIVALENT and \
+                resolve_policy(function, registry, policies) != "allow":
+            out[function] = f"the stage's policy for the {function} tool is not 'allow'"
+        else:
+            out[function] = None
+    return out
+
+
 def denied_text(name: str) -> str:
     """Result for a tool the blueprint forbids."""
     return f"[denied] Tool '{name}' is not permitted."

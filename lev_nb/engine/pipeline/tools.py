@@ -25,8 +25,9 @@ from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
-from lev_nb.tools.policy import Policies, resolve_policy
+from lev_nb.tools.policy import Policies, resolve_policy, script_host_permissions
 from lev_nb.tools.registry import ToolDef
+from lev_nb.tools.scripts import global_tool_defs
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import read_grant
 from lev_nb.workspace import Workspace
@@ -74,6 +75,10 @@ class StageTools:
         self.recall_child = recall_child  # a resumed run: a child its previous life started
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
+            self.registry.register(tool)
+        # $LEV_HOME/tools/*.rhai, compiled at spawn; an agent's own tool shadows a global one.
+        lev_home = state.store.run_dir.parent.parent
+        for tool in global_tool_defs(lev_home, set(self.registry.names()))[0]:
             self.registry.register(tool)
         # runtime_info answers from the run's state, so a seed may call it like any tool.
         self.registry.register(ToolDef(
@@ -199,6 +204,9 @@ class StageTools:
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
+        # What a tool script may do inside: [tool_script_permissions] over the stage's policies.
+        self.tool_context.extra["script_refusals"] = script_host_permissions(
+            settings.tool_script_permissions.__dict__, self.registry, policies)
         journal = _BatchJournal(state.journal) if state.journal is not None else None
         results = await execute_calls(
             calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
