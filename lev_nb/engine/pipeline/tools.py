@@ -14,6 +14,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
+from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.inference import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
@@ -100,6 +101,7 @@ class StageTools:
             },
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
         plan = state.plan
         self.safe_tools, self.safe_shell = state.settings.safe_command_entries(
             plan.agent_name, plan.safe_tools, plan.safe_shell)
@@ -235,6 +237,7 @@ class StageTools:
             await asyncio.to_thread(merge)  # custom-region scripts (on_write, on_overflow) run off the engine thread
         else:
             merge()
+        await self.file_tracker.track(calls, results, self.registry.canonical)
         nudges = self._repetition_nudges(calls)
         counted = modifying_tools(stage)
         for result in results:
