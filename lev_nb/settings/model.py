@@ -197,16 +197,16 @@ SCRIPT_PERMISSIONS: tuple[str, ...] = ("allow", "deny", "inherit")
 class ToolScriptPermissions:
     """``[tool_script_permissions]``: what a Rhai tool script may do inside, per host function.
 
-    ``inherit`` defers ``shell``, ``read_file`` and ``write_file`` to the agent's own policy for
-    that built-in tool (permitted only when it resolves to ``allow``) and permits ``http_get``,
-    ``http_post`` and ``env_var``; ``allow`` and ``deny`` decide outright.
+    ``inherit`` defers ``shell`` and ``read_file`` to the agent's own policy for that built-in tool
+    (permitted only when it resolves to ``allow``) and permits ``write_file`` (confined to the
+    workdir), ``http_get``, ``http_post`` and ``env_var``; ``allow`` and ``deny`` decide outright.
     """
 
     http_get: ScriptPermission = setting("inherit", doc="a tool script's http_get: allow | deny | inherit")
     http_post: ScriptPermission = setting("inherit", doc="a tool script's http_post: allow | deny | inherit")
     shell: ScriptPermission = setting("inherit", doc="a tool script's shell(): inherit = the shell tool is allowed")
     read_file: ScriptPermission = setting("inherit", doc="a tool script's read_file(): inherit = read_file is allowed")
-    write_file: ScriptPermission = setting("inherit", doc="a tool script's write_file(): inherit = write_file is allowed")
+    write_file: ScriptPermission = setting("inherit", doc="a tool script's write_file(): allow | deny | inherit (permitted, in the workdir)")
     env_var: ScriptPermission = setting("inherit", doc="a tool script's env_var(): allow | deny | inherit")
 
 

@@ -156,15 +156,17 @@ def nameless_write_text(name: str) -> str:
 
 
 SCRIPT_FUNCTIONS = ("http_get", "http_post", "shell", "read_file", "write_file", "env_var")
-_BUILTIN_EQUIVALENT = frozenset({"shell", "read_file", "write_file"})
+# write_file is left out on purpose: a script's writes stay confined to the workdir, and the bundled
+# agents' tools write their results (data-extractor's write_csv) in runs nobody attends.
+_BUILTIN_EQUIVALENT = frozenset({"shell", "read_file"})
 
 
 def script_host_permissions(configured: Mapping[str, str], registry: ToolRegistry,
                             policies: Policies) -> dict[str, str | None]:
     """For each host function of a tool script: None when it may run, else why not
     (``[tool_script_permissions]``): ``allow`` / ``deny`` decide outright; ``inherit`` permits
-    ``shell``, ``read_file`` and ``write_file`` only where the built-in of that name resolves to
-    ``allow`` for this stage, and permits the others."""
+    ``shell`` and ``read_file`` only where the built-in of that name resolves to ``allow`` for this
+    stage, and permits the others (``write_file`` stays confined to the workdir)."""
     out: dict[str, str | None] = {}
     for function in SCRIPT_FUNCTIONS:
         setting = str(configured.get(function, "inherit")).lower()

@@ -74,20 +74,20 @@ def script_tools(home: Path) -> None:
 
 @pytest.mark.usefixtures("script_tools")
 def test_inherit_follows_the_builtin_policies(engine, home: Path, workdir: Path) -> None:
-    # The tools themselves are allowed; inside, shell and write_file inherit the built-ins' "ask".
+    # The tools themselves are allowed; inside, shell inherits the built-in's "ask".
     run, _ = engine.run(SCRIPT_STAGE, TURNS, allow=["run_shell", "save", "home_var"])
     shell, save, home_var = _results(run)
     assert "script host function 'shell' is not permitted" in shell
-    assert "script host function 'write_file' is not permitted" in save and not (workdir / "saved.txt").exists()
+    assert (workdir / "saved.txt").read_text() == "x"  # write_file: inherit permits it, in the workdir
     assert home_var and "denied" not in home_var  # env_var: inherit permits it
-    run, _ = engine.run(SCRIPT_STAGE, TURNS, allow=["run_shell", "save", "home_var", "shell", "write_file"])
-    shell, save, _ = _results(run)
-    assert shell.startswith("hi") and (workdir / "saved.txt").read_text() == "x"
+    run, _ = engine.run(SCRIPT_STAGE, TURNS, allow=["run_shell", "save", "home_var", "shell"])
+    shell, _, _ = _results(run)
+    assert shell.startswith("hi")
 
 
 @pytest.mark.usefixtures("script_tools")
 def test_config_allows_or_denies_a_host_function(engine, home: Path, workdir: Path) -> None:
-    (home / "config.toml").write_text('[tool_script_permissions]\nshell = "allow"\nenv_var = "deny"\n')
+    (home / "config.toml").write_text('[tool_script_permissions]\nshell = "allow"\nenv_var = "deny"\nwrite_file = "deny"\n')
     run, _ = engine.run(SCRIPT_STAGE, TURNS, allow=["run_shell", "save", "home_var"])
     shell, save, home_var = _results(run)
     assert shell.startswith("hi")
