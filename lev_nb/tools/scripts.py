@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 SHELL_TIMEOUT_S = 60
 HOST_OUTPUT_CAP = 900_000
 
-__all__ = ["GLOBAL_TOOLS_DIR", "RunToolHost", "global_tools_dir", "global_tool_defs", "script_tool_defs"]
+__all__ = ["GLOBAL_TOOLS_DIR", "RunToolHost", "global_tools_dir", "global_tool_defs", "script_tool_def", "script_tool_defs"]
 
 GLOBAL_TOOLS_DIR = "tools"  # $LEV_HOME/tools/*.rhai: offered to every agent that lists the tool
 
@@ -134,7 +134,7 @@ def script_tool_defs(agent_dir: str | Path | None, reserved: set[str]) -> tuple[
     from lev_nb.scripting import discover_tools
 
     found, skipped = discover_tools([Path(agent_dir) / "tools"], reserved=tuple(sorted(reserved)))
-    return [_tool_def(tool) for tool in found.values()], skipped
+    return [script_tool_def(tool) for tool in found.values()], skipped
 
 
 def global_tools_dir(home: str | Path | None = None) -> Path:
@@ -151,10 +151,11 @@ def global_tool_defs(home: str | Path | None, reserved: set[str]) -> tuple[list[
     from lev_nb.scripting import discover_tools
 
     found, skipped = discover_tools([global_tools_dir(home)], reserved=tuple(sorted(reserved)))
-    return [_tool_def(tool) for tool in found.values()], skipped
+    return [script_tool_def(tool) for tool in found.values()], skipped
 
 
-def _tool_def(tool: ToolScript) -> ToolDef:
+def script_tool_def(tool: ToolScript) -> ToolDef:
+    """The run tool of one compiled tool script."""
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:

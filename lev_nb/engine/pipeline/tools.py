@@ -14,6 +14,7 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
+from lev_nb.engine.pipeline.dynamic_tools import DynamicTools
 from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.inference import TOOL_POOL
@@ -102,6 +103,7 @@ class StageTools:
         )
         self._specs: dict[str, list[ToolSpec]] = {}
         self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
+        self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
         plan = state.plan
         self.safe_tools, self.safe_shell = state.settings.safe_command_entries(
             plan.agent_name, plan.safe_tools, plan.safe_shell)
@@ -143,19 +145,21 @@ class StageTools:
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
         journal = self.state.journal
+        tools = list(stage.tools) + [n for n in self.dynamic.names if n not in stage.tools]
         if not unattended or (journal is not None and journal.replaying):
             # A resumed run replays the turns its previous life offered them in.
-            return list(stage.tools)
+            return tools
         required = {self.registry.canonical(t) for t in stage.required_tools}
         return [
-            t for t in stage.tools
+            t for t in tools
             if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
         ]
 
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
+        self.dynamic.refresh()  # dynamic_tools: what the agent wrote into <workdir>/tools
         offered = self.offered(stage)  # who can answer may change: a notebook view may open
-        key = f"{stage.name}\0{len(offered)}"
+        key = f"{stage.name}\0{len(offered)}\0{self.dynamic.version}"
         cached = self._specs.get(key)
         if cached is None:
             cached = self.registry.specs(offered, skip_unknown=True)

@@ -64,6 +64,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         safe_tools=tuple(bp.safe_commands.tools) if bp.safe_commands is not None else (),
         safe_shell=tuple(bp.safe_commands.shell) if bp.safe_commands is not None else (),
         file_tracking=bp.context.file_tracking,
+        dynamic_tools=bool(bp.agent.dynamic_tools),
         compaction=_compaction(bp),
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox),

@@ -252,6 +252,7 @@ class RunPlan:
     # [safe_commands]: what the blueprint asks to run unasked (counts only where the user honours it)
     safe_tools: tuple[str, ...] = ()
     safe_shell: tuple[str, ...] = ()
+    dynamic_tools: bool = False  # [agent] dynamic_tools: tools the agent writes into <workdir>/tools
     file_tracking: Any = None  # [context.file_tracking] (blueprint FileTracking), None: off
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
