@@ -46,3 +46,13 @@ def test_off_by_default(engine, blueprint_permissions: Path) -> None:
     run, model = _run(engine, False, SHOUT)
     assert [t.name for t in model.requests[1].tools] == ["write_file"]
     assert [e.summary for e in events_of(run, "tool_finished")][1].startswith("[unavailable]")
+
+
+def test_a_script_linked_from_outside_is_not_offered(engine, workdir: Path, blueprint_permissions: Path) -> None:
+    outside = workdir.parent / "elsewhere.rhai"
+    outside.write_text(SHOUT)
+    (workdir / "tools").mkdir()
+    (workdir / "tools" / "shout.rhai").symlink_to(outside)
+    run, model = engine.run(AGENT.format(dynamic="true"), [call("shout", words="hi"), say("ok")])
+    assert [t.name for t in model.requests[0].tools] == ["write_file"]
+    assert any("outside the working directory" in e.message for e in events_of(run, "warning"))

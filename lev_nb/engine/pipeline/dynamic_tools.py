@@ -10,9 +10,10 @@ named in a warning and not offered. Off (the default), an agent cannot grow its 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lev_nb.workspace import PathEscape, confine
 
 if TYPE_CHECKING:
     from lev_nb.engine.state import RunState
@@ -52,9 +53,10 @@ class DynamicTools:
         found, skipped = discover_tools([self.folder], reserved=tuple(sorted(self.reserved)))
         for item in skipped:
             self._warn(str(item.path), item.reason)
-        root = os.path.realpath(self.state.workdir) + os.sep
         for tool in found.values():
-            if tool.path is None or not os.path.realpath(tool.path).startswith(root):
+            try:
+                confine(self.state.workdir, tool.path or "")
+            except PathEscape:
                 self._warn(str(tool.path), "it lies outside the working directory")
                 continue
             self.registry.register(script_tool_def(tool))
