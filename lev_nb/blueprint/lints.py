@@ -35,7 +35,7 @@ from .mcp_names import split_qualified
 from .model import Blueprint, OutputSpec, Region, Security, Stage
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
-from .shellkeys import KEY_PREFIX, command_keys, is_valid_prefix, program_of
+from .shellkeys import is_valid_prefix, seed_refusal
 from .script_tools import script_tool_names
 
 
@@ -66,6 +66,10 @@ class LintEnv:
     # The configured MCP servers: configured name and advertised prefix -> the advertised names of
     # their tools (None: not asked, ``lev validate`` without --remote); None: configuration unknown.
     mcp_servers: dict[str, frozenset[str] | None] | None = None
+    # The shell entries [safe_commands] gives this agent (None: unknown, the built-in list is
+    # assumed), and whether [security] allow_seed_commands lets command seeds run at all.
+    safe_shell: frozenset[str] | None = None
+    seed_commands_allowed: bool = True
 
     @classmethod
     def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:
@@ -128,26 +132,28 @@ def a2_seed_not_understood(bp: Blueprint, env: LintEnv) -> list[Finding]:
     return out
 
 
-def _command_pre_approved(command: str) -> bool:
-    keys = command_keys(command)
-    safe = {KEY_PREFIX + e for e in C.DEFAULT_SAFE_SHELL}
-    return bool(keys) and all(k in safe or program_of(k) in safe for k in keys)
-
-
 def a3_command_seed(bp: Blueprint, env: LintEnv) -> list[Finding]:
     items = []
+    safe = env.safe_shell if env.safe_shell is not None else C.DEFAULT_SAFE_SHELL
     for name, r in bp.context.regions.items():
         if r.seed is not None and r.seed.kind == "command":
             cmd = r.seed.value or ""
-            status = ("pre-approved" if _command_pre_approved(cmd)
-                      else "NOT pre-approved by the default safe list, so it will be refused")
+            refusal = seed_refusal(cmd, safe)
+            if not env.seed_commands_allowed:
+                status = "refused: your config.toml sets [security] allow_seed_commands = false"
+            elif refusal is None:
+                status = "pre-approved"
+            else:
+                status = f"NOT pre-approved ({refusal}), so it will be refused"
             items.append(f"{name}: {cmd} ({status})")
     if not items:
         return []
     return [_f("command-seed", "note",
                f"{len(items)} region(s) run a shell command when the run starts, before the first inference "
                f"and before any approval prompt: {'; '.join(items)}",
-               "make sure each command is one you are happy to run unattended on every launch")]
+               "a command seed runs only when [safe_commands] covers every command it runs (nobody can be "
+               "asked at spawn); add the programs to [safe_commands] shell in your config.toml, or refuse "
+               "them for one run with lev run --no-seed-commands")]
 
 
 def a4_tool_seed(bp: Blueprint, env: LintEnv) -> list[Finding]:
@@ -615,10 +621,14 @@ def s15_mcp_names(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
 def s5_orphan_permission(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
     if st.available_connectors:
         return []
+    # A shell redirect is a file write held to write_file's policy, so a stage with the shell may
+    # set write_file's permission without offering the tool itself.
+    shell = any(C.canon_tool(t) == "shell" for t in st.available_tools)
     return [_f("orphan-stage-permission", "error",
                f"sets a permission for '{t}', which it does not grant in available_tools - it reads as a grant "
                "and is not one", f"add '{t}' to available_tools, or remove the permission", stage=st.name)
-            for t in st.tool_permissions if t not in st.available_tools]
+            for t in st.tool_permissions
+            if t not in st.available_tools and not (shell and C.canon_tool(t) == "write_file")]
 
 
 def s6_routing_without_region_read(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:

@@ -30,6 +30,7 @@ from lev_nb.cli import (
     mcp_commands,
     models_commands,
     run_commands,
+    tools_command,
 )
 
 # The subcommands in the order ``lev --help`` lists them.
@@ -57,6 +58,7 @@ COMMANDS = (
     eval_commands.add_eval,
     eval_commands.add_evals,
     eval_commands.add_test,
+    tools_command.add_tools,
     config_commands.add_config,
     doctor_commands.add_doctor,
     models_commands.add_models,

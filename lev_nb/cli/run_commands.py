@@ -99,6 +99,8 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                      help="run every tool that would ask without asking (a deny stays a deny)")
     run.add_argument("--unattended", action="store_true",
                      help="never ask at the terminal: a tool that would ask is denied, a question gets no answer")
+    run.add_argument("--no-seed-commands", action="store_true",
+                     help="do not run the blueprint's command seeds (seed = { command = ... }) for this run")
     run.add_argument("--max-depth", type=int, default=None, metavar="N",
                      help="how many levels of sub-agents may start below this run (0: none)")
     run.add_argument("--count", type=int, default=1, metavar="N",
@@ -403,6 +405,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     max_depth=args.max_depth,
                     allow=args.allow,
                     yolo=args.yolo,
+                    seed_commands=not args.no_seed_commands,
                     # copies started with --count are never asked (one prompt cannot tell them
                     # apart): a tool that would ask is denied, as for an unattended run
                     interactive=args.count == 1 and _at_terminal() and not args.unattended,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Callable, Iterable
 
@@ -34,6 +35,7 @@ def start_run(
     allow: Iterable[str] | None = None,
     interactive: bool | None = None,
     max_depth: int | None = None,
+    seed_commands: bool = True,
     **inputs: str,
 ) -> Run:
     """Start ``blueprint`` on the engine thread and return its :class:`Run` at once.
@@ -60,12 +62,16 @@ def start_run(
     False never asks (an ``ask`` tool is denied with a message that says how to allow it), and the
     default None asks from the moment a notebook run view of the run is open (its forms answer).
     ``max_depth`` limits how many levels of sub-agents may start below this run (it wins over the
-    blueprint's ``max_child_depth`` and the configuration's; 0: none at all).
+    blueprint's ``max_child_depth`` and the configuration's; 0: none at all). ``seed_commands=False``
+    (``--no-seed-commands``) refuses the blueprint's command seeds for this run and its children.
     """
     from lev_nb.engine.launch import LaunchError, check_allowed_tools, check_launch
     from lev_nb.settings import current as current_settings
 
     settings = current_settings()  # read once: the checks and the run see the same configuration
+    if not seed_commands:
+        settings = dataclasses.replace(
+            settings, security=dataclasses.replace(settings.security, allow_seed_commands=False))
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
         raise LaunchError(
             f"max_depth must be a whole number of 0 or more, got {max_depth!r}",
@@ -76,7 +82,7 @@ def start_run(
         plan, task=task, inputs=inputs, model=model, output_format=output_format,
         workdir=workdir, webhook=webhook, settings=settings, options=start_options(), home=home,
     )
-    allowed = check_allowed_tools(plan, allow)
+    allowed = check_allowed_tools(plan, allow, home)
     request = None
     if output_format or output_instructions or output_schema or output_validator is not None:
         request = OutputSpec(

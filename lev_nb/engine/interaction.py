@@ -32,12 +32,17 @@ import time
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable
 
-from lev_nb.blueprint.constants import canon_tool
 from lev_nb.engine import events as ev
 from lev_nb.errors import UsageError
 from lev_nb.messages import ToolCall
 from lev_nb.records import record
-from lev_nb.tools.policy import declined_text, needs_approval_text
+from lev_nb.tools.policy import (
+    approval_keys,
+    declined_text,
+    nameless_write_text,
+    needs_approval_text,
+    shell_line,
+)
 
 if TYPE_CHECKING:
     from lev_nb.engine.state import RunState
@@ -293,11 +298,11 @@ class InteractionHub:
         self._expected: set[str] = set()
         self._parked: dict[str, dict[str, Any]] = {}
         if state.journal is not None:
-            for grant in state.journal.grants():
-                if grant[:1] == ["run"] and len(grant) == 2:
-                    self._run_grants.add(str(grant[1]))
-                elif grant[:1] == ["stage"] and len(grant) == 4:
-                    self._stage_grants.add((str(grant[1]), int(grant[2]), str(grant[3])))
+            for grant in state.journal.grants():  # ["run", key...] / ["stage", stage, visit, key...]
+                if grant[:1] == ["run"]:
+                    self._run_grants.update(str(key) for key in grant[1:])
+                elif grant[:1] == ["stage"] and len(grant) >= 4:
+                    self._stage_grants.update((str(grant[1]), int(grant[2]), str(key)) for key in grant[3:])
 
     def expect(self, request_ids: list[str]) -> None:
         """A resumed run asks these requests again: an answer to one of them that arrives first
@@ -559,43 +564,54 @@ class InteractionHub:
             return list(root._open.values())
 
     # -- approvals ------------------------------------------------------------------------------
-    def _stage_key(self, tool: str) -> tuple[str, int, str]:
+    def _stage_key(self, key: str) -> tuple[str, int, str]:
         stage = self.state.stage.name
-        return (stage, self.state.visits.get(stage, 0), tool)
+        return (stage, self.state.visits.get(stage, 0), key)
+
+    def covers(self, key: str) -> bool:
+        """Whether an approval for this run, or for the current stage, granted ``key`` (a tool's
+        name, or one thing a shell line runs or writes: lev_nb.tools.policy.approval_keys)."""
+        return key in self._run_grants or self._stage_key(key) in self._stage_grants
 
     async def approve(self, call: ToolCall) -> bool | str:
         """The approver of an ``ask`` tool: a grant already given, else a person's answer (True),
-        else the ``[denied]`` text to return instead of running the call."""
-        tool = canon_tool(call.name.lower())
-        if tool in self._run_grants or self._stage_key(tool) in self._stage_grants:
+        else the ``[denied]`` text to return instead of running the call.
+
+        A grant is keyed on what the call runs: approving ``ls && git status`` for the run grants
+        ``ls`` and ``git status``, not the shell; a line with nothing reusable grants nothing."""
+        keys = approval_keys(call.name, call.arguments)
+        if keys and all(self.covers(key) for key in keys):
             return True
         request = self.request(
-            "approval", "approve", call.id, prompt=f"The agent wants to run '{call.name}'.",
+            "approval", "approve", call.id, prompt=_approval_prompt(call, keys),
             tool=call.name, arguments=dict(call.arguments or {}),
         )
         answer = self.replayed(request)
         if answer is None:
             if not self.interactive:
+                line = shell_line(call.name, call.arguments)
+                if line is not None and any(write.target is None for write in line.writes):
+                    return nameless_write_text(call.name)
                 return needs_approval_text(call.name)
-            answer = await self.ask(request, grant=lambda a: self._grant_of(tool, a))
+            answer = await self.ask(request, grant=lambda a: self._grant_of(keys, a))
         if answer.outcome == "timed_out":
             return (f"[denied] Nobody answered the request to run '{call.name}' within "
                     f"{self.timeout:g} s, so it did not run.")
         if not answer.approved:
             return declined_text(call.name)
         if answer.scope == "run":
-            self._run_grants.add(tool)
+            self._run_grants.update(keys)
         elif answer.scope == "stage":
-            self._stage_grants.add(self._stage_key(tool))
+            self._stage_grants.update(self._stage_key(key) for key in keys)
         return True
 
-    def _grant_of(self, tool: str, answer: Answer) -> list[Any] | None:
+    def _grant_of(self, keys: list[str], answer: Answer) -> list[Any] | None:
         """The grant an approval's answer gives, as the journal keeps it."""
-        if not answer.approved or answer.scope == "once":
+        if not answer.approved or answer.scope == "once" or not keys:
             return None
         if answer.scope == "run":
-            return ["run", tool]
-        return ["stage", *self._stage_key(tool)]
+            return ["run", *keys]
+        return ["stage", *self._stage_key("")[:2], *keys]
 
     # -- the blocking tools -----------------------------------------------------------------------
     async def blocking_tool(self, call: ToolCall) -> str:
@@ -656,6 +672,17 @@ class InteractionHub:
         if request.kind == "edit":
             return self._edited(request.document or "", None)
         return NO_ANSWER
+
+
+def _approval_prompt(call: ToolCall, keys: list[str]) -> str:
+    """The question of an approval, naming what approving it for the stage or run would grant."""
+    command = (call.arguments or {}).get("command")
+    what = f"'{call.name}': {command}" if isinstance(command, str) else f"'{call.name}'"
+    if not keys:
+        return (f"The agent wants to run {what}. This line cannot be read as a plain list of commands "
+                "(or writes to a target with no fixed path), so an approval covers this one call only.")
+    names = ", ".join(key.removeprefix("shell:") for key in keys)
+    return f"The agent wants to run {what}. Allowing it for the stage or run grants: {names}."
 
 
 def _settle(future: asyncio.Future[Answer], answer: Answer) -> None:

@@ -443,9 +443,10 @@ def _check_workdir(workdir: str | os.PathLike[str] | None) -> Path | None:
 # ------------------------------------------------------------------------------------------------
 # Launch permissions (--allow TOOL)
 # ------------------------------------------------------------------------------------------------
-def check_allowed_tools(plan: RunPlan, allow: Any) -> tuple[str, ...]:
+def check_allowed_tools(plan: RunPlan, allow: Any, home: Any = None) -> tuple[str, ...]:
     """The tool names of ``--allow TOOL`` / ``allow=[...]``, checked: each must name a built-in tool
-    (or its alias) or one of the blueprint's script tools; raise LaunchError otherwise."""
+    (or its alias), one of the blueprint's script tools or a global one (``$LEV_HOME/tools``, or
+    ``home``'s); raise LaunchError otherwise."""
     from lev_nb.blueprint.errors import did_you_mean
     from lev_nb.tools.builtin import default_registry
 
@@ -463,6 +464,10 @@ def check_allowed_tools(plan: RunPlan, allow: Any) -> tuple[str, ...]:
                               python_hint='pass allow=["write_file", "shell"]')
         if "__" in name.strip("_"):
             continue  # an MCP tool (server__tool): its server says whether it exists when it starts
+        if name not in known and registry.canonical(name) not in known:
+            from lev_nb.tools.scripts import global_tool_defs
+
+            known |= {tool.name for tool in global_tool_defs(home, set())[0]}
         if name not in known and registry.canonical(name) not in known:
             hint = did_you_mean(name, sorted(known))
             raise LaunchError(

@@ -1,5 +1,6 @@
 """The host functions a tool script may call (spec/rhai.md §3.3): ``http_get``, ``http_post``,
-``shell``, ``read_file``, ``write_file`` and ``env_var``.
+``shell``, ``read_file``, ``write_file`` and ``env_var``, and the pure ``encode_uri`` and
+``html_to_text`` (:mod:`lev_nb.scripting.textfuncs`).
 
 Each call goes to the :class:`ToolHost` of the tool running on the calling thread (the tool engine
 is shared, hosts are not); :class:`DenyAllHost` refuses everything. Arguments are checked here, and
@@ -19,6 +20,7 @@ from lev_nb.rhai import Engine
 
 from ._common import rhai_type_name
 from .budgets import TOOL_MAX_OPERATIONS
+from .textfuncs import encode_uri, html_to_text
 
 # Host I/O results are cut to this many UTF-8 bytes before they reach a script, so a large
 # response cannot trip the (uncatchable) string-size limit.
@@ -189,4 +191,6 @@ def tool_engine() -> Engine:
     engine.register_fn("read_file", _read_file)
     engine.register_fn("write_file", _write_file)
     engine.register_fn("env_var", _env_var)
+    engine.register_fn("encode_uri", encode_uri)  # pure: no host, no permission
+    engine.register_fn("html_to_text", html_to_text)
     return engine

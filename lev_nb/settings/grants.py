@@ -163,10 +163,21 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
     env = LintEnv.for_blueprint(bp)
     if settings is None:
         return env
+    declared_safe = bp.safe_commands
+    _, safe_shell = settings.safe_command_entries(
+        bp.agent.name, declared_safe.tools if declared_safe else (), declared_safe.shell if declared_safe else ())
+    from lev_nb.blueprint.script_tools import script_tool_names
+
+    from .paths import lev_home
+
     changes: dict[str, object] = {
+        # The global tools folder ($LEV_HOME/tools) offers its tools to every agent that lists them.
+        "known_tools": env.known_tools | set(script_tool_names(lev_home())),
         "safe_commands_honoured": settings.safe_commands_honoured(bp.agent.name),
         "permission_ceiling": _ceiling(bp.agent.name, settings),
         "mcp_servers": mcp_server_names(settings),
+        "safe_shell": safe_shell,
+        "seed_commands_allowed": settings.security.allow_seed_commands,
     }
     declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
     try:

@@ -35,7 +35,7 @@ from lev_nb.secrets import declare_credentials
 
 from .errors import ConfigError, ConfigWarning
 from .mcp_servers import ServerEntryError, entry_line, parse_servers
-from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, Settings, Source
+from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, SCRIPT_PERMISSIONS, Settings, Source
 from .paths import config_path
 from .schema import ENVIRONMENT, SCHEMA, Key, MapOf, Node, Table, Value, static_keys
 from .upstream import alias_of, ignored_reason
@@ -280,11 +280,12 @@ def _coerce(spec: Value, raw: Any, key: Key, layer: _Layer) -> Any:
             if not isinstance(item, str):
                 raise layer.error(f"expected an array of strings, but one item is {_describe(item)}", key)
         value = tuple(raw)
-    elif kind == "policy":
-        if not isinstance(raw, str) or raw.lower() not in POLICIES:
+    elif kind in ("policy", "script_permission"):
+        valid = POLICIES if kind == "policy" else SCRIPT_PERMISSIONS
+        if not isinstance(raw, str) or raw.lower() not in valid:
             got = f"'{raw}'" if isinstance(raw, str) else _describe(raw)
-            raise layer.error(f"{got} is not a policy (valid: {', '.join(POLICIES)})", key,
-                              hint=did_you_mean(raw.lower(), POLICIES) if isinstance(raw, str) else None)
+            raise layer.error(f"{got} is not a {kind.replace('_', ' ')} (valid: {', '.join(valid)})", key,
+                              hint=did_you_mean(raw.lower(), valid) if isinstance(raw, str) else None)
         value = raw.lower()
     elif kind == "mcp_servers":
         value = _servers(raw, key, layer)

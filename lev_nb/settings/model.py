@@ -12,13 +12,13 @@ spec/runtime.md) keep its names and defaults.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
+from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH, DEFAULT_SAFE_SHELL
 from lev_nb.records import record
 
 from .mcp_servers import McpServer
@@ -43,7 +43,10 @@ __all__ = [
     "SafeCommands",
     "Security",
     "Settings",
+    "SCRIPT_PERMISSIONS",
+    "ScriptPermission",
     "Source",
+    "ToolScriptPermissions",
     "setting",
 ]
 
@@ -263,6 +266,27 @@ class SafeCommands:
     shell: tuple[str, ...] = setting((), doc="shell prefixes approved without a prompt ('cargo test', 'rg')")
 
 
+ScriptPermission = Literal["allow", "deny", "inherit"]
+SCRIPT_PERMISSIONS: tuple[str, ...] = ("allow", "deny", "inherit")
+
+
+@record
+class ToolScriptPermissions:
+    """``[tool_script_permissions]``: what a Rhai tool script may do inside, per host function.
+
+    ``inherit`` defers ``shell`` and ``read_file`` to the agent's own policy for that built-in tool
+    (permitted only when it resolves to ``allow``) and permits ``write_file`` (confined to the
+    workdir), ``http_get``, ``http_post`` and ``env_var``; ``allow`` and ``deny`` decide outright.
+    """
+
+    http_get: ScriptPermission = setting("inherit", doc="a tool script's http_get: allow | deny | inherit")
+    http_post: ScriptPermission = setting("inherit", doc="a tool script's http_post: allow | deny | inherit")
+    shell: ScriptPermission = setting("inherit", doc="a tool script's shell(): inherit = the shell tool is allowed")
+    read_file: ScriptPermission = setting("inherit", doc="a tool script's read_file(): inherit = read_file is allowed")
+    write_file: ScriptPermission = setting("inherit", doc="a tool script's write_file(): allow | deny | inherit (permitted, in the workdir)")
+    env_var: ScriptPermission = setting("inherit", doc="a tool script's env_var(): allow | deny | inherit")
+
+
 @record
 class AgentSafeCommands:
     """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
@@ -348,6 +372,7 @@ class Settings:
     sandbox: MachineSandbox = field(default_factory=MachineSandbox)
     webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
+    tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
     agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
@@ -391,6 +416,24 @@ class Settings:
     def mcp_server(self, name: str) -> McpServer | None:
         """The ``[[mcp_servers]]`` entry called ``name``, or None."""
         return next((s for s in self.mcp_servers if s.name == name), None)
+
+    def safe_command_entries(self, agent: str, declared_tools: Sequence[str] = (),
+                             declared_shell: Sequence[str] = ()) -> tuple[frozenset[str], frozenset[str]]:
+        """What runs unasked for ``agent``: (tool names, shell entries). The built-in read-only
+        list when ``[safe_commands] defaults``, ``[safe_commands]`` and
+        ``[agent_safe_commands.<agent>]``, and the blueprint's own ``declared_*`` entries where
+        :meth:`safe_commands_honoured` says they count."""
+        tools = {t.lower() for t in self.safe_commands.tools}
+        shell = set(DEFAULT_SAFE_SHELL) if self.safe_commands.defaults else set()
+        shell.update(self.safe_commands.shell)
+        own = self.agent_safe_commands.get(agent)
+        if own is not None:
+            tools.update(t.lower() for t in own.tools)
+            shell.update(own.shell)
+        if self.safe_commands_honoured(agent):
+            tools.update(t.lower() for t in declared_tools)
+            shell.update(e for e in declared_shell if not e.startswith(">"))
+        return frozenset(tools), frozenset(shell)
 
     def provider(self, name: str) -> ProviderSettings:
         """The options of provider ``name`` (all defaults when the config says nothing about it)."""

@@ -16,7 +16,7 @@ from typing import Any, Union
 from lev_nb.records import record
 
 from .mcp_servers import McpServer
-from .model import Policy, Settings
+from .model import Policy, ScriptPermission, Settings
 
 __all__ = ["ENVIRONMENT", "SCHEMA", "Key", "MapOf", "Node", "Table", "Value", "static_keys"]
 
@@ -100,6 +100,8 @@ def _node(name: str, hint: Any, f: dataclasses.Field[Any] | None) -> Node:
         kind = "policy"
     elif origin is tuple and typing.get_args(hint)[0] is McpServer:
         kind = "mcp_servers"
+    elif hint is ScriptPermission:
+        kind = "script_permission"
     elif origin is tuple:
         kind = "str_list"
     elif hint is bool:

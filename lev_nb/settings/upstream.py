@@ -46,7 +46,6 @@ IGNORED: dict[str, str] = {
     "security.shell_env_withhold": "commands get this process's environment without credentials",
     "security.credential_store": "keys are read from environment variables only",
     "title": "lev_nb does not generate run titles",
-    "tool_script_permissions": "script host functions follow the agent's own tool permissions",
 }
 
 

@@ -25,6 +25,8 @@ from lev_nb.sandbox import Sandbox
 from lev_nb.secrets import child_environment
 from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
+from lev_nb.tools.environment import environment_tools
+from lev_nb.tools.redirects import confine_writes
 from lev_nb.tools.registry import ToolDef, ToolRegistry
 from lev_nb.workspace import WorkspaceError
 from lev_nb.text import cut_bytes
@@ -328,6 +330,9 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return "[error] shell: 'command' is empty."
     if not ctx.workspace.exists():
         return f"[error] the working directory '{ctx.workspace.root}' no longer exists."
+    refused = confine_writes(ctx.workspace, command)  # a redirect is a write_file, yolo or not
+    if refused is not None:
+        return refused
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
         *command_line(ctx.sandbox, command),
@@ -606,6 +611,7 @@ def builtin_tools() -> list[ToolDef]:
             readonly=True,
             default_policy="allow",
         ),
+        *environment_tools(),
         *ctx_tools,
         ToolDef("submit_output", SUBMIT_OUTPUT_DESCRIPTION, SUBMIT_OUTPUT_PARAMETERS, default_policy="allow", inline=True),
         ToolDef(

@@ -6,6 +6,14 @@ ceiling: the user's configuration (``[tool_permissions]``, ``[agent_tool_permiss
 else the tool's built-in default. A blueprint may only tighten that ceiling — declaring is not
 granting — unless the user's ``[security] allow_blueprint_permissions`` lets blueprints loosen it
 too. Last, ``--yolo`` (``yolo=True``) turns a remaining ``ask`` into ``allow``, never a ``deny``.
+
+:func:`authorise` decides one call. A shell call is judged by what it runs and writes
+(:func:`lev_nb.blueprint.shellkeys.analyse`): a line that writes a file answers to ``write_file``'s
+policy too and is never quieter than it; a write with no nameable target asks a person every time
+(nobody to ask: refused). An ``ask`` call is allowed without asking when every key it runs under
+is pre-approved: by ``[safe_commands]`` (``safe_tools`` / ``safe_shell``; never a write) or by a
+grant an earlier approval gave for the stage or run (``grants``). :func:`approval_keys` names
+those keys, so the approver records exactly what a person approved.
 """
 
 from __future__ import annotations
@@ -14,20 +22,33 @@ import asyncio
 import inspect
 import threading
 from dataclasses import field
-from typing import Any, Awaitable, Callable, Mapping, Union
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Union
 
+from lev_nb.blueprint.constants import canon_tool
+from lev_nb.blueprint.shellkeys import KEY_PREFIX, ShellLine, analyse, safe_listed
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit
 from lev_nb.messages import ToolCall
 from lev_nb.records import record
 from lev_nb.tools.registry import PolicyName, ToolRegistry
 
-__all__ = ["Policies", "Approver", "resolve_policy", "authorise", "denied_text", "needs_approval_text", "declined_text",
-           "denied_unattended"]
+__all__ = [
+    "Policies", "Approver", "GrantBook", "resolve_policy", "authorise", "approval_keys", "shell_line",
+    "denied_text", "needs_approval_text", "declined_text", "denied_unattended",
+]
 
 # Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
 # It answers True (run it), False (the person declined) or a ``[denied] ...`` text to return instead.
 Approver = Callable[..., Union[bool, str, Awaitable[Union[bool, str]]]]
 VALID_POLICIES = ("allow", "ask", "deny")  # from loosest to strictest
+SHELL_TOOLS = frozenset({"shell"})
+
+
+class GrantBook(Protocol):
+    """The approvals a person gave for the stage or the run, by key (the run's interaction hub)."""
+
+    def covers(self, key: str) -> bool:
+        """Whether an earlier approval granted ``key``."""
+        ...
 
 
 @record(frozen=False)
@@ -41,6 +62,9 @@ class Policies:
     approver: Approver | None = None
     launch_allow: frozenset[str] = frozenset()  # --allow TOOL: lower-case names the launch allowed
     yolo: bool = False  # --yolo: ask becomes allow (deny stays deny)
+    safe_tools: frozenset[str] = frozenset()  # [safe_commands] tools: lower-case names never asked about
+    safe_shell: frozenset[str] = frozenset()  # [safe_commands] shell entries ('git status', 'rg', 'env:X')
+    grants: GrantBook | None = None
 
 
 def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
@@ -78,6 +102,84 @@ def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> Pol
     return policy
 
 
+def shell_line(name: str, arguments: Mapping[str, Any] | None) -> ShellLine | None:
+    """What a call of the shell tool (any spelling) runs and writes; None for any other call."""
+    if canon_tool(name.lower()) not in SHELL_TOOLS:
+        return None
+    command = (arguments or {}).get("command")
+    return analyse(command) if isinstance(command, str) else None
+
+
+def approval_keys(name: str, arguments: Mapping[str, Any] | None) -> list[str]:
+    """The keys approving this call for the stage or run grants: a shell line's programs, variables
+    and written files (``shell:ls``, ``shell:git status``, ``shell:env:X``, ``shell:>out.md``), the
+    tool's canonical name for any other tool; [] when the call cannot be granted (a line that
+    cannot be read as a list of commands, or one writing a target with no fixed path)."""
+    line = shell_line(name, arguments)
+    if line is None:
+        return [canon_tool(name.lower())]
+    return line.grant_keys
+
+
+def _pre_approved(name: str, line: ShellLine | None, keys: list[str], policies: Policies) -> bool:
+    """Whether an ``ask`` call runs without asking: each key it runs under is safe or granted."""
+    if not keys:
+        return False
+    grants = policies.grants
+    granted = (lambda key: grants.covers(key)) if grants is not None else (lambda key: False)
+    if line is None:
+        return keys[0] in policies.safe_tools or granted(keys[0])
+    tool_safe = "shell" in policies.safe_tools or "bash" in policies.safe_tools
+    return all(
+        granted(key) or (not key.startswith(KEY_PREFIX + ">") and (tool_safe or safe_listed(key, policies.safe_shell)))
+        for key in keys
+    )
+
+
+def _stricter(a: PolicyName, b: PolicyName) -> PolicyName:
+    return max(a, b, key=VALID_POLICIES.index)
+
+
+def write_denied_text(name: str) -> str:
+    """Result for a shell line that writes a file where write_file is denied."""
+    return (f"[denied] '{name}': the command writes a file (a redirect or tee), and write_file is not "
+            "permitted here, so neither is a write through the shell.")
+
+
+def nameless_write_text(name: str) -> str:
+    """Result for a shell line whose write has no fixed path when nobody can approve it."""
+    return (f"[denied] '{name}': the command writes to a target with no fixed path (an expansion such "
+            "as > $OUT, a socket, a line that changes folder first, or a line the shell parser cannot "
+            "read), so it can be neither kept inside the working directory nor pre-approved; only a "
+            "person can allow it, one call at a time, and this run has nobody to ask. Write to a named "
+            "file inside the working directory instead.")
+
+
+SCRIPT_FUNCTIONS = ("http_get", "http_post", "shell", "read_file", "write_file", "env_var")
+# write_file is left out on purpose: a script's writes stay confined to the workdir, and the bundled
+# agents' tools write their results (data-extractor's write_csv) in runs nobody attends.
+_BUILTIN_EQUIVALENT = frozenset({"shell", "read_file"})
+
+
+def script_host_permissions(configured: Mapping[str, str], registry: ToolRegistry,
+                            policies: Policies) -> dict[str, str | None]:
+    """For each host function of a tool script: None when it may run, else why not
+    (``[tool_script_permissions]``): ``allow`` / ``deny`` decide outright; ``inherit`` permits
+    ``shell`` and ``read_file`` only where the built-in of that name resolves to ``allow`` for this
+    stage, and permits the others (``write_file`` stays confined to the workdir)."""
+    out: dict[str, str | None] = {}
+    for function in SCRIPT_FUNCTIONS:
+        setting = str(configured.get(function, "inherit")).lower()
+        if setting == "deny":
+            out[function] = f"[tool_script_permissions] {function} = \"deny\" in config.toml"
+        elif setting == "inherit" and function in _BUILTIN_EQUIVALENT and \
+                resolve_policy(function, registry, policies) != "allow":
+            out[function] = f"the stage's policy for the {function} tool is not 'allow'"
+        else:
+            out[function] = None
+    return out
+
+
 def denied_text(name: str) -> str:
     """Result for a tool the blueprint forbids."""
     return f"[denied] Tool '{name}' is not permitted."
@@ -88,11 +190,14 @@ NOBODY_TO_ASK = "needs a person's approval and this run has nobody to ask"
 
 def needs_approval_text(name: str) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
-    return (
+    text = (
         f"[denied] Tool '{name}' {NOBODY_TO_ASK}; to let it "
         f"run unattended, start the run with --allow {name} (allow=[\"{name}\"] in Python) or --yolo, "
-        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\"."
+        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\""
     )
+    if canon_tool(name.lower()) in SHELL_TOOLS:
+        text += ", or pre-approve the commands it runs: [safe_commands] shell = [\"<program>\"]"
+    return text + "."
 
 
 def denied_unattended(result: str) -> bool:
@@ -164,14 +269,29 @@ async def _ask(approver: Approver, call: ToolCall) -> bool | str:
 
 
 async def authorise(call: ToolCall, registry: ToolRegistry, policies: Policies) -> str | None:
-    """None when ``call`` may run; otherwise the ``[denied]`` result text to return instead."""
+    """None when ``call`` may run; otherwise the ``[denied]`` result text to return instead
+    (see the module docstring)."""
     policy = resolve_policy(call.name, registry, policies)
-    if policy == "allow":
+    line = shell_line(call.name, call.arguments)
+    nameless = False
+    if line is not None and line.writes and policy != "deny":
+        write_policy = resolve_policy("write_file", registry, policies)
+        if write_policy == "deny":
+            return write_denied_text(call.name)
+        policy = _stricter(policy, write_policy)
+        nameless = any(write.target is None for write in line.writes)
+    if nameless:
+        if policies.approver is None:
+            return nameless_write_text(call.name)
+    elif policy == "allow":
         return None
-    if policy == "deny":
+    elif policy == "deny":
         return denied_text(call.name)
-    if policies.approver is None:
+    elif _pre_approved(call.name, line, approval_keys(call.name, call.arguments), policies):
+        return None
+    elif policies.approver is None:
         return needs_approval_text(call.name)
+    assert policies.approver is not None
     try:
         approved = await _ask(policies.approver, call)
     except CALLEE_ERRORS as exc:  # an approver that breaks must not take the run down with it

@@ -2,8 +2,9 @@
 
 Discovery and execution are :mod:`lev_nb.scripting`'s; this module adapts a discovered script to a
 :class:`ToolDef` and gives it a host whose I/O is held to the run's rules: files stay inside the
-workdir, the shell follows the stage's policy for the built-in ``shell`` tool, environment
-variables that look like credentials are refused, and network calls are not offered yet.
+workdir, the shell follows the stage's policy for the built-in ``shell`` tool (and its redirects
+stay inside the workdir), environment variables that look like credentials are refused, and HTTP
+obeys the address policy and timeout of provider scripts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +32,9 @@ HOST_OUTPUT_CAP = 900_000
 # holding them) before those children are stopped.
 LEFTOVER_GRACE_S = 0.5
 
-__all__ = ["RunToolHost", "script_tool_defs"]
+__all__ = ["GLOBAL_TOOLS_DIR", "RunToolHost", "global_tools_dir", "global_tool_defs", "script_tool_def", "script_tool_defs"]
+
+GLOBAL_TOOLS_DIR = "tools"  # $LEV_HOME/tools/*.rhai: offered to every agent that lists the tool
 
 
 def _collect(proc: subprocess.Popen[bytes]) -> tuple[str, str]:
@@ -81,31 +85,50 @@ def _text(parts: list[bytes]) -> str:
 class RunToolHost:
     """The I/O a script tool may do inside one run."""
 
-    def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None, *,
+                 allow_local_network: bool = False, http_timeout_s: float | None = 30.0,
+                 refusals: Mapping[str, str | None] | None = None) -> None:
         self.workspace = workspace
-        self.shell_allowed = shell_allowed
         self.sandbox = sandbox
+        # Host function -> why it is refused (None: permitted); lev_nb.tools.policy.script_host_permissions.
+        if refusals is None:
+            refusals = {"shell": None if shell_allowed else "the stage's policy for the shell tool is not 'allow'"}
+        self.refusals = dict(refusals)
+        # The address policy and timeout provider scripts obey too ([security] allow_local_network,
+        # [limits] script_http_timeout_secs): lev_nb.providers.script_http is their one home.
+        self.allow_local_network = allow_local_network
+        self.http_timeout_s = http_timeout_s
+
+    def _check(self, function: str) -> None:
+        why = self.refusals.get(function)
+        if why is not None:
+            raise PermissionError(f"[denied] script host function '{function}' is not permitted: {why}")
 
     def read_file(self, path: str) -> str:
         from lev_nb.tools.builtin import read_capped
 
+        self._check("read_file")
         data, _ = read_capped(self.workspace.resolve(path), HOST_OUTPUT_CAP)
         return data.decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> str:
+        self._check("write_file")
         target = self.workspace.resolve(path, for_write=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
         return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 
     def shell(self, command: str) -> str:
-        if not self.shell_allowed:
-            raise PermissionError(
-                "[denied] script host function 'shell' is denied: the stage's policy for the shell "
-                "tool is not 'allow'"
-            )
+        from lev_nb.blueprint.shellkeys import analyse
         from lev_nb.tools.builtin import command_line
+        from lev_nb.tools.redirects import confine_writes
 
+        self._check("shell")
+        if analyse(command).writes:
+            self._check("write_file")  # a redirect is a write
+        refused = confine_writes(self.workspace, command, who="script host function 'shell'", nameless_ok=False)
+        if refused is not None:
+            raise PermissionError(refused)
         # In the stage's sandbox; its own process group, so a timeout stops what the command
         # spawned too; no credentials.
         proc = subprocess.Popen(
@@ -121,14 +144,25 @@ class RunToolHost:
         return out[:HOST_OUTPUT_CAP]
 
     def http_get(self, url: str, headers: dict[str, str]) -> str:
-        raise PermissionError("[denied] script host function 'http_get' is not available in lev_nb yet")
+        return self._http("GET", url, None, headers)
 
     def http_post(self, url: str, body: str, headers: dict[str, str]) -> str:
-        raise PermissionError("[denied] script host function 'http_post' is not available in lev_nb yet")
+        return self._http("POST", url, body, headers)
+
+    def _http(self, method: str, url: str, body: str | None, headers: dict[str, str]) -> str:
+        from lev_nb.providers.script_http import ScriptHttpError, request
+
+        self._check(f"http_{method.lower()}")
+        try:
+            return request(method, url, body, headers, timeout=self.http_timeout_s,
+                           allow_local=self.allow_local_network)
+        except ScriptHttpError as exc:  # the script can catch it; the message says what happened
+            raise RuntimeError(f"http_{method.lower()} {url}: {exc.message}") from None
 
     def env_var(self, name: str) -> str:
         import os
 
+        self._check("env_var")
         if looks_like_credential(name):
             raise PermissionError(
                 f"[denied] '{name}' looks like a credential, so script tools may not read it"
@@ -146,14 +180,37 @@ def script_tool_defs(agent_dir: str | Path | None, reserved: set[str]) -> tuple[
     from lev_nb.scripting import discover_tools
 
     found, skipped = discover_tools([Path(agent_dir) / "tools"], reserved=tuple(sorted(reserved)))
-    return [_tool_def(tool) for tool in found.values()], skipped
+    return [script_tool_def(tool) for tool in found.values()], skipped
 
 
-def _tool_def(tool: ToolScript) -> ToolDef:
+def global_tools_dir(home: str | Path | None = None) -> Path:
+    """The global tools folder, ``$LEV_HOME/tools`` (``home`` instead of ``$LEV_HOME`` when given)."""
+    from lev_nb.settings.paths import lev_home
+
+    return lev_home(home) / GLOBAL_TOOLS_DIR
+
+
+def global_tool_defs(home: str | Path | None, reserved: set[str]) -> tuple[list[ToolDef], list[Any]]:
+    """ToolDefs for ``$LEV_HOME/tools/*.rhai``, compiled now (at spawn), and the files skipped
+    (with reasons). ``reserved`` holds the built-in names and the agent's own tools, which shadow
+    a global tool of the same name."""
+    from lev_nb.scripting import discover_tools
+
+    found, skipped = discover_tools([global_tools_dir(home)], reserved=tuple(sorted(reserved)))
+    return [script_tool_def(tool) for tool in found.values()], skipped
+
+
+def script_tool_def(tool: ToolScript) -> ToolDef:
+    """The run tool of one compiled tool script."""
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
-        host = RunToolHost(ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox)
+        host = RunToolHost(
+            ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox,
+            refusals=ctx.extra.get("script_refusals"),
+            allow_local_network=bool(ctx.extra.get("allow_local_network")),
+            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0),
+        )
         # run_tool validates the arguments itself; the executor already did, so skip it here.
         return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))
 

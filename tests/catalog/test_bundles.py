@@ -160,6 +160,7 @@ def test_add_shows_what_an_agent_asks_for(lev, home: Path, tmp_path: Path) -> No
 def test_create_gives_an_agent_that_validates_and_runs(lev, home: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch, template: str) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")  # a key is there: no no-reachable-provider
     done = lev("create", "my-agent", "--template", template)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "my-agent").iterdir()) == [".env.example", ".gitignore", "agent.leviath"]

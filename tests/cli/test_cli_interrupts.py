@@ -31,6 +31,7 @@ task = { kind = "pinned", max_tokens = 2000, seed = "task_input" }
 conversation = { kind = "sliding_window", max_items = 20, max_tokens = 8000 }
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # its commands redirect into files (a write)
 [stages.work]
 mode = "output"
 model = { provider = "anthropic", model = "claude-sonnet-4-6" }

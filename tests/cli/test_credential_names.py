@@ -38,6 +38,7 @@ system = {{ kind = "pinned", max_tokens = 2000 }}
 conversation = {{ kind = "sliding_window", max_items = 20, max_tokens = 8000 }}
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # its commands redirect into files (a write)
 {sandbox}
 [stages.work]
 model = {{ provider = "anthropic", model = "claude-sonnet-4-6" }}

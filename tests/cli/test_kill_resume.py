@@ -27,6 +27,7 @@ AGENT = """
 name = "ledger"
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # its commands redirect into files (a write)
 [stages.work]
 model = { provider = "anthropic", model = "claude-sonnet-4-6" }
 available_tools = ["shell"]

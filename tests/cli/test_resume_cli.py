@@ -24,6 +24,7 @@ AGENT = """
 name = "appender"
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # the log is appended through a redirect, which is a write
 [stages.work]
 model = { provider = "anthropic", model = "claude-sonnet-4-6" }
 available_tools = ["shell"]

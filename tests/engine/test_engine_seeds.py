@@ -109,5 +109,5 @@ def test_rhai_seed_must_return_a_string(tmp_path: Path) -> None:
 
 
 def test_failing_command_seed_leaves_a_note_not_a_dead_run(tmp_path: Path) -> None:
-    system, run = first_system('x = { kind = "pinned", max_tokens = 500, seed = { command = "exit 3" } }', tmp_path)
-    assert "exited with 3" in system and run.status == "complete"
+    system, run = first_system('x = { kind = "pinned", max_tokens = 500, seed = { command = "ls no-such-file" } }', tmp_path)
+    assert "exited with 2" in system and run.status == "complete"

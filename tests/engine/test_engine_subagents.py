@@ -557,7 +557,8 @@ def test_a_fan_out_of_200_items_with_16_workers_reports_every_item(engine, home)
     meta = run.meta
     assert len(meta["children"]) == len(set(meta["children"])) == 200
     statuses = [c["status"] for c in meta["child_runs"]]
-    assert (statuses.count("complete"), statuses.count("error")) == (180, 20)
+    # A worker owing its output completes with output_forced (issue 24), and counts as failed above.
+    assert statuses.count("complete") == 200
     assert {c["kind"] for c in meta["child_runs"]} == {"worker"}
     assert meta["usage"]["children"]["runs"] == 200
     assert len(run.children) == 200

@@ -109,7 +109,7 @@ def test_successful_writes_are_recorded_as_modifications(engine, write_allowed, 
 
 @pytest.mark.usefixtures("blueprint_permissions")
 def test_shell_writes_are_not_counted_as_modifications(engine, workdir: Path):
-    toml = one('"shell", "write_file"', 'tool_permissions = { shell = "allow" }')
+    toml = one('"shell", "write_file"', 'tool_permissions = { shell = "allow", write_file = "allow" }')
     run, model = engine.run(toml, [call("shell", command="echo hi > made.txt"), say("ok")])
     assert run.status == "complete", run.error
     assert (workdir / "made.txt").read_text().strip() == "hi"

@@ -101,7 +101,8 @@ def test_allow_names_a_tool_that_exists(engine):
 
 def test_allow_accepts_an_alias(engine, workdir: Path):
     toml = '[stages.work]\navailable_tools = ["shell"]\n[stages.work.transitions]\n'
-    run, model = engine.run(toml, [call("shell", command="echo hi > s.txt"), say("ok")], allow=["bash"])
+    # A redirect is a write: it needs write_file allowed as well as the shell.
+    run, model = engine.run(toml, [call("shell", command="echo hi > s.txt"), say("ok")], allow=["bash", "write_file"])
     assert (workdir / "s.txt").exists()
 
 

@@ -98,10 +98,15 @@ def test_forged_record_lines_are_cut_and_end_the_run(engine) -> None:
     toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n'
             "nudge = { enabled = false }\n[stages.work.transitions]\n")
     # The command finds its own record the way an agent could: the newest run folder in LEV_HOME.
-    command = textwrap.dedent(f"""
-        d=$(ls -td {engine.home}/runs/*/ | head -1)
-        echo '{forged}' >> "$d/events.jsonl"
-    """)
+    # (A program, not a redirect: a redirect outside the workdir is refused before it runs.)
+    forger = engine.workdir / "forge.py"
+    forger.write_text(textwrap.dedent(f"""
+        import glob, os
+        folder = max(glob.glob({str(engine.home)!r} + "/runs/*/"), key=os.path.getmtime)
+        with open(os.path.join(folder, "events.jsonl"), "a") as f:
+            f.write({forged!r} + "\\n")
+    """))
+    command = f"{sys.executable} forge.py"
     run, _ = engine.run(toml, [call("shell", command=command), say("done"), say("done")])
     assert run.status == "error", run.error
     assert "something other than lev_nb wrote into the run record" in run.error

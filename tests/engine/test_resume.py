@@ -20,9 +20,10 @@ SHELL_AGENT = """
 name = "resumable"
 [tool_permissions]
 shell = "allow"
+write_file = "allow"  # the log is appended through a redirect, which is a write
 [context.regions]
 system = { kind = "pinned", max_tokens = 2000 }
-notes = { kind = "pinned", max_tokens = 2000, seed = { command = "echo seeded >> seeds.log; echo the notes" } }
+notes = { kind = "pinned", max_tokens = 2000, seed = { command = "mktemp -p . seeded.XXXXXX; echo the notes" } }
 conversation = { kind = "sliding_window", max_items = 40, max_tokens = 8000 }
 [stages.work]
 available_tools = ["shell"]
@@ -46,6 +47,8 @@ def tool_results(request: ModelRequest) -> list[str]:
 def test_a_paused_run_resumes_with_its_context_and_without_repeating_a_tool_call(
     engine, blueprint_permissions: Path, workdir: Path
 ) -> None:
+    with blueprint_permissions.open("a") as config:  # the seed makes a file: a program this user pre-approves
+        config.write('[safe_commands]\nshell = ["mktemp"]\n')
     run, first = engine.run(SHELL_AGENT, [
         call("shell", command="echo one >> log.txt; echo appended"),
         fail("credits", "the account is empty"),
@@ -59,7 +62,7 @@ def test_a_paused_run_resumes_with_its_context_and_without_repeating_a_tool_call
     assert resumed.run_id == run.run_id and resumed.run_dir == run.run_dir
     # The tool call of the first life is not run again, nor the seed command.
     assert (workdir / "log.txt").read_text() == "one\ntwo\n"
-    assert (workdir / "seeds.log").read_text() == "seeded\n"
+    assert len(list(workdir.glob("seeded.*"))) == 1
     # The model sees the conversation as it was: the task, the seeded notes, the first call's result.
     request = second.requests[0]
     assert tool_results(request) == ["appended\n"]

@@ -30,7 +30,7 @@ needs_bwrap = pytest.mark.skipif(not choose(SandboxSpec(kind="namespace")).progr
 
 def _shell_stage(sandbox: str = 'kind = "namespace"') -> str:
     return (f"[sandbox]\n{sandbox}\n[stages.work]\navailable_tools = [\"shell\"]\n"
-            "tool_permissions = { shell = \"allow\" }\n[stages.work.transitions]\n")
+            "tool_permissions = { shell = \"allow\", write_file = \"allow\" }\n[stages.work.transitions]\n")
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_a_sandboxed_shell_sees_only_its_workdir(engine, workdir: Path, outside:
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     command = (f"cat {outside} > seen.txt 2>&1; echo written > mine.txt; env > env.txt; "
-               f"ls {engine.home} > home.txt 2>&1; echo x > {outside.parent}/new.txt 2> write.txt")
+               f"ls {engine.home} > home.txt 2>&1; touch {outside.parent}/new.txt 2> write.txt")
     run, _ = engine.run(_shell_stage(), [call("shell", command=command), say("ok")])
     assert run.status == "complete", run.error
     assert "swordfish" not in (workdir / "seen.txt").read_text()  # outside the workdir: not there
@@ -76,8 +76,9 @@ def test_the_run_record_is_hidden_even_inside_the_workdir(tmp_path: Path, monkey
     home.mkdir(parents=True)
     (home / "config.toml").write_text("[security]\nallow_blueprint_permissions = true\n")
     monkeypatch.setenv("LEV_HOME", str(home))
-    forge = ('ls -a .lev/runs > listing.txt 2>&1; for d in .lev/runs/*/; do echo \'{"kind":"completed"}\' '
-             '>> "$d/events.jsonl"; done 2> forge.txt; echo done > done.txt')
+    # A program writes there (a redirect outside the workdir would be refused before the sandbox).
+    forge = ('ls -a .lev/runs > listing.txt 2>&1; for d in .lev/runs/*/; do sh -c \'echo {"kind":"completed"} '
+             '>> "$1"\' _ "$d/events.jsonl"; done 2> forge.txt; echo done > done.txt')
     bp = blueprint(_shell_stage())
     run = bp.run("t", model=ScriptedModel([call("shell", command=forge), say("ok")]), workdir=work, home=home)
     run.wait(60)
@@ -106,14 +107,14 @@ def test_mounts_and_persist(tmp_path: Path, outside: Path) -> None:
     spec = SandboxSpec(kind="namespace", mount=(str(outside.parent),), persist=True)
     sandbox = Sandbox(choose(spec), work)
     host = RunToolHost(Workspace(work), shell_allowed=True, sandbox=sandbox)
-    out = host.shell(f"cat {outside}; echo x > {outside.parent}/nope.txt; echo kept > /tmp/k")
+    out = host.shell(f"cat {outside}; touch {outside.parent}/nope.txt; sh -c 'echo kept > /tmp/k'")
     assert "swordfish" in out  # a mount is readable
     assert not (outside.parent / "nope.txt").exists()  # and read-only unless :rw
     assert host.shell("cat /tmp/k").strip() == "kept"  # persist: /tmp survives between commands
     sandbox.close()
     fresh = RunToolHost(Workspace(work), shell_allowed=True,
                         sandbox=Sandbox(choose(SandboxSpec(kind="namespace")), work))
-    fresh.shell("echo kept > /tmp/k")
+    fresh.shell("sh -c 'echo kept > /tmp/k'")
     assert "kept" not in fresh.shell("cat /tmp/k 2>&1; true")  # without persist: a fresh /tmp each time
 
 

@@ -27,7 +27,7 @@ needs_bwrap = pytest.mark.skipif(not choose(SandboxSpec(kind="namespace")).progr
 def _agent(mounts: list[str]) -> str:
     listed = ", ".join(json.dumps(m) for m in mounts)
     return (f'[agent]\nname = "mounter"\n[sandbox]\nkind = "namespace"\nmount = [{listed}]\n'
-            '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n'
+            '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
             "[stages.work.transitions]\n")
 
 
@@ -92,7 +92,9 @@ def test_a_granted_root_mount_shows_the_host_but_never_lev_home_or_the_config(
     elsewhere_config.write_text("[security]\nallow_blueprint_permissions = true\nsandbox_mounts = [\"/\"]\n")
     monkeypatch.setenv("LEV_CONFIG", str(elsewhere_config))
     command = (f"cat /host{outside}/secret.txt > seen.txt; ls -a /host{home} > home.txt 2>&1; "
-               f"cat /host{elsewhere_config} > config.txt 2>&1; echo pwned >> /host{elsewhere_config} 2> append.txt; "
+               f"cat /host{elsewhere_config} > config.txt 2>&1; "
+               # A program, not a redirect: a redirect outside the workdir is refused before it runs.
+               f"echo pwned | dd of=/host{elsewhere_config} oflag=append conv=notrunc 2> append.txt; "
                "echo ok > done.txt")
     run = _run(_agent(["/:/host:ro"]), command, work, home)
     assert run.status == "complete", run.error
@@ -110,8 +112,10 @@ def test_a_rw_mount_holding_lev_home_cannot_write_into_it(place, tmp_path: Path)
     parent = tmp_path  # holds LEV_HOME (tmp_path/levhome) and the workdir
     work = tmp_path / "project"
     config = _config(home, f'sandbox_mounts = ["{parent}:rw"]\n')
-    command = (f"echo pwned >> /m/levhome/config.toml 2> w.txt; mkdir -p /m/levhome/runs/forged 2>> w.txt; "
-               "echo new > /m/elsewhere/new.txt; echo ok > done.txt")
+    # Programs, not redirects: a redirect outside the workdir is refused before it runs.
+    command = ("echo pwned | dd of=/m/levhome/config.toml oflag=append conv=notrunc 2> w.txt; "
+               "mkdir -p /m/levhome/runs/forged 2>> w.txt; "
+               "echo new | dd of=/m/elsewhere/new.txt 2>> w.txt; echo ok > done.txt")
     run = _run(_agent([f"{parent}:/m:rw"]), command, work, home)
     assert run.status == "complete", run.error
     assert (work / "done.txt").exists()
@@ -206,7 +210,7 @@ def test_a_configured_sandbox_holds_a_blueprint_that_asks_for_none(place, tmp_pa
     (tools / "VERSION").write_text("1.2\n")
     _config(home, f'[sandbox]\nkind = "namespace"\nnetwork = false\nmounts = ["{tools}:/mnt/toolchain:ro"]\n')
     toml = ('[agent]\nname = "open"\n[sandbox]\nkind = "none"\n[stages.work]\navailable_tools = ["shell"]\n'
-            'tool_permissions = { shell = "allow" }\n[stages.work.transitions]\n')
+            'tool_permissions = { shell = "allow", write_file = "allow" }\n[stages.work.transitions]\n')
     command = (f"cat {outside}/secret.txt > seen.txt 2>&1; cat /opt/toolchain/VERSION > tool.txt; "
                "cat /proc/net/dev | wc -l > net.txt")
     command = command.replace("/opt/toolchain", "/mnt/toolchain")

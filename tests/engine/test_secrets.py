@@ -97,7 +97,8 @@ def test_script_shell_does_not_wait_for_a_background_child(tmp_path: Path, monke
 def test_shell_tool_runs_without_credentials(engine, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.example/T000/B000/XXXX")
-    toml = '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n[stages.work.transitions]\n'
+    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
+            '[stages.work.transitions]\n')
     run, model = engine.run(toml, [call("shell", command="env > env.txt"), say("ok")])
     assert run.status == "complete", run.error
     seen = (workdir / "env.txt").read_text()
@@ -120,6 +121,10 @@ nudge = { enabled = false }
 """
     model = ScriptedModel([{"text": "done"}])
     (tmp_path / "work").mkdir()
+    (tmp_path / "home").mkdir()
+    # `env` can run other programs, so it is on no default list: this user pre-approves it.
+    (tmp_path / "home" / "config.toml").write_text('[safe_commands]\nshell = ["env"]\n')
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
     run = lev_nb.load(agent).run("t", model=model, workdir=tmp_path / "work", home=tmp_path / "home")
     run.wait(30)
     system = "\n".join(model.requests[0].system)
@@ -169,7 +174,8 @@ def test_a_configured_key_variable_is_a_secret_whatever_its_name(
     assert not looks_like_credential("CLAUDE") and "CLAUDE" in child_environment()
     with (home / "config.toml").open("a", encoding="utf-8") as config:
         config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
-    toml = '[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow" }\n[stages.work.transitions]\n'
+    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
+            '[stages.work.transitions]\n')
     run, _ = engine.run(toml, EchoingClaude([call("shell", command="env > env.txt; env")]))
     assert run.status == "error" and "[redacted]" in run.error and KEY not in run.error
     seen = (workdir / "env.txt").read_text()

@@ -56,10 +56,13 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
         if text is None:
             problems: list[str] = []
             try:
-                text = await seed_text(
-                    seed, inputs, state.workdir, state.task, registry, tool_context,
-                    allow_commands=state.settings.security.allow_seed_commands, problems=problems,
-                )
+                refusal = command_refusal(state, seed.value or "") if seed.kind == "command" else None
+                if refusal is not None:
+                    problems.append(f"did not run its command: {refusal}")
+                    text = f"[seed command not run: {refusal}: {seed.value}]"
+                else:
+                    text = await seed_text(seed, inputs, state.workdir, state.task, registry, tool_context,
+                                           problems=problems)
             except SeedFailure as exc:
                 raise RunFailure(str(exc)) from None
             for problem in problems:
@@ -79,6 +82,23 @@ async def seed_context(state: RunState, registry: ToolRegistry, tool_context: To
         state.warn(f"input '{name}' fills no region of this blueprint, so it was ignored", "input-ignored", in_stage=False)
 
 
+def command_refusal(state: RunState, command: str) -> str | None:
+    """Why a command seed may not run in this run (None: it may). It runs at spawn, before anybody
+    could be asked, so ``[security] allow_seed_commands`` (or the launch's ``--no-seed-commands``)
+    must allow seed commands at all, a configured ``shell = "deny"`` refuses it, and
+    ``[safe_commands]`` must cover every command it runs (it may write no file)."""
+    from lev_nb.blueprint.shellkeys import seed_refusal
+
+    settings, plan = state.settings, state.plan
+    if not settings.security.allow_seed_commands:
+        return "seed commands are turned off ([security] allow_seed_commands = false, or --no-seed-commands)"
+    ceiling = settings.tool_ceiling(plan.agent_name)
+    if any(ceiling.get(name) == "deny" for name in ("shell", "bash")):
+        return "the shell is denied in config.toml ([tool_permissions])"
+    _, safe_shell = settings.safe_command_entries(plan.agent_name, plan.safe_tools, plan.safe_shell)
+    return seed_refusal(command, safe_shell)
+
+
 async def seed_text(
     seed: SeedPlan,
     inputs: dict[str, str],
@@ -87,16 +107,12 @@ async def seed_text(
     registry: ToolRegistry,
     tool_context: ToolContext,
     *,
-    allow_commands: bool = True,
     problems: list[str] | None = None,
 ) -> str:
-    """The text a seed puts into its region ("" when there is nothing).
-
-    ``allow_commands`` is the user's ``[security] allow_seed_commands``: when false a ``command``
-    seed is not run and its region says so. What went wrong (a command that failed, a file not
-    read, a tool that failed) is also added to ``problems``, each a phrase that follows "the seed
-    of region 'X'".
-    """
+    """The text a seed puts into its region ("" when there is nothing); a ``command`` seed runs
+    (:func:`command_refusal` has allowed it). What went wrong (a command that failed, a file not
+    read, a tool that failed) is added to ``problems``, each a phrase that follows "the seed of
+    region 'X'"."""
     problems = problems if problems is not None else []
     if seed.kind == "caller":
         return inputs.get(seed.key or seed.region, "")
@@ -108,9 +124,6 @@ async def seed_text(
         matches = sorted(globlib.glob(seed.value or "", root_dir=workdir, recursive=True))
         return _read_files(workdir, matches[:MAX_SEED_FILES], problems)
     if seed.kind == "command":
-        if not allow_commands:
-            problems.append("was not run: config.toml sets [security] allow_seed_commands = false")
-            return f"[seed command not run: this machine's config.toml sets [security] allow_seed_commands = false: {seed.value}]"
         return await _command(workdir, seed.value or "", tool_context.sandbox, problems)
     if seed.kind == "tools":
         return await _tools(seed, registry, tool_context, problems)

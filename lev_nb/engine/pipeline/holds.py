@@ -89,7 +89,9 @@ class ExitHolds:
             n = progress.output_reentries
             why = (f"after {n} reminder{'s' if n != 1 else ''} to call submit_output" if outcome is None
                    else f"when it stopped ({outcome.kind.replace('_', ' ')})")
-            state.warn(f"stage '{stage.name}' left without the final output it owes, {why}", "output-forced")
+            refused = state.rejection_summary()  # every answer refused: by what, how often, why
+            state.warn(f"stage '{stage.name}' left without the final output it owes, {why}"
+                       + (f"; {refused}" if refused else ""), "output-forced")
         if stage.mode == "fan_out" and not progress.fanned_out:
             cap = stage.fan_out.max_attempts if stage.fan_out else DEFAULT_FAN_OUT_ATTEMPTS
             if outcome is None and progress.fan_out_reentries < cap:

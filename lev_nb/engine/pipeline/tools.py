@@ -15,6 +15,8 @@ from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
 from lev_nb.engine.context.window import ToolRouting
 from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
+from lev_nb.engine.pipeline.dynamic_tools import DynamicTools
+from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.inference import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
@@ -26,7 +28,9 @@ from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
-from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy
+from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy, script_host_permissions
+from lev_nb.tools.registry import ToolDef
+from lev_nb.tools.scripts import global_tool_defs
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import mount_grant, read_grant
 from lev_nb.settings.paths import config_path
@@ -37,6 +41,10 @@ if TYPE_CHECKING:
     from lev_nb.engine.state import RunState
 
 MAX_MODIFIED_FILES = 200
+RUNTIME_INFO_DESCRIPTION = (
+    "This run reporting on itself: agent, stage, iteration and its limit, model and provider, context "
+    "tokens in use, and whether anybody is there to answer a question (attended) (JSON)."
+)
 SUMMARY_CHARS = 200
 
 
@@ -72,6 +80,15 @@ class StageTools:
         self.registry = default_registry()
         for tool in state.plan.script_tools.values():
             self.registry.register(tool)
+        # $LEV_HOME/tools/*.rhai, compiled at spawn; an agent's own tool shadows a global one.
+        lev_home = state.store.run_dir.parent.parent
+        for tool in global_tool_defs(lev_home, set(self.registry.names()))[0]:
+            self.registry.register(tool)
+        # runtime_info answers from the run's state, so a seed may call it like any tool.
+        self.registry.register(ToolDef(
+            "runtime_info", RUNTIME_INFO_DESCRIPTION, {"type": "object", "properties": {}},
+            handler=self._runtime_info_tool, readonly=True, default_policy="allow", run_state=True,
+        ))
         self.context_tools = ContextTools(state.ctx, scripts_off_loop=getattr(state.ctx, "scripted", False))
         self.tool_context = ToolContext(
             workspace=Workspace(
@@ -80,8 +97,18 @@ class StageTools:
             ),
             run_id=state.run_id,
             context=self.context_tools,
+            extra={
+                "allow_env_vars": tuple(state.settings.security.allow_env_vars),
+                "allow_local_network": state.settings.security.allow_local_network,
+                "http_timeout_s": float(state.settings.limits.script_http_timeout_secs) or None,
+            },
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
+        self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
+        plan = state.plan
+        self.safe_tools, self.safe_shell = state.settings.safe_command_entries(
+            plan.agent_name, plan.safe_tools, plan.safe_shell)
         # MCP: tools of each connector (server -> advertised names), and names not to advertise
         self._connector_tools: dict[str, list[str]] = {}
         self._mcp_hidden: set[str] = set()
@@ -167,7 +194,7 @@ class StageTools:
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
         journal = self.state.journal
-        tools = self._stage_tools(stage)
+        tools = self._stage_tools(stage) + [n for n in self.dynamic.names if n not in stage.tools]
         if not unattended or (journal is not None and journal.replaying):
             # A resumed run replays the turns its previous life offered them in.
             return tools
@@ -192,8 +219,9 @@ class StageTools:
 
     def specs(self, stage: StagePlan) -> list[ToolSpec]:
         """The tool specs advertised in ``stage`` (cached per stage)."""
+        self.dynamic.refresh()  # dynamic_tools: what the agent wrote into <workdir>/tools
         offered = self.offered(stage)  # who can answer may change: a notebook view may open
-        key = f"{stage.name}\0{len(offered)}"
+        key = f"{stage.name}\0{len(offered)}\0{self.dynamic.version}"
         cached = self._specs.get(key)
         if cached is None:
             cached = self.registry.specs([t for t in offered if t not in self._mcp_hidden], skip_unknown=True)
@@ -237,10 +265,16 @@ class StageTools:
             approver=self.approver or (hub.approve if hub is not None else None),
             launch_allow=frozenset(state.meta.allowed_tools),
             yolo=state.meta.yolo,
+            safe_tools=self.safe_tools,
+            safe_shell=self.safe_shell,
+            grants=hub,
         )
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
         self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
+        # What a tool script may do inside: [tool_script_permissions] over the stage's policies.
+        self.tool_context.extra["script_refusals"] = script_host_permissions(
+            settings.tool_script_permissions.__dict__, self.registry, policies)
         journal = _BatchJournal(state.journal, state.warn) if state.journal is not None else None
         results = await execute_calls(
             calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
@@ -269,6 +303,7 @@ class StageTools:
             await asyncio.to_thread(merge)  # custom-region scripts (on_write, on_overflow) run off the engine thread
         else:
             merge()
+        await self.file_tracker.track(calls, results, self.registry.canonical)
         nudges = self._repetition_nudges(calls)
         counted = modifying_tools(stage)
         for result in results:
@@ -405,9 +440,15 @@ class StageTools:
         )
         return outcome.text
 
+    async def _runtime_info_tool(self, ctx: ToolContext, args: dict[str, Any]) -> str:
+        return self._runtime_info()
+
     def _runtime_info(self) -> str:
         state = self.state
         stage = state.stage
+        hub = state.interaction
+        label = state.meta.model or ""
+        provider, _, model = label.partition("/")
         info = {
             "run_id": state.run_id,
             "agent": state.plan.agent_name,
@@ -419,6 +460,11 @@ class StageTools:
             "tool_calls": state.meta.tool_calls,
             "workdir": str(state.workdir),
             "has_final_output": state.final_output is not None,
+            "provider": provider or None,
+            "model": model or (label or None),
+            "context_tokens": state.ctx.total_tokens(),
+            # Whether anybody can answer ask_user_* now: an unattended run decides for itself.
+            "attended": bool(hub is not None and hub.interactive and not state.meta.yolo),
         }
         return json.dumps(info, indent=2)
 

@@ -250,6 +250,11 @@ class RunPlan:
     # sets none, so the launch or the configuration ([limits] max_child_depth) decides.
     max_child_depth: int | None = None
     read_paths: tuple[str, ...] = ()  # [read_paths] allow: reads outside the workdir it asks for
+    # [safe_commands]: what the blueprint asks to run unasked (counts only where the user honours it)
+    safe_tools: tuple[str, ...] = ()
+    safe_shell: tuple[str, ...] = ()
+    dynamic_tools: bool = False  # [agent] dynamic_tools: tools the agent writes into <workdir>/tools
+    file_tracking: Any = None  # [context.file_tracking] (blueprint FileTracking), None: off
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
