@@ -11,6 +11,7 @@ defaults, sugar and checks (spec/blueprint.md §2-§7).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -86,16 +87,39 @@ def construct(cls: type[_M], **values: Any) -> _M:
     return instance
 
 
+def _without_deprecated(cls: type) -> frozenset[str]:
+    """The names pydantic keeps only for v1 code (``dict``, ``json``, ``parse_obj``, ``copy``, ...):
+    pydantic marks each one deprecated, so the set follows whatever pydantic version is installed."""
+    names = set()
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name)
+        if getattr(getattr(value, "__func__", value), "__deprecated__", None) is not None:
+            names.add(name)
+    return frozenset(names)
+
+
+_DEPRECATED = _without_deprecated(BaseModel)
+
+
+def _public_dir(self: BaseModel) -> list[str]:
+    """What ``obj.<Tab>`` offers: the fields, properties and methods, not pydantic's deprecated API."""
+    return sorted(set(object.__dir__(self)) - _DEPRECATED)
+
+
 class _Strict(BaseModel):
     """A table that rejects unknown keys (the loader reports them with a location)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
+
+    __dir__ = _public_dir
 
 
 class _Lenient(BaseModel):
     """A table that keeps unknown keys instead of rejecting them."""
 
     model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, defer_build=True)
+
+    __dir__ = _public_dir
 
     @property
     def extra(self) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 from traitlets import Unicode
 
 DEFAULT_RUN_VAR = "_lev_run"
@@ -72,6 +73,20 @@ def _graph_args(line: str) -> None:
 @argument("--all", action="store_true", help="every recorded run, not only recent ones")
 def _ps_args(line: str) -> None:
     """List the runs recorded under $LEV_HOME/runs."""
+
+
+def parse_arguments(magic: Any, line: str) -> Any:
+    """``magic``'s arguments parsed from ``line`` as ``parse_argstring`` does, except that an
+    unknown option gets the command line's "did you mean" (``%%lev t --modle mock``)."""
+    from lev_nb.blueprint.errors import unrecognized_arguments
+
+    parser = magic.parser
+    args, unknown = parser.parse_known_args(arg_split(line, strict=True))
+    if unknown:
+        options = [o for action in parser._actions for o in action.option_strings]
+        name = parser.prog if parser.prog.startswith("%") else f"%%{parser.prog}"  # a cell magic's parser has its bare name
+        raise UsageError(f"{name}: {unrecognized_arguments(unknown, options)}")
+    return args
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -134,14 +149,14 @@ class LevMagics(Magics):
         import lev_nb
         from lev_nb.blueprint import BlueprintError
 
-        args = parse_argstring(_validate_args, rest)
+        args = parse_arguments(_validate_args, rest)
         try:
             return lev_nb.validate(args.path, deny_warnings=args.deny_warnings)
         except BlueprintError as exc:
             raise UsageError(_one_line(exc)) from None
 
     def _graph(self, rest: str) -> Any:
-        args = parse_argstring(_graph_args, rest)
+        args = parse_arguments(_graph_args, rest)
         bp = self._load(args.path)
         if args.current is not None and args.current not in bp.stage_names:
             raise UsageError(
@@ -154,7 +169,7 @@ class LevMagics(Magics):
     def _ps(self, rest: str) -> None:
         from lev_nb.cli.run_status import print_ps
 
-        args = parse_argstring(_ps_args, rest)
+        args = parse_arguments(_ps_args, rest)
         print_ps(all_runs=args.all)
 
     def _config(self, rest: str) -> None:
@@ -202,7 +217,7 @@ class LevMagics(Magics):
         from lev_nb.notebook.widget import watch
         from lev_nb.scripting import ScriptError
 
-        args = parse_argstring(self.lev, line)
+        args = parse_arguments(self.lev, line)
         var = _check_identifier(args.var)
         bp = self._load(args.path)
         model = args.model if args.model is not None else (self.default_model or self._default_model())
@@ -225,7 +240,7 @@ class LevMagics(Magics):
     @cell_magic("rhai")  # type: ignore[arg-type]  # IPython types cell_magic(name) as `_F | Callable[[_F], _F]`
     def rhai(self, line: str, cell: str) -> Any:
         """Evaluate the cell as Rhai in lev_nb's hardened engine and return its value."""
-        args = parse_argstring(self.rhai, line)
+        args = parse_arguments(self.rhai, line)
         if args.validate:
             if args.call or args.arg:
                 raise UsageError("%%rhai: --validate cannot be combined with --call/--arg")
