@@ -847,10 +847,21 @@ class Blueprint(_Lenient):
         return blueprint_mermaid(self, direction=direction, current=current)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # Exactly these two: JupyterLab draws text/vnd.mermaid itself, with no network, but only
-        # when no richer type (HTML, markdown) is in the bundle; text/plain is the fallback.
-        text = self.mermaid()
-        return {"text/vnd.mermaid": text, "text/plain": text}
+        # No HTML or markdown: JupyterLab draws text/vnd.mermaid itself, with no network, only when
+        # no richer type is in the bundle (it ranks Mermaid above SVG). Front ends without Mermaid
+        # (VS Code, Colab, GitHub) show the SVG Graphviz drew, when it is installed.
+        from .graph import Diagram
+        from .picture import svg_or_none
+
+        return Diagram(self.mermaid(), picture=lambda: svg_or_none(self))._repr_mimebundle_()
+
+    def picture(self, fmt: str = "svg", direction: str | None = None, current: str | None = None) -> Any:
+        """The stage graph drawn by Graphviz: SVG text, or PNG bytes for ``fmt="png"``
+        (:class:`~lev_nb.blueprint.picture.GraphvizMissing` when Graphviz is not installed)."""
+        from .picture import render
+
+        data = render(self, fmt, direction=direction, current=current)
+        return data.decode("utf-8") if fmt == "svg" else data
 
     # -- running -------------------------------------------------------------------------------
     def run(self, task: str = "", model: Any = None, workdir: Any = None, **kwargs: Any) -> Any:

@@ -5,7 +5,8 @@ Load with ``%load_ext lev_nb.notebook``. Arguments are parsed by IPython's ``mag
 does not compile) surfaces as one ``UsageError`` line, never a traceback.
 
 - ``%lev validate PATH [--deny-warnings]`` shows the validation report.
-- ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid).
+- ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid, and the
+  same graph as SVG drawn by Graphviz for front ends that do not draw Mermaid).
 - ``%lev ps [--all]`` lists the recorded runs; ``%lev help`` prints this summary.
 - ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
@@ -163,8 +164,10 @@ class LevMagics(Magics):
                 f"%lev graph: no stage '{args.current}' in {args.path}; stages: {', '.join(bp.stage_names)}"
             )
         from lev_nb.blueprint.graph import Diagram
+        from lev_nb.blueprint.picture import svg_or_none
 
-        return Diagram(bp.mermaid(direction=args.direction, current=args.current))
+        return Diagram(bp.mermaid(direction=args.direction, current=args.current),
+                       picture=lambda: svg_or_none(bp, direction=args.direction, current=args.current))
 
     def _ps(self, rest: str) -> None:
         from lev_nb.cli.run_status import print_ps

@@ -71,7 +71,7 @@ def test_an_unknown_lev_option_gets_the_command_lines_did_you_mean(kernel: Any) 
 
 def test_result_of_a_run_still_going_says_to_wait(kernel: Any) -> None:
     code = (
-        "import asyncio, threading\n"
+        "import asyncio, threading, lev_nb\n"
         "called = threading.Event()\n"
         "class Blocking:\n"
         "    name = 'blocking'\n"
@@ -90,6 +90,19 @@ def test_result_of_a_run_still_going_says_to_wait(kernel: Any) -> None:
     assert "Traceback" not in shown  # one clean block
     assert not any("AttributeError" in line for line in errors[0]["traceback"])
     execute(kernel, "run.cancel(); run.wait(60)")
+
+
+def test_a_blueprint_shows_a_picture_beside_its_mermaid_in_a_kernel(kernel: Any) -> None:
+    # VS Code, Colab, the classic Notebook and GitHub draw the SVG; JupyterLab the Mermaid text.
+    pytest.importorskip("graphviz")
+    from lev_nb.blueprint.picture import dot_available
+
+    if not dot_available():
+        pytest.skip("Graphviz's dot is not installed")
+    outputs = execute(kernel, f"import lev_nb\nlev_nb.load({TRIAGE!r})")
+    (shown,) = [o for o in outputs if o["type"] == "execute_result"]
+    assert {"text/vnd.mermaid", "image/svg+xml", "text/plain"} == set(shown["data"])
+    assert "<title>s_read</title>" in shown["data"]["image/svg+xml"]
 
 
 def test_dir_of_lev_nb_lists_the_api_without_importing_it() -> None:
