@@ -3,10 +3,10 @@
 ``jsonschema`` is imported on first use, not with lev_nb, and by :func:`load_jsonschema`: at its
 import, jsonschema's format module imports every optional format library it finds, and one of them
 (``rfc3987_syntax``, which JupyterLab brings) compiles a grammar at import, 1.5-3 s of CPU. lev_nb's
-validators check no formats, so that library is given to jsonschema as a stand-in that loads the
-real one on the first ``iri`` check a user's own format checker makes. :func:`warm_up` starts the
-import in the background, for runs that will need it; :func:`certainly_valid` passes plain tool
-arguments without it.
+validators check no formats, so the costly ones (:data:`DEFERRED_FORMAT_LIBRARIES`) are given to
+jsonschema as stand-ins that load the real library on the first check a user's own format checker
+makes (``iri``, ``duration``). :func:`warm_up` starts the import in the background, for runs that
+will need it; :func:`certainly_valid` passes plain tool arguments without it.
 """
 
 from __future__ import annotations

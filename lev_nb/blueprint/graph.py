@@ -13,7 +13,8 @@ node reads the same in a light and a dark theme. Graphs with more than ``MAX_LR_
 are drawn top-down by default, which keeps them narrow enough to stay readable in a narrow window.
 
 :func:`run_mermaid` draws the same graph with a run's path on it: visited stages, the edges taken,
-and the stage it is in (or ended in, coloured by how it ended).
+and the stage it is in (or ended in, coloured by how it ended). :mod:`lev_nb.blueprint.picture`
+draws the same nodes and links as a static SVG/PNG with Graphviz.
 """
 
 from __future__ import annotations
@@ -268,7 +269,8 @@ def blueprint_mermaid(bp: Any, direction: str | None = None, current: str | None
 class Diagram:
     """A Mermaid diagram for display: ``text/vnd.mermaid`` plus ``text/plain`` (JupyterLab draws
     the diagram itself, offline, only when no richer type is in the bundle), and ``image/svg+xml``
-    from ``picture`` (Graphviz's drawing, for front ends that do not draw Mermaid) when it gives one."""
+    from ``picture`` (Graphviz's drawing, for front ends that do not draw Mermaid) when it gives
+    one (``picture`` returns None rather than fail: see picture.svg_or_none)."""
 
     def __init__(self, source: str, picture: Callable[[], str | None] | None = None) -> None:
         self.source = source
@@ -276,21 +278,10 @@ class Diagram:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         bundle = {"text/vnd.mermaid": self.source, "text/plain": self.source}
-        svg = self._svg()
+        svg = self._picture() if self._picture is not None else None
         if svg:
             bundle["image/svg+xml"] = svg
         return bundle
-
-    def _svg(self) -> str | None:
-        """The picture, or None when there is none (no Graphviz): never an error in a display."""
-        from lev_nb.blueprint.picture import GraphvizMissing
-
-        if self._picture is None:
-            return None
-        try:
-            return self._picture()
-        except GraphvizMissing:
-            return None
 
     def __repr__(self) -> str:
         return self.source
