@@ -179,8 +179,9 @@ _warmed = False
 
 def set_warm_up(enabled: bool) -> None:
     """Turn :func:`warm_up` on or off for this process. A batch worker turns it off: the import
-    costs seconds of CPU (the format checkers' grammars) that would compete with the worker's
-    runs, and a worker is there for throughput, not for the first check's latency."""
+    costs CPU (a tenth of a second, more where :func:`load_jsonschema` cannot spare the format
+    libraries) that would compete with the worker's runs, and a worker is there for throughput,
+    not for the first check's latency."""
     global _warmed
     with _warming:
         _warmed = not enabled
