@@ -11,9 +11,9 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import views
-from lev_nb.errors import CleanError
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
+from lev_nb.errors import CleanError
 
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
