@@ -7,7 +7,7 @@
 Each figure is printed next to its baseline measured in the same run (median, and the spread as
 min-max over the repeats), with the issue's target and whether it is met. The figures come from
 the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
-bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing, bench_runs), called as functions. The results, with a description of
+bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing, bench_runs, bench_schema_import), called as functions. The results, with a description of
 the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
 """
 
@@ -41,6 +41,7 @@ import bench_first_run  # noqa: E402
 import bench_ps  # noqa: E402
 import bench_runs  # noqa: E402
 import bench_rhai  # noqa: E402
+import bench_schema_import  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
 
@@ -228,6 +229,12 @@ def cold_rows(runs: int) -> list[Row]:
         rows.append(Row("cold start (process CPU)", label, "ms", median, spread, None, "", target,
                         f"< {target:g} ms" if target else "",
                         wall_ms=statistics.median(f[f"{key}_s"] for f in firsts) * 1e3).judge())
+    schema = bench_schema_import.measure(runs)
+    median, spread = stats([r["cpu_s"] * 1e3 for r in schema["lev_nb"]])
+    base, _ = stats([r["cpu_s"] * 1e3 for r in schema["plain"]])
+    rows.append(Row("cold start (process CPU)", "fresh process: first JSON Schema check", "ms", median, spread, base,
+                    "import jsonschema + its format checker", bench_schema_import.TARGET_MS, "< 200 ms",
+                    wall_ms=statistics.median(r["wall_s"] for r in schema["lev_nb"]) * 1e3).judge())
     return rows
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lev_nb.batch import RunSummary, run_many
     from lev_nb.eval import Evaluation, evaluate, load_evaluation
     from lev_nb.engine.api import resume, run
-    from lev_nb.engine.handle import Run
+    from lev_nb.engine.handle import Run, RunNotFinished
     from lev_nb.engine.interaction import InteractionError
     from lev_nb.engine.launch import LaunchError
     from lev_nb.engine.resume import ResumeError
@@ -31,7 +31,7 @@ from lev_nb.version import __version__
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
     "ScriptedModel", "MockModel", "config", "configure", "ConfigError", "Settings", "LaunchError",
-    "InteractionError",
+    "InteractionError", "RunNotFinished",
     "resume", "ResumeError",
     "run_many", "RunSummary", "register_provider",
     "runs", "RunTable",
@@ -46,6 +46,8 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),
     "Report": ("lev_nb.blueprint", "Report"),
     "Run": ("lev_nb.engine.handle", "Run"),
+    # run.result asked before the run has ended (run.wait() or await run first).
+    "RunNotFinished": ("lev_nb.engine.handle", "RunNotFinished"),
     # A run that cannot start as asked (bp.run / lev_nb.run): raised before anything is written.
     "LaunchError": ("lev_nb.engine.launch", "LaunchError"),
     # An answer (run.respond) or a message (run.send) the run cannot take.
@@ -83,6 +85,11 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API, so ``lev_nb.<Tab>`` offers the lazy exports without importing them."""
+    return sorted(set(__all__) | {"load_ipython_extension"})
 
 
 def _notebook_view(module: str, name: str) -> Callable[..., Any]:

@@ -1,19 +1,35 @@
 """JSON Schema validators, compiled once: for tool arguments, script tools and final outputs.
 
-``jsonschema`` is imported on first use, not with lev_nb: with the optional format checkers installed
-(JupyterLab brings them) its import takes about a second, which would otherwise land on the first
-``bp.run`` of a notebook. :func:`warm_up` starts that import in the background, for runs that
+``jsonschema`` is imported on first use, not with lev_nb, and by :func:`load_jsonschema`: at its
+import, jsonschema's format module imports every optional format library it finds, and one of them
+(``rfc3987_syntax``, which JupyterLab brings) compiles a grammar at import, 1.5-3 s of CPU. lev_nb's
+validators check no formats, so the costly ones (:data:`DEFERRED_FORMAT_LIBRARIES`) are given to
+jsonschema as stand-ins that load the real library on the first check a user's own format checker
+makes (``iri``, ``duration``). :func:`warm_up` starts the import in the background, for runs that
 will need it; :func:`certainly_valid` passes plain tool arguments without it.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import sys
 import threading
+import types
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["certainly_valid", "compile_schema", "schema_problem", "set_warm_up", "warm_up"]
+__all__ = ["certainly_valid", "compile_schema", "load_jsonschema", "schema_problem", "set_warm_up", "warm_up"]
+
+# Optional format libraries that jsonschema imports eagerly and that cost far more than they are
+# worth to a validator that checks no formats: module -> (the functions jsonschema calls, the
+# exceptions it expects from them). rfc3987_syntax compiles a grammar (1.5-3 s); isoduration
+# brings arrow and dateutil (about 70 ms).
+DEFERRED_FORMAT_LIBRARIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rfc3987_syntax": (("is_valid_syntax",), ()),
+    "isoduration": (("parse_duration",), ("DurationParsingException",)),
+}
 
 JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 # Keywords that only annotate a schema: they never make a value invalid.
@@ -84,9 +100,70 @@ def compile_schema(schema: dict[str, Any]) -> tuple[Any | None, str | None]:
     return _compiled(key)
 
 
+class _Deferred(types.ModuleType):
+    """Stands in for an optional library while jsonschema imports: its functions load the real
+    library on their first call, its exceptions are stand-ins that the functions raise (chained
+    to the real one), and any other attribute loads the library at once."""
+
+    def __init__(self, name: str, functions: tuple[str, ...], exceptions: tuple[str, ...]) -> None:
+        super().__init__(name)
+        for exception in exceptions:
+            setattr(self, exception, type(exception, (ValueError,), {"__module__": name}))
+        for function in functions:
+            setattr(self, function, self._later(function, exceptions))
+
+    def _later(self, function: str, exceptions: tuple[str, ...]) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            real = self._real()
+            try:
+                return getattr(real, function)(*args, **kwargs)
+            except Exception as exc:
+                for exception in exceptions:  # what jsonschema was told to expect, it gets
+                    if isinstance(exc, getattr(real, exception)):
+                        raise getattr(self, exception)(*exc.args) from exc
+                raise
+
+        call.__name__ = function
+        return call
+
+    def _real(self) -> types.ModuleType:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return importlib.import_module(self.__name__)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system's own questions (__path__, __spec__, ...)
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+
+_importing = threading.Lock()
+
+
+def load_jsonschema() -> types.ModuleType:
+    """``jsonschema``, imported without the grammar compiles of :data:`DEFERRED_FORMAT_LIBRARIES`
+    (each installed one is loaded when a format check first needs it; nothing else changes)."""
+    with _importing:
+        if "jsonschema" in sys.modules:
+            return sys.modules["jsonschema"]
+        standing_in: list[str] = []
+        for name, (functions, exceptions) in DEFERRED_FORMAT_LIBRARIES.items():
+            if name not in sys.modules and importlib.util.find_spec(name) is not None:
+                sys.modules[name] = _Deferred(name, functions, exceptions)
+                standing_in.append(name)
+        try:
+            import jsonschema
+        finally:
+            # Later imports of the library (the user's own) get the real one.
+            for name in standing_in:
+                if isinstance(sys.modules.get(name), _Deferred):
+                    del sys.modules[name]
+        return jsonschema
+
+
 @lru_cache(maxsize=512)
 def _compiled(schema_json: str) -> tuple[Any | None, str | None]:
-    import jsonschema
+    jsonschema = load_jsonschema()
 
     schema = json.loads(schema_json)
     try:
@@ -117,8 +194,9 @@ _warmed = False
 
 def set_warm_up(enabled: bool) -> None:
     """Turn :func:`warm_up` on or off for this process. A batch worker turns it off: the import
-    costs seconds of CPU (the format checkers' grammars) that would compete with the worker's
-    runs, and a worker is there for throughput, not for the first check's latency."""
+    costs CPU (a tenth of a second, more where :func:`load_jsonschema` cannot spare the format
+    libraries) that would compete with the worker's runs, and a worker is there for throughput,
+    not for the first check's latency."""
     global _warmed
     with _warming:
         _warmed = not enabled
@@ -139,6 +217,6 @@ def warm_up() -> None:
 
 def _import() -> None:
     try:
-        import jsonschema  # noqa: F401
+        load_jsonschema()
     except Exception:  # nothing to warm: the first check reports the problem itself
         pass

@@ -88,6 +88,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return f"did you mean '{matches[0]}'?" if matches else None
 
 
+def unrecognized_arguments(unknown: list[str], options: Iterable[str]) -> str:
+    """argparse's "unrecognized arguments: ..." message, with a "did you mean" when the first
+    unknown ``--option`` is close to one of ``options`` (the command line and the magics say it alike)."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    first = next((u.partition("=")[0] for u in unknown if u.startswith("--")), None)
+    hint = did_you_mean(first, [o for o in options if o.startswith("--")]) if first else None
+    return message + (f" ({hint.replace(chr(39), '')})" if hint else "")
+
+
 # ------------------------------------------------------------------------------------------------
 # Locating a key path in TOML source text
 # ------------------------------------------------------------------------------------------------

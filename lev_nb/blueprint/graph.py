@@ -13,7 +13,8 @@ node reads the same in a light and a dark theme. Graphs with more than ``MAX_LR_
 are drawn top-down by default, which keeps them narrow enough to stay readable in a narrow window.
 
 :func:`run_mermaid` draws the same graph with a run's path on it: visited stages, the edges taken,
-and the stage it is in (or ended in, coloured by how it ended).
+and the stage it is in (or ended in, coloured by how it ended). :mod:`lev_nb.blueprint.picture`
+draws the same nodes and links as a static SVG/PNG with Graphviz.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from mermaid.flowchart import FlowChart, Link, Node
@@ -201,6 +203,10 @@ class _Drawing:
         return "\n".join(lines) + "\n"
 
     def class_lines(self, extra: dict[str, list[str]] | None = None) -> list[str]:
+        return [f"class {','.join(members)} {group}" for group, members in self.groups(extra).items() if members]
+
+    def groups(self, extra: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+        """Node ids by class (entry, output, ...; ``extra`` adds a run's marks by stage name)."""
         bp = self.bp
         groups: dict[str, list[str]] = {name: [] for name in CLASS_STYLES if name != "hints"}
         for name, stage in bp.stages.items():
@@ -215,7 +221,7 @@ class _Drawing:
                 groups["terminal"].append(node_id)
         for group, names in (extra or {}).items():
             groups[group].extend(self.by_name[n].id_ for n in names if n in self.by_name)
-        return [f"class {','.join(members)} {group}" for group, members in groups.items() if members]
+        return groups
 
 
 def _legend_text(hints: list[tuple[int, str, str, str]]) -> str:
@@ -261,14 +267,21 @@ def blueprint_mermaid(bp: Any, direction: str | None = None, current: str | None
 
 
 class Diagram:
-    """A Mermaid diagram for display: exactly ``text/vnd.mermaid`` plus ``text/plain`` (JupyterLab
-    draws the diagram itself, offline, only when no richer type is in the bundle)."""
+    """A Mermaid diagram for display: ``text/vnd.mermaid`` plus ``text/plain`` (JupyterLab draws
+    the diagram itself, offline, only when no richer type is in the bundle), and ``image/svg+xml``
+    from ``picture`` (Graphviz's drawing, for front ends that do not draw Mermaid) when it gives
+    one (``picture`` returns None rather than fail: see picture.svg_or_none)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, picture: Callable[[], str | None] | None = None) -> None:
         self.source = source
+        self._picture = picture
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/vnd.mermaid": self.source, "text/plain": self.source}
+        bundle = {"text/vnd.mermaid": self.source, "text/plain": self.source}
+        svg = self._picture() if self._picture is not None else None
+        if svg:
+            bundle["image/svg+xml"] = svg
+        return bundle
 
     def __repr__(self) -> str:
         return self.source
@@ -282,8 +295,13 @@ def run_diagram(
     status: str = "running",
     direction: str | None = None,
 ) -> Diagram:
-    """:func:`run_mermaid` as a displayable :class:`Diagram` (what ``run.graph()`` returns)."""
-    return Diagram(run_mermaid(bp, history, current=current, status=status, direction=direction))
+    """:func:`run_mermaid` as a displayable :class:`Diagram` (what ``run.graph()`` returns), with
+    the same path drawn by Graphviz."""
+    from lev_nb.blueprint.picture import svg_or_none
+
+    return Diagram(run_mermaid(bp, history, current=current, status=status, direction=direction),
+                   picture=lambda: svg_or_none(bp, history=list(history), current=current, status=status,
+                                               direction=direction))
 
 
 def run_mermaid(
@@ -298,6 +316,17 @@ def run_mermaid(
     between consecutive stages drawn thick, and ``current`` (default: the last stage) highlighted,
     green when the run is complete, red when it failed or was cancelled."""
     drawing = _Drawing(bp)
+    extra, taken = run_marks(drawing, history, current=current, status=status)
+    link_styles = [f"linkStyle {','.join(str(i) for i in sorted(taken))} {PATH_LINK_STYLE}"] if taken else []
+    return drawing.text(direction or default_direction(bp), drawing.class_lines(extra), link_styles)
+
+
+def run_marks(
+    drawing: _Drawing, history: list[str], *, current: str | None = None, status: str = "running"
+) -> tuple[dict[str, list[str]], set[int]]:
+    """A run's path on ``drawing``: the stages to mark by class (visited, and the current or last
+    one by how the run ended) and the indexes of the links it took."""
+    bp = drawing.bp
     current = current if current is not None else (history[-1] if history else None)
     taken: set[int] = set()
     steps = ([START_ID] if history and history[0] == bp.entry_stage else []) + list(history)
@@ -317,9 +346,7 @@ def run_mermaid(
             if worker in bp.stages:
                 visited.append(worker)
     end_class = {"complete": "finished", "error": "failed", "cancelled": "failed"}.get(status, "current")
-    extra = {"visited": visited, end_class: [current] if current else []}
-    link_styles = [f"linkStyle {','.join(str(i) for i in sorted(taken))} {PATH_LINK_STYLE}"] if taken else []
-    return drawing.text(direction or default_direction(bp), drawing.class_lines(extra), link_styles)
+    return {"visited": visited, end_class: [current] if current else []}, taken
 
 
 def stages_to_end(bp: Any) -> dict[str, int]:

@@ -11,6 +11,7 @@ defaults, sugar and checks (spec/blueprint.md §2-§7).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -86,16 +87,39 @@ def construct(cls: type[_M], **values: Any) -> _M:
     return instance
 
 
+def _without_deprecated(cls: type) -> frozenset[str]:
+    """The names pydantic keeps only for v1 code (``dict``, ``json``, ``parse_obj``, ``copy``, ...):
+    pydantic marks each one deprecated, so the set follows whatever pydantic version is installed."""
+    names = set()
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name)
+        if getattr(getattr(value, "__func__", value), "__deprecated__", None) is not None:
+            names.add(name)
+    return frozenset(names)
+
+
+_DEPRECATED = _without_deprecated(BaseModel)
+
+
+def _public_dir(self: BaseModel) -> list[str]:
+    """What ``obj.<Tab>`` offers: the fields, properties and methods, not pydantic's deprecated API."""
+    return sorted(set(object.__dir__(self)) - _DEPRECATED)
+
+
 class _Strict(BaseModel):
     """A table that rejects unknown keys (the loader reports them with a location)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
+
+    __dir__ = _public_dir
 
 
 class _Lenient(BaseModel):
     """A table that keeps unknown keys instead of rejecting them."""
 
     model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, defer_build=True)
+
+    __dir__ = _public_dir
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -828,10 +852,21 @@ class Blueprint(_Lenient):
         return blueprint_mermaid(self, direction=direction, current=current)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # Exactly these two: JupyterLab draws text/vnd.mermaid itself, with no network, but only
-        # when no richer type (HTML, markdown) is in the bundle; text/plain is the fallback.
-        text = self.mermaid()
-        return {"text/vnd.mermaid": text, "text/plain": text}
+        # No HTML or markdown: JupyterLab draws text/vnd.mermaid itself, with no network, only when
+        # no richer type is in the bundle (it ranks Mermaid above SVG). Front ends without Mermaid
+        # (VS Code, Colab, GitHub) show the SVG Graphviz drew, when it is installed.
+        from .graph import Diagram
+        from .picture import svg_or_none
+
+        return Diagram(self.mermaid(), picture=lambda: svg_or_none(self))._repr_mimebundle_()
+
+    def picture(self, fmt: str = "svg", direction: str | None = None, current: str | None = None) -> Any:
+        """The stage graph drawn by Graphviz: SVG text, or PNG bytes for ``fmt="png"``
+        (:class:`~lev_nb.blueprint.picture.GraphvizMissing` when Graphviz is not installed)."""
+        from .picture import render
+
+        data = render(self, fmt, direction=direction, current=current)
+        return data.decode("utf-8") if fmt == "svg" else data
 
     # -- running -------------------------------------------------------------------------------
     def run(self, task: str = "", model: Any = None, workdir: Any = None, **kwargs: Any) -> Any:

@@ -219,14 +219,10 @@ def _main(argv: list[str]) -> int:
 def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
     """argparse's "unrecognized arguments" usage error (exit 2), from the command's own parser and
     with a "did you mean" when an option of that command is close."""
-    from lev_nb.blueprint.errors import did_you_mean
+    from lev_nb.blueprint.errors import unrecognized_arguments
 
     command = parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
             command = action.choices[args.command]
-    options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
-    message = f"unrecognized arguments: {' '.join(unknown)}"
-    first = next((u.partition("=")[0] for u in unknown if u.startswith("--")), None)
-    hint = did_you_mean(first, options) if first else None
-    command.error(message + (f" ({hint.replace(chr(39), '')})" if hint else ""))
+    command.error(unrecognized_arguments(unknown, [o for a in command._actions for o in a.option_strings]))

@@ -46,13 +46,16 @@ def add_schema(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def add_graph(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev graph``."""
     graph = subparsers.add_parser(
-        "graph", help="print the blueprint as a Mermaid flowchart",
+        "graph", help="print the blueprint as a Mermaid flowchart, or draw it as SVG/PNG",
         description=("Print the stage graph of an agent as Mermaid flowchart text (paste it into any "
-                     "Mermaid viewer; JupyterLab draws it for `bp` in a cell)."),
+                     "Mermaid viewer; JupyterLab draws it for `bp` in a cell), or with --svg/--png write "
+                     "it as a picture drawn by Graphviz (its `dot` program must be installed)."),
     )
     graph.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
     graph.add_argument("--direction", default=None, choices=["LR", "TB", "RL", "BT"],
                        help="which way the flowchart runs (default: top to bottom, left to right for a small graph)")
+    graph.add_argument("--svg", default=None, metavar="FILE", help="write the graph as an SVG picture to FILE")
+    graph.add_argument("--png", default=None, metavar="FILE", help="write the graph as a PNG picture to FILE")
     graph.set_defaults(func=run_graph)
 
 
@@ -164,7 +167,7 @@ def _models_lines(bp: Any) -> str:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    """``lev graph PATH``: the blueprint as Mermaid text."""
+    """``lev graph PATH``: the blueprint as Mermaid text, or ``--svg/--png FILE``: as a picture."""
     from lev_nb.blueprint import BlueprintError
     from lev_nb.blueprint.graph import blueprint_mermaid
     from lev_nb.catalog import load_argument
@@ -174,7 +177,30 @@ def run_graph(args: argparse.Namespace) -> int:
     except BlueprintError as exc:
         print(f"lev graph: {exc}", file=sys.stderr)
         return 1
-    sys.stdout.write(blueprint_mermaid(bp, direction=args.direction))
+    pictures = [(fmt, path) for fmt, path in (("svg", args.svg), ("png", args.png)) if path]
+    if not pictures:
+        sys.stdout.write(blueprint_mermaid(bp, direction=args.direction))
+        return 0
+    return _write_pictures(bp, pictures, args.direction)
+
+
+def _write_pictures(bp: Any, pictures: list[tuple[str, str]], direction: str | None) -> int:
+    """Draw ``bp`` with Graphviz into each (format, file); one clear line when that cannot be done."""
+    from lev_nb.blueprint.picture import GraphvizMissing, render
+    from lev_nb.store.files import write_atomic
+
+    for fmt, path in pictures:
+        try:
+            data = render(bp, fmt, direction=direction)
+        except GraphvizMissing as exc:
+            print(f"lev graph: {exc}", file=sys.stderr)
+            return 1
+        try:
+            write_atomic(Path(path), data)
+        except OSError as exc:
+            print(f"lev graph: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {path} ({fmt.upper()}, {len(data):,} bytes)", file=sys.stderr)
     return 0
 
 

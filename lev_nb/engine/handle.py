@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.engine import views
 from lev_nb.engine.eventlog import EventLog
 from lev_nb.engine.events import Event
+from lev_nb.errors import CleanError
 
 if TYPE_CHECKING:
     from lev_nb.engine.runner import Runner
 
 ARTIFACT_WINDOW = 1024 * 1024
+# The statuses of a run that is still on its way to a result, as a sentence says them.
+LIVE_STATUSES = {"starting": "starting", "running": "running", "waiting_input": "waiting for an answer"}
 PENDING_POLL_S = 0.02  # how often next_request looks for a request
+
+
+class RunNotFinished(CleanError, RuntimeError):
+    """``run.result`` asked of a run that is still going (it has no result yet)."""
 
 
 class Run:
@@ -159,8 +166,17 @@ class Run:
 
     @property
     def result(self) -> Any:
-        """The final output (an ``Output``), or None when none was submitted."""
-        return self._runner.final_output
+        """The final output (an ``Output``), or None when the run ended without one. Asked while
+        the run is still going and has no output yet, it raises :class:`RunNotFinished` (block
+        with ``run.wait()`` or ``await run`` first)."""
+        output = self._runner.final_output
+        status, future = self.status, self._future
+        if output is None and status in LIVE_STATUSES and (future is None or not future.done()):
+            raise RunNotFinished(
+                f"run {self.run_id} is still {LIVE_STATUSES[status]}, with no result yet; "
+                "run.wait() or await run, then read run.result"
+            )
+        return output
 
     def read_artifact(self, path: str, offset: int = 0, window: int = ARTIFACT_WINDOW) -> dict[str, Any]:
         """Read a file of the run's workdir a window at a time.

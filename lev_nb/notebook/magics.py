@@ -5,7 +5,8 @@ Load with ``%load_ext lev_nb.notebook``. Arguments are parsed by IPython's ``mag
 does not compile) surfaces as one ``UsageError`` line, never a traceback.
 
 - ``%lev validate PATH [--deny-warnings]`` shows the validation report.
-- ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid).
+- ``%lev graph PATH [--current STAGE] [--direction TB]`` shows the stage graph (Mermaid, and the
+  same graph as SVG drawn by Graphviz for front ends that do not draw Mermaid).
 - ``%lev ps [--all]`` lists the recorded runs; ``%lev show RUN`` tells one run's story from its
   record (as ``lev show``); ``%lev help`` prints this summary.
 - ``%lev config`` shows the effective settings and where each came from (as ``lev config``).
@@ -27,7 +28,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 from traitlets import Unicode
 
 DEFAULT_RUN_VAR = "_lev_run"
@@ -82,6 +84,20 @@ def _show_args(line: str) -> None:
 @argument("--all", action="store_true", help="every recorded run, not only recent ones")
 def _ps_args(line: str) -> None:
     """List the runs recorded under $LEV_HOME/runs."""
+
+
+def parse_arguments(magic: Any, line: str) -> Any:
+    """``magic``'s arguments parsed from ``line`` as ``parse_argstring`` does, except that an
+    unknown option gets the command line's "did you mean" (``%%lev t --modle mock``)."""
+    from lev_nb.blueprint.errors import unrecognized_arguments
+
+    parser = magic.parser
+    args, unknown = parser.parse_known_args(arg_split(line, strict=True))
+    if unknown:
+        options = [o for action in parser._actions for o in action.option_strings]
+        name = parser.prog if parser.prog.startswith("%") else f"%%{parser.prog}"  # a cell magic's parser has its bare name
+        raise UsageError(f"{name}: {unrecognized_arguments(unknown, options)}")
+    return args
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -145,27 +161,29 @@ class LevMagics(Magics):
         import lev_nb
         from lev_nb.blueprint import BlueprintError
 
-        args = parse_argstring(_validate_args, rest)
+        args = parse_arguments(_validate_args, rest)
         try:
             return lev_nb.validate(args.path, deny_warnings=args.deny_warnings)
         except BlueprintError as exc:
             raise UsageError(_one_line(exc)) from None
 
     def _graph(self, rest: str) -> Any:
-        args = parse_argstring(_graph_args, rest)
+        args = parse_arguments(_graph_args, rest)
         bp = self._load(args.path)
         if args.current is not None and args.current not in bp.stage_names:
             raise UsageError(
                 f"%lev graph: no stage '{args.current}' in {args.path}; stages: {', '.join(bp.stage_names)}"
             )
         from lev_nb.blueprint.graph import Diagram
+        from lev_nb.blueprint.picture import svg_or_none
 
-        return Diagram(bp.mermaid(direction=args.direction, current=args.current))
+        return Diagram(bp.mermaid(direction=args.direction, current=args.current),
+                       picture=lambda: svg_or_none(bp, direction=args.direction, current=args.current))
 
     def _ps(self, rest: str) -> None:
         from lev_nb.cli.run_status import print_ps
 
-        args = parse_argstring(_ps_args, rest)
+        args = parse_arguments(_ps_args, rest)
         print_ps(all_runs=args.all)
 
     def _show(self, rest: str) -> Any:
@@ -174,7 +192,7 @@ class LevMagics(Magics):
         from lev_nb.explain.show import story_of
         from lev_nb.notebook.display import RecordedRun
 
-        args = parse_argstring(_show_args, rest)
+        args = parse_arguments(_show_args, rest)
         try:
             record = open_run(args.run_id)
         except RecordUnreadable as exc:
@@ -239,7 +257,7 @@ class LevMagics(Magics):
         from lev_nb.notebook.widget import watch
         from lev_nb.scripting import ScriptError
 
-        args = parse_argstring(self.lev, line)
+        args = parse_arguments(self.lev, line)
         var = _check_identifier(args.var)
         bp = self._load(args.path)
         model = args.model if args.model is not None else (self.default_model or self._default_model())
@@ -262,7 +280,7 @@ class LevMagics(Magics):
     @cell_magic("rhai")  # type: ignore[arg-type]  # IPython types cell_magic(name) as `_F | Callable[[_F], _F]`
     def rhai(self, line: str, cell: str) -> Any:
         """Evaluate the cell as Rhai in lev_nb's hardened engine and return its value."""
-        args = parse_argstring(self.rhai, line)
+        args = parse_arguments(self.rhai, line)
         if args.validate:
             if args.call or args.arg:
                 raise UsageError("%%rhai: --validate cannot be combined with --call/--arg")

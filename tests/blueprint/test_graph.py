@@ -176,10 +176,10 @@ def test_lev_validate_graph_appends_the_flowchart(lev: Lev) -> None:
     assert out.stdout.endswith(blueprint_mermaid(load(ROOT / "blueprints" / "triage")))
 
 
-def test_blueprint_displays_as_mermaid_and_plain_text_only() -> None:
+def test_blueprint_displays_as_mermaid_plain_text_and_a_graphviz_svg() -> None:
     bp = load(ROOT / "blueprints" / "triage")
     bundle = bp._repr_mimebundle_()
-    assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
+    assert set(bundle) == {"text/vnd.mermaid", "text/plain", "image/svg+xml"}
     assert bundle["text/vnd.mermaid"] == bp.mermaid() == bundle["text/plain"]
 
 

@@ -148,6 +148,20 @@ def test_cancel_ends_the_run_cancelled_with_a_complete_record(engine):
     assert on_disk[-1]["type"] == "completed" and on_disk[-1]["status"] == "cancelled"
 
 
+def test_result_while_the_run_goes_says_to_wait_and_none_after_it_ended_without_one(engine):
+    from lev_nb import RunNotFinished
+
+    model = BlockingModel()
+    run, _ = engine.start(TWO_STAGES, model)
+    assert model.called.wait(30)
+    with pytest.raises(RunNotFinished) as info:
+        run.result
+    assert f"run {run.run_id} is still running" in str(info.value)
+    assert "run.wait() or await run" in str(info.value)
+    run.cancel()
+    assert run.wait(30).result is None
+
+
 def test_cancel_after_the_end_changes_nothing(engine):
     run, _ = engine.run(TWO_STAGES, TURNS)
     run.cancel()

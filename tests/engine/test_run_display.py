@@ -35,7 +35,7 @@ def test_a_run_knows_its_blueprint_and_draws_the_path_it_took(tmp_path: Path) ->
     run = bp.run("t", model="mock", home=tmp_path).wait(30)
     assert run.blueprint is bp  # a blueprint given as text too
     bundle = run.graph()._repr_mimebundle_()
-    assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
+    assert set(bundle) == {"text/vnd.mermaid", "text/plain", "image/svg+xml"}
     assert "s_a" in bundle["text/vnd.mermaid"] and "s_b" in bundle["text/vnd.mermaid"]
     worker_run = lev_nb.run(ROOT / "blueprints" / "triage", "R-1", model="mock", home=tmp_path).wait(30)
     assert worker_run.blueprint.name == "triage"

@@ -17,7 +17,7 @@ def test_load_ext_lev_nb_registers_the_magics() -> None:
     assert "lev" in ip.magics_manager.magics["line"]
     assert {"lev", "rhai"} <= set(ip.magics_manager.magics["cell"])
     graph = ip.run_line_magic("lev", f"graph {ROOT / 'blueprints' / 'triage'}")
-    assert set(graph._repr_mimebundle_()) == {"text/vnd.mermaid", "text/plain"}
+    assert set(graph._repr_mimebundle_()) == {"text/vnd.mermaid", "text/plain", "image/svg+xml"}
 
 
 def test_run_widget_follows_the_run(tmp_path: Path) -> None:
@@ -37,7 +37,7 @@ def test_run_graph_draws_the_path_the_run_took(tmp_path: Path) -> None:
     run = bp.run("R-1", model="mock", home=tmp_path).wait(30)
     diagram = run_graph(run)
     bundle = diagram._repr_mimebundle_()
-    assert set(bundle) == {"text/vnd.mermaid", "text/plain"}
+    assert set(bundle) == {"text/vnd.mermaid", "text/plain", "image/svg+xml"}
     assert bundle["text/vnd.mermaid"] == run_mermaid(bp, ["read", "check", "table"], status="complete")
     assert "class s_table finished" in bundle["text/plain"] and "linkStyle" in bundle["text/plain"]
 

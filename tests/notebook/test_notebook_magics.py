@@ -44,10 +44,10 @@ def one_line_usage_error(excinfo: pytest.ExceptionInfo[UsageError]) -> str:
 
 
 # -- %lev ------------------------------------------------------------------------------------
-def test_graph_bundle_is_exactly_mermaid_and_plain(ip: InteractiveShell) -> None:
+def test_graph_bundle_is_mermaid_plain_and_svg(ip: InteractiveShell) -> None:
     graph = ip.run_line_magic("lev", f"graph {TRIAGE} --current check")
     data, _meta = ip.display_formatter.format(graph)
-    assert set(data) == {"text/vnd.mermaid", "text/plain"}
+    assert set(data) == {"text/vnd.mermaid", "text/plain", "image/svg+xml"}
     assert data["text/vnd.mermaid"] == data["text/plain"]
     assert data["text/plain"] == lev_nb.load(TRIAGE).mermaid(current="check")
     assert "class s_check current" in data["text/plain"]
