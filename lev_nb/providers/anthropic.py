@@ -10,12 +10,9 @@ so a long run re-reads its stable prefix from the cache instead of paying for it
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import threading
 import time
-import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.messages import (
@@ -32,6 +29,7 @@ from lev_nb.messages import (
     Usage,
 )
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.clients import LoopClients
 from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
@@ -271,31 +269,19 @@ def _field(value: Any, name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------- clients
-# One SDK client per (api key, base url) per event loop: its connection pool belongs to the loop it
-# first ran on, and thousands of runs share the engine loop, so a client per request would waste
-# connections. The table for a loop disappears with the loop.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncAnthropic]] = (
-    weakref.WeakKeyDictionary()
-)
-_clients_lock = threading.Lock()
+def _make_client(api_key: str, base_url: str | None) -> AsyncAnthropic:
+    from anthropic import AsyncAnthropic
+
+    # max_retries=0: the engine's RetryPolicy retries (see lev_nb/providers/clients.py).
+    return AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=DEFAULT_TIMEOUT_S)
+
+
+_clients: LoopClients[AsyncAnthropic] = LoopClients(_make_client)
 
 
 def shared_client(api_key: str, base_url: str | None) -> AsyncAnthropic:
-    """The SDK client for this key and base URL on the running event loop (created on first use)."""
-    from anthropic import AsyncAnthropic
-
-    loop = asyncio.get_running_loop()
-    with _clients_lock:
-        per_loop = _clients.setdefault(loop, {})
-        client = per_loop.get((api_key, base_url))
-        if client is None:
-            # max_retries=0 on purpose: the engine's RetryPolicy (lev_nb/engine/pipeline/inference.py) already
-            # retries transient ProviderErrors with its own backoff and Retry-After handling; letting
-            # the SDK retry 429/5xx as well would multiply the attempts (4 x 3 = 12 calls) and hide
-            # the failures from the run's event log.
-            client = AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=DEFAULT_TIMEOUT_S)
-            per_loop[(api_key, base_url)] = client
-        return client
+    """The SDK client for this key and base URL on the running event loop (:mod:`.clients`)."""
+    return _clients.get(api_key, base_url)
 
 
 # ---------------------------------------------------------------------------------------- request

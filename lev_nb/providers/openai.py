@@ -19,12 +19,9 @@ are off (``max_retries=0``) so that attempts do not multiply with the engine's.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
-import threading
-import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from lev_nb.messages import (
@@ -40,6 +37,7 @@ from lev_nb.messages import (
 )
 from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _is_transport_failure, parse_retry_after
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.clients import LoopClients
 from lev_nb.records import record
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
@@ -226,28 +224,18 @@ _SDK_KEYWORDS = frozenset({
 
 
 # ---------------------------------------------------------------------------------------- clients
-# One SDK client per (key, base url) per event loop, as for Anthropic: its connection pool belongs
-# to the loop it first ran on. The table for a loop disappears with the loop.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncOpenAI]] = (
-    weakref.WeakKeyDictionary()
-)
-_clients_lock = threading.Lock()
+def _make_client(api_key: str, base_url: str | None) -> AsyncOpenAI:
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=DEFAULT_TIMEOUT_S)
+
+
+_clients: LoopClients[AsyncOpenAI] = LoopClients(_make_client)
 
 
 def shared_client(api_key: str, base_url: str | None) -> AsyncOpenAI:
-    """The SDK client for this key and base URL on the running event loop (created on first use)."""
-    from openai import AsyncOpenAI
-
-    loop = asyncio.get_running_loop()
-    with _clients_lock:
-        per_loop = _clients.setdefault(loop, {})
-        client = per_loop.get((api_key, base_url))
-        if client is None:
-            # max_retries=0 on purpose: the engine's RetryPolicy retries transient ProviderErrors
-            # with its own backoff and Retry-After handling; SDK retries would multiply the attempts.
-            client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=DEFAULT_TIMEOUT_S)
-            per_loop[(api_key, base_url)] = client
-        return client
+    """The SDK client for this key and base URL on the running event loop (:mod:`.clients`)."""
+    return _clients.get(api_key, base_url)
 
 
 # ---------------------------------------------------------------------------------------- request
