@@ -94,6 +94,9 @@ def _print_listings(listings: list[Any], args: argparse.Namespace) -> None:
             print(f"  cannot list: {listing.error}", file=sys.stderr if args.provider else sys.stdout)
             continue
         if not listing.rows:
+            if not listing.configured:  # as the upstream: an empty table where there is no key
+                print("  no models listed without a key for it here (--all lists its built-in catalogue)")
+                continue
             hint = "" if args.remote else " (none in the built-in catalogue; try --remote)"
             print(f"  no models{hint}")
             continue
