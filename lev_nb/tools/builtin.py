@@ -276,31 +276,34 @@ def kill_group(pid: int) -> None:
         pass
 
 
+async def start_in_group(argv: list[str], **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start a command in a process group of its own, with no standard input.
 
-async def start_in_group(program: str, *args: str, shell: bool = False, **kwargs: Any) -> asyncio.subprocess.Process:
-    """Start a command in a process group of its own (``shell``: ``program`` is a shell command line).
-
-    A cancellation that lands while the process is being created still lets the creation finish,
-    then kills the whole group and re-raises: asyncio would otherwise kill only the direct child
-    and wait until whatever it spawned exits and closes the pipes (a cancelled run would hang).
-    The group is killed if this process dies first (:mod:`lev_nb.tools.reaper`); the caller calls
-    ``reaper.release(proc.pid)`` once the command has ended.
+    It starts behind a :class:`~lev_nb.tools.reaper.Gate`: it runs only once its group is on the
+    watcher's list, so the group is killed if this process dies at any moment after (the caller
+    calls ``reaper.release(proc.pid)`` once the command has ended). A cancellation that lands while
+    the process is being created still lets the creation finish, then kills the whole group and
+    re-raises: asyncio would otherwise kill only the direct child and wait until whatever it
+    spawned exits and closes the pipes (a cancelled run would hang).
     """
-    if shell:
-        creating = asyncio.ensure_future(asyncio.create_subprocess_shell(program, start_new_session=True, **kwargs))
-    else:
-        creating = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(program, *args, start_new_session=True, **kwargs))
+    gate = reaper.Gate()
+    creating = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(*gate.argv(argv), stdin=gate.stdin, start_new_session=True, **kwargs))
     try:
         proc = await asyncio.shield(creating)
     except asyncio.CancelledError:
         try:
             proc = await creating
         except Exception:
+            gate.close()
             raise asyncio.CancelledError from None
+        gate.close()  # it never runs
         kill_group(proc.pid)
         raise
-    reaper.watch(proc.pid)  # the group dies with this process, however it ends (release when done)
+    except BaseException:
+        gate.close()
+        raise
+    gate.open(proc.pid)
     return proc
 
 
@@ -335,9 +338,8 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         return refused
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
-        *command_line(ctx.sandbox, command),
+        command_line(ctx.sandbox, command),
         cwd=str(ctx.workspace.root),
-        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)

@@ -11,6 +11,11 @@ ended), it kills every group still listed and exits.
 
 Only this process holds the pipe's writing end: it is not inherited by commands (close-on-exec),
 and a forked child (a worker) drops it and starts its own watcher when it needs one.
+
+A command is told of only after it has started, and a busy machine may run it for a while before
+that: a kill in between would leak it. So a command starts *gated* (:class:`Gate`): a small shell
+waits on its standard input until the group is on the watcher's list, then becomes the command. If
+this process dies first, the gate reads end-of-input and the command never runs.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["watch", "release"]
+__all__ = ["Gate", "watch", "release"]
+
+# Waits for one line on stdin (end of input: its starter died, so run nothing), then becomes the
+# command with stdin from /dev/null, as every agent command has.
+_GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
 
 # The watcher: "+PGID" adds a group, "-PGID" removes one; at end of input, kill what is left.
 _WATCHER = """
@@ -107,3 +116,38 @@ def watch(group: int) -> None:
 def release(group: int) -> None:
     """Process group ``group`` is done with (its command ended): no longer killed at exit."""
     _REAPER._send(f"-{group}\n")
+
+
+class Gate:
+    """One command's start gate: pass :meth:`argv` and ``stdin=gate.stdin`` to the call that starts
+    it in a new session, then call :meth:`open` with its pid (or :meth:`close` if it did not start)."""
+
+    def __init__(self) -> None:
+        self.stdin, self._go = os.pipe()
+
+    @staticmethod
+    def argv(argv: list[str]) -> list[str]:
+        """``argv`` behind the gate."""
+        return ["/bin/sh", "-c", _GATE, "lev-gate", *argv]
+
+    def open(self, group: int) -> None:
+        """Put ``group`` on the watcher's list, then let the command run."""
+        self._close_read()
+        watch(group)
+        try:
+            os.write(self._go, b"go\n")
+        except OSError:
+            pass  # the gate is gone already (killed): nothing to let through
+        self.close()
+
+    def _close_read(self) -> None:
+        if self.stdin >= 0:
+            os.close(self.stdin)
+            self.stdin = -1
+
+    def close(self) -> None:
+        """Let go of both ends (a command still waiting reads end-of-input and does not run)."""
+        self._close_read()
+        if self._go >= 0:
+            os.close(self._go)
+            self._go = -1

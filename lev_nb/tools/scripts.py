@@ -131,11 +131,16 @@ class RunToolHost:
             raise PermissionError(refused)
         # In the stage's sandbox; its own process group, so a timeout stops what the command
         # spawned too; no credentials.
-        proc = subprocess.Popen(
-            command_line(self.sandbox, command), cwd=self.workspace.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, env=child_environment(), start_new_session=True,
-        )
-        reaper.watch(proc.pid)  # the group dies with this process, however it ends
+        gate = reaper.Gate()  # it runs once its group dies with this process, however that ends
+        try:
+            proc = subprocess.Popen(
+                gate.argv(command_line(self.sandbox, command)), cwd=self.workspace.root, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, stdin=gate.stdin, env=child_environment(), start_new_session=True,
+            )
+        except BaseException:
+            gate.close()
+            raise
+        gate.open(proc.pid)
         try:
             stdout, stderr = _collect(proc)
         finally:

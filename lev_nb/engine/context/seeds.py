@@ -159,8 +159,8 @@ async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problem
     # In the agent's sandbox; no credential-shaped variable; its own process group, so stopping it
     # stops what it spawned.
     proc = await start_in_group(
-        *command_line(sandbox, command), cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        stdin=asyncio.subprocess.DEVNULL, env=child_environment(),
+        command_line(sandbox, command), cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=child_environment(),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
