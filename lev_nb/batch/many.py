@@ -62,6 +62,7 @@ class RunSummary:
     error: str | None = None
     worker: str | None = None
     attempts: int = 1
+    warnings: tuple[str, ...] = ()  # what the run warned the person of, a line each ("(stage) message")
 
     @property
     def ok(self) -> bool:
@@ -494,5 +495,6 @@ def _drive(backend: _Backend, spec: ShareSpec, shares: list[list[tuple[int, Any]
         task = split_task(item)[0]
         s = summaries.get(index) or failed(index, task, "no worker reported this task")
         out.append(RunSummary(index=index, task=task, run_id=s["run_id"], status=s["status"], output=s["output"],
-                              error=s["error"], worker=s["worker"], attempts=attempts[index]))
+                              error=s["error"], worker=s["worker"], attempts=attempts[index],
+                              warnings=tuple(s.get("warnings") or ())))
     return out

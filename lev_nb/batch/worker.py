@@ -55,11 +55,13 @@ def where() -> str:
 
 
 def summary_of(index: int, task: str, run: Any) -> dict[str, Any]:
-    """The summary of a finished run: its id, status, final output (text) and error."""
+    """The summary of a finished run: its id, status, final output (text), error and what it
+    warned the person of (one line each, with its stage)."""
     result = run.result
     return {
         "index": index, "task": task, "run_id": run.run_id, "status": run.status,
         "output": None if result is None else result.content, "error": run.error, "worker": where(),
+        "warnings": [f"({w.stage}) {w.message}" if w.stage else w.message for w in run.warnings],
     }
 
 

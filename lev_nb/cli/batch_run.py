@@ -46,6 +46,10 @@ def run_batch(bp: Any, task: str, schema: dict[str, Any] | None, inputs: dict[st
     else:
         for summary in summaries:
             print(summary.run_id or "-")
+    if not args.quiet:
+        for s in summaries:  # the workers' warnings, told here since nobody saw them happen
+            for line in s.warnings:
+                print(f"lev run {s.run_id}: warning {line}", file=sys.stderr)
     bad = [s for s in summaries if not s.ok]
     for s in bad:
         print(f"lev run: copy {s.index + 1} ended {s.status}: {s.error}", file=sys.stderr)

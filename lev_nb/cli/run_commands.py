@@ -448,6 +448,7 @@ def _wait_quietly(run: Any) -> None:
 def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
     """``--count N``: wait for every copy (one line on stderr as each ends), print the ids (or a
     JSON list of them); the exit status is the worst of the copies'."""
+    from lev_nb.cli.progress import Teller
     from lev_nb.cli.run_status import status_text
 
     if not args.quiet:
@@ -455,6 +456,8 @@ def _follow_all(runs: list[Any], args: argparse.Namespace) -> int:
         if _at_terminal() and not (args.yolo or args.allow or args.unattended):
             print("lev run: copies are not asked at the terminal: a tool that would ask is denied "
                   "(--allow TOOL or --yolo lets it run)", file=sys.stderr)
+        for run in runs:  # each copy's warnings as they happen, named by its run id
+            run.subscribe(Teller(sys.stderr, f"lev run {run.run_id}"))
     for run in runs:
         _wait_quietly(run)
         if not args.quiet:

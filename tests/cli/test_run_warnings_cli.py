@@ -230,3 +230,15 @@ def test_a_run_cut_short_after_refusals_still_says_them(tmp_path: Path, engine: 
     assert run.status == "error"
     assert "script exhausted" in run.error and run.error.endswith("(submit_output was called and refused 2 times; the last answer was rejected by "
                               "validator 'checks/answer.rhai': too short)")
+
+
+@pytest.mark.parametrize("workers", [None, 1])
+def test_copies_of_a_run_tell_their_warnings_by_run_id(workers: int | None, tmp_path: Path, lev: Lev) -> None:
+    args, _code, phrase = silent_runs(tmp_path)["validator"]
+    out = lev("run", *args, "--count", "2", *(["--workers", str(workers)] if workers else []))
+    assert out.returncode == 0, out.stderr
+    run_ids = out.stdout.split()
+    assert len(run_ids) == 2
+    for run_id in run_ids:  # each copy's warning, once, named by the copy's run id
+        told = [line for line in out.stderr.splitlines() if line.startswith(f"lev run {run_id}: warning")]
+        assert len(told) == 1 and phrase in told[0], out.stderr
