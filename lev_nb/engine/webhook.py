@@ -70,6 +70,8 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
         timer.start()
         conn.request("POST", path, body=body, headers={"Content-Type": "application/json", "User-Agent": "lev_nb"})
         status = int(conn.getresponse().status)
+        if expired.is_set():  # a reply cut off at the deadline can still parse (headers end at EOF)
+            raise TimeoutError
     except (OSError, ValueError, http.client.HTTPException) as exc:
         if expired.is_set() or isinstance(exc, TimeoutError):
             raise DeliveryError(f"the webhook at '{url}' did not answer within {timeout:g} s", True) from None

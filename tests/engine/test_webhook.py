@@ -264,6 +264,32 @@ def test_a_trickling_receiver_cannot_hold_the_delivery_past_its_deadline():
     assert len(outcome) == 1 and "did not answer within 0.5 s" in str(outcome[0])
 
 
+
+def test_a_reply_cut_off_at_the_deadline_is_not_a_delivery():
+    """A status line sent in time, then the headers too slowly: at the deadline the socket is shut
+    and the headers end at end-of-input, so the reply parses as 200; it is still a timeout."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    cut = threading.Event()
+
+    def reply() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Le")
+            cut.wait(60)  # the rest never comes before the deadline
+
+    threading.Thread(target=reply, daemon=True).start()
+    try:
+        with pytest.raises(OSError, match="did not answer within 0.5 s"):
+            post_json(f"http://127.0.0.1:{server.getsockname()[1]}/", {}, timeout=0.5)
+    finally:
+        cut.set()
+        server.close()
+
 def test_lev_run_shows_a_failed_delivery_on_stderr(tmp_path, failing_receiver, lev):
     agent = tmp_path / "agent"
     agent.mkdir()
