@@ -291,8 +291,8 @@ class ToolScriptPermissions:
 class AgentSafeCommands:
     """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
 
-    tools: tuple[str, ...] = setting(())
-    shell: tuple[str, ...] = setting(())
+    tools: tuple[str, ...] = setting((), doc="tools this agent may run without asking")
+    shell: tuple[str, ...] = setting((), doc="shell command prefixes this agent may run without asking")
     allow_blueprint: bool = setting(False, doc="honour this agent's own [safe_commands]")
 
 
@@ -307,9 +307,9 @@ class ReadPathGrants:
 class NudgeDefaults:
     """``[nudge]``: machine-wide defaults of the empty-response nudge (stage > agent > this > built-in)."""
 
-    enabled: bool | None = setting()
-    max: int | None = setting(minimum=0)
-    text: str | None = setting()
+    enabled: bool | None = setting(doc="nudge a model that answers with text only (default: on, off for checkpoints)")
+    max: int | None = setting(minimum=0, doc="nudges per stage visit (default 3)")
+    text: str | None = setting(doc="the nudge's wording; {stage} and {regions} are filled in")
 
 
 @record
@@ -373,8 +373,8 @@ class Settings:
     webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
-    agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
-    agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
+    agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({}, doc="per-agent no-prompt commands")
+    agent_read_paths: Mapping[str, ReadPathGrants] = setting({}, doc="per-agent read grants outside the workdir")
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
     notebook: NotebookDefaults = field(default_factory=NotebookDefaults)
     observability: Observability = field(default_factory=Observability)
