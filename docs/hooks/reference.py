@@ -152,7 +152,28 @@ def blueprint_reference() -> str:
             text = info.description or own.get(name, "")
             lines.append(f"| `{key}` | {kind} | {default} | {_cell(text)} |")
         lines.append("")
+    lines += _lint_codes()
     return "\n".join(lines)
+
+
+def _lint_codes() -> list[str]:
+    """The codes ``lev validate`` reports, from the lint catalogue."""
+    from lev_nb.blueprint.lints import ALL_CODES
+
+    split = ALL_CODES.index("unknown-key")
+    upstream = ", ".join(f"`{c}`" for c in ALL_CODES[:split])
+    own = ", ".join(f"`{c}`" for c in ALL_CODES[split:])
+    return [
+        "## Lint codes {#lint-codes}",
+        "",
+        "The findings `lev validate` can report, from its lint catalogue (`lev_nb/blueprint/lints.py`).",
+        "Each finding names its code, severity, stage and a fix.",
+        "",
+        f"**The upstream runtime's codes** (same names and severities): {upstream}.",
+        "",
+        f"**lev_nb's own**: {own}.",
+        "",
+    ]
 
 
 def _pydantic_type(hint: Any, anchors: dict[type, str]) -> str:
