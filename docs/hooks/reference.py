@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import types
 import typing
@@ -43,8 +44,21 @@ def on_files(files: Files, config: Any) -> Files:
 # Shared
 # ------------------------------------------------------------------------------------------------
 def _cell(text: str) -> str:
-    """Text that is safe inside one Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text that is safe inside one Markdown table cell: one line, ``|`` escaped, and ``<`` outside
+    code spans escaped so that ``--<input>`` or ``[agent_read_paths.<name>]`` is not read as HTML."""
+    parts = " ".join(str(text).split()).replace("``", "`").split("`")
+    for i in range(0, len(parts), 2):  # the even parts are outside code spans
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts).replace("|", "\\|")
+
+
+# Sphinx roles (``:class:`X```) that docstrings use; in the site the code span alone reads right.
+_ROLE = re.compile(r":(?:attr|class|func|meth|mod|data|exc|obj|py:\w+):(?=<code)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Drop the Sphinx role prefixes mkdocstrings leaves in front of code spans."""
+    return _ROLE.sub("", html)
 
 
 def _code(value: str) -> str:
@@ -137,7 +151,7 @@ def blueprint_reference() -> str:
     for path, cls in paths:
         strict = cls.model_config.get("extra") == "forbid"
         lines += [f"## `{path}` {{#{anchors[cls]}}}", ""]
-        doc = _first_paragraph(cls.__doc__)
+        doc = _cell(_first_paragraph(cls.__doc__))
         if doc:
             lines += [doc, ""]
         lines += [f"*{'Strict' if strict else 'Lenient'} table.*", ""]
@@ -265,7 +279,7 @@ def configuration_reference() -> str:
         heading = title if title == "Top-level keys" else f"`{title}`"
         lines += [f"## {heading}", ""]
         if doc:
-            lines += [doc, ""]
+            lines += [_cell(doc), ""]
         lines += ["| Key | Type | Default | Environment | Description |", "|---|---|---|---|---|"]
         lines += rows
         lines.append("")

@@ -32,7 +32,7 @@ KEY_DOCS: dict[str, dict[str, str]] = {
         "format": "A label for the answer: json, xml, yaml, csv and toml are parsed when submitted; any other is passed on.",
         "instructions": "What the model is told about the answer's content.",
         "example": "An example answer, shown to the model word for word.",
-        "schema": "A JSON Schema (written as a TOML table) the answer must meet.",
+        "json_schema": "A JSON Schema (written as a TOML table) the answer must meet.",
         "validator": "A Rhai script (path in the agent folder) defining `fn validate(content)`.",
     },
     "Stage": {
