@@ -221,9 +221,8 @@ def _close(word: str, choices: list[str]) -> str | None:
 
 
 def check_region_scripts(bp: Blueprint) -> None:
-    """What ``lev validate`` checks of custom-region scripts, without compiling: every custom-region script
-    must resolve inside the agent folder
-    and be readable. (Compiling them is :mod:`lev_nb.scripting.checks`' job.)"""
+    """What ``lev validate`` checks of custom-region scripts, without compiling: every one must
+    resolve inside the agent folder and be readable. (Compiling them is :mod:`lev_nb.scripting.checks`' job.)"""
     base = bp.base_dir
     if base is None:
         return

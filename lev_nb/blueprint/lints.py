@@ -1,6 +1,5 @@
-"""The lint catalogue of ``lev validate`` (docs/blueprint.md#validation-and-lints): the 33 upstream codes
-and three of
-lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
+"""The lint catalogue of ``lev validate`` (docs/blueprint.md#validation-and-lints): the 33 upstream
+codes and three of lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
 
 Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
 key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a

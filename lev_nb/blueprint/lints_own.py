@@ -1,7 +1,6 @@
 """lev_nb's own lint codes for what cannot work as written (beyond the upstream catalogue of
-docs/blueprint.md#validation-and-lints, which :mod:`lev_nb.blueprint.lints` holds), and the note for a
-permission
-the user's configuration caps.
+docs/blueprint.md#validation-and-lints, which :mod:`lev_nb.blueprint.lints` holds), and the note for
+a permission the user's configuration caps.
 
 - ``gate-unknown-region`` (error): a gate's ``require_regions`` names a region no layout declares.
   The upstream does not check this list, and at run time a region that does not

@@ -495,7 +495,7 @@ def classify_api_message(message: str) -> ProviderError:
 
 
 def map_script_error(exc: RhaiError, label: str) -> ProviderError:
-    """What a script threw (or a limit it hit) as a ProviderError (docs/rhai.md#provider-scripts "Errors")."""
+    """What a script threw (or a limit it hit) as a ProviderError (docs/rhai.md#provider-scripts)."""
     if isinstance(exc, RhaiLimitError):
         return ProviderError("api", f"provider script {label} hit a limit: {exc}")
     value = getattr(exc, "value", None)
