@@ -57,8 +57,9 @@ _ROLE = re.compile(r":(?:attr|class|func|meth|mod|data|exc|obj|py:\w+):(?=<code)
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Drop the Sphinx role prefixes mkdocstrings leaves in front of code spans."""
-    return _ROLE.sub("", html)
+    """Drop the Sphinx role prefixes mkdocstrings leaves in front of code spans, and the ``~`` that
+    asks Sphinx to show a dotted name short."""
+    return _ROLE.sub("", html).replace("<code>~", "<code>")
 
 
 def _code(value: str) -> str:

@@ -5,6 +5,7 @@ guides loads and validates without errors."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import lev_nb
 from docs_support import DOCS, reference_hook
@@ -51,3 +52,18 @@ def test_the_blueprints_in_the_guides_are_valid() -> None:
     for page, block in blocks:
         report = lev_nb.validate(lev_nb.load(block))
         assert report.valid and not report.warnings, f"{page}:\n{report}"
+
+
+def test_the_configuration_in_the_guides_is_read_without_a_warning(tmp_path: Path) -> None:
+    """Every ``config.toml`` sample of the guides loads, and no key in it is unknown or ignored."""
+    from lev_nb.settings.loader import load
+
+    samples = []
+    for page in ("configuration.md", "providers.md", "mcp.md", "observability.md"):
+        samples += re.findall(r"```toml\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S)
+    assert len(samples) >= 4
+    for number, sample in enumerate(samples):
+        path = tmp_path / f"config-{number}.toml"
+        path.write_text(sample, encoding="utf-8")
+        settings = load(path, environ={})
+        assert not settings.warnings, f"{sample}\n{settings.warnings}"
