@@ -2,7 +2,7 @@
 
 Plain dataclasses, so every layer can build and compare them without importing another: a request
 (system prompt, messages, advertised tools), a response (text, tool calls, usage), and the blocks
-that make up a message (spec/runtime.md §13 describes what a provider sends and gets back).
+that make up a message (docs/reference/api.md#providers describes what a provider sends and gets back).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Message:
 
     ``cache_breakpoint`` is the context assembler's hint that the conversation up to here is worth
     caching (the system prefix did not change since the last request); a provider that caches
-    prompts decides where its markers go from it (spec/runtime.md §3.2, §13.1).
+    prompts decides where its markers go from it (docs/concepts.md#context-regions).
     """
 
     role: Literal["user", "assistant"]

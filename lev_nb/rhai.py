@@ -73,7 +73,7 @@ __all__ = [
     "arities_of",
 ]
 
-# The default of every limit: the upstream sandbox numbers (spec/rhai.md §1) plus lev_nb's
+# The default of every limit: the upstream sandbox numbers (docs/rhai.md#the-sandbox) plus lev_nb's
 # wall-clock deadline, read from the native module so they are stated once, in Rust.
 DEFAULT_LIMITS: dict[str, int | None] = dict(_rhai.DEFAULT_LIMITS)
 

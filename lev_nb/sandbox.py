@@ -1,6 +1,6 @@
-"""Where an agent's commands run: the ``[sandbox]`` table made real (spec/blueprint.md §2 ``[sandbox]``,
-§3 "Sandbox resolves to the stronger of agent and stage"; spec/rhai.md §3 ``shell`` "through the
-agent's sandbox if one is configured"; issue 12 item 4).
+"""Where an agent's commands run: the ``[sandbox]`` table made real (docs/security.md#the-sandbox: the
+stronger of the agent's and the stage's wins; a tool script's ``shell`` runs in it too,
+docs/rhai.md#host-functions; issue 12 item 4).
 
 The ONE home of the sandbox rule, shared by the shell tool, command seeds and a script's ``shell()``:
 

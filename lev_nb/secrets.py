@@ -2,7 +2,7 @@
 environment a child process gets (the shell tool, command seeds, a script's ``shell()``: every
 credential-shaped variable left out, and every variable the configuration names as holding a key,
 whatever its name), and the redaction of a secret's value from any text lev_nb
-stores or shows (spec/rhai.md §3.3 ``env_var``; issue 12 item 8).
+stores or shows (docs/security.md#secrets; issue 12 item 8).
 
 The script ``env_var`` host function refuses exactly the names :func:`looks_like_credential`
 accepts, and :func:`child_environment` drops exactly those, so what a script cannot read is what a

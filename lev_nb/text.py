@@ -1,7 +1,7 @@
 """Text helpers every layer shares: cutting on UTF-8 character boundaries and the one token estimate.
 
 Budgets in lev_nb are counted in UTF-8 bytes (files, tool results, final outputs) or in estimated
-tokens (context regions); spec/runtime.md §5 estimates a token as four bytes, rounded up. A cut never
+tokens (context regions); lev_nb estimates a token as four bytes, rounded up. A cut never
 splits a character, so whatever is kept can be written as UTF-8 and read back.
 """
 

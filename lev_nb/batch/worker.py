@@ -1,5 +1,5 @@
 """The worker side of a batch: one *share* of a batch's tasks run on this process's engine loop
-(issue 15 "every core, then a cluster"; spec/runtime.md §2: every run of a process is a task on its
+(issue 15 "every core, then a cluster"; docs/runs.md#the-run-loop: every run of a process is a task on its
 one engine loop).
 
 :func:`run_share` is what a worker process executes, under a local process pool or as a Dask task.

@@ -1,4 +1,4 @@
-"""The blueprint format: model, loading, validation and lints (spec/blueprint.md).
+"""The blueprint format: model, loading, validation and lints (docs/reference/blueprint.md).
 
 Public API (stable; the run engine and the graph build on it)
 -------------------------------------------------------------
@@ -12,7 +12,7 @@ Validation (the format's half; ``lev_nb.validate`` = :func:`lev_nb.scripting.che
 adds the script compile checks and is what ``lev validate`` reports)
     ``pipeline.validate_source(path_or_blueprint, *, deny_warnings=False, env=None, checks=())``
     ``pipeline.validate_blueprint(bp, ...)``  -> Report; ``checks`` run after the lints
-    ``check(bp)``                            raises BlueprintError(kind="validation") (§9.2)
+    ``check(bp)``                            raises BlueprintError(kind="validation")
     ``Report``  .valid .findings .errors .warnings .notes .error ("parse error: ..." /
                 "validation failed: ...") .exception (the BlueprintError) .blueprint .codes
                 .by_code(code) .to_json() .to_dict() (the --json object) .failure_line()

@@ -1,4 +1,5 @@
-"""Hard validation of a parsed blueprint (spec/blueprint.md §9.2): the first failure refuses it.
+"""Hard validation of a parsed blueprint (docs/blueprint.md#validation-and-lints): the first failure
+refuses it.
 
 Checks run in upstream order and walk stages and edges in declaration order, so the failure
 reported for a blueprint with several problems is deterministic.
@@ -25,7 +26,7 @@ def _fail(bp: Blueprint, message: str, key_path: list[str], hint: str | None = N
 
 
 def layout_problem(regions: dict[str, Region]) -> str | None:
-    """Why a layout leaves too little working room (§6.3), or None when it is fine."""
+    """Why a layout leaves too little working room, or None when it is fine."""
     if any(r.is_percentage for r in regions.values()):
         return None
     total = sum(r.effective_max_tokens for r in regions.values()) & _U64
@@ -38,7 +39,7 @@ def layout_problem(regions: dict[str, Region]) -> str | None:
 
 
 def has_terminal_path(bp: Blueprint) -> bool:
-    """Depth-first search from the entry for a stage where the run can end (§7)."""
+    """Depth-first search from the entry for a stage where the run can end (docs/concepts.md#transitions)."""
     names = bp.stage_names
     stack = [bp.entry_stage]
     seen: set[str] = set()
@@ -65,7 +66,8 @@ def has_terminal_path(bp: Blueprint) -> bool:
 
 
 def check(bp: Blueprint) -> None:
-    """Raise :class:`BlueprintError` (kind "validation") for the first §9.2 rule ``bp`` breaks."""
+    """Raise :class:`BlueprintError` (kind "validation") for the first rule ``bp`` breaks
+    (docs/blueprint.md#validation-and-lints)."""
     problem = layout_problem(bp.global_layout)
     if problem:
         raise _fail(bp, problem, ["context", "regions"])
@@ -219,8 +221,8 @@ def _close(word: str, choices: list[str]) -> str | None:
 
 
 def check_region_scripts(bp: Blueprint) -> None:
-    """§8 step 4 without compiling: every custom-region script must resolve inside the agent folder
-    and be readable. (Compiling them is :mod:`lev_nb.scripting.checks`' job.)"""
+    """What ``lev validate`` checks of custom-region scripts, without compiling: every one must
+    resolve inside the agent folder and be readable. (Compiling them is :mod:`lev_nb.scripting.checks`' job.)"""
     base = bp.base_dir
     if base is None:
         return

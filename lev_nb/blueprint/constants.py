@@ -1,6 +1,6 @@
 """Fixed tables of the blueprint format: key lists, enums, built-in tools, the model table.
 
-These are facts of the upstream format (spec/blueprint.md §2-§7 and Appendices A-B); lev_nb
+These are facts of the upstream format (docs/reference/blueprint.md); lev_nb
 keeps them in one place so the loader, the checks and the lints agree.
 """
 
@@ -136,7 +136,7 @@ MAX_FAN_OUT_ATTEMPTS = 100
 MAX_STAGE_ITERATIONS = 10_000
 MAX_STAGE_REVISITS = 1_000
 
-# --- Appendix B: the built-in model table -------------------------------------------------------
+# --- The built-in model table (the upstream's; lev models list shows it) ---------------------------
 _M = 1_000_000
 _GEM = 1_048_576
 #: The context window assumed for a model missing from MODEL_WINDOWS, in tokens.

@@ -1,5 +1,5 @@
 """Output format labels: the formats lev_nb knows by name, and the one rule that tells a misspelling
-of one of them from a label of the author's own (spec/runtime.md §8.3; seeds/final-outputs.md).
+of one of them from a label of the author's own (docs/concepts.md#final-outputs).
 
 A format is an open label: "markdown, XML, CSV, a2ui, a media type, or a format you invent this
 afternoon all work the same way", and a label lev_nb has no check for is carried through unchecked.

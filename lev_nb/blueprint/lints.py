@@ -1,5 +1,5 @@
-"""The lint catalogue of ``lev validate`` (spec/blueprint.md §10): the 33 upstream codes and three of
-lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
+"""The lint catalogue of ``lev validate`` (docs/blueprint.md#validation-and-lints): the 33 upstream
+codes and three of lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
 
 Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
 key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a
@@ -9,8 +9,8 @@ MCP check: ``server__tool`` grants and connectors against the configured servers
 ``unknown-tool`` as a warning) in stage order; :func:`lint` returns them sorted errors, warnings, notes.
 
 The environment (:class:`LintEnv`) is explicit. lev_nb's default (``LintEnv.for_blueprint``):
-known tools = the Appendix A built-ins and aliases, the sub-agent tools and the agent's own
-``tools/*.rhai`` names; known models and windows = the Appendix B table (closed catalogues:
+known tools = the built-in tools and aliases, the sub-agent tools and the agent's own
+``tools/*.rhai`` names; known models and windows = the built-in model table (closed catalogues:
 anthropic, openai, google); the user's config is *unknown*, so the provider-reachability check
 (no-reachable-provider) is skipped and the read-paths / safe-commands notes take their
 "not checked" forms. ``lev validate`` and ``lev_nb.validate`` fill the config-dependent fields
@@ -73,7 +73,7 @@ class LintEnv:
 
     @classmethod
     def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:
-        """Built-in tools (+ aliases, sub-agent tools, ``extra_tools``) and the Appendix B models."""
+        """Built-in tools (+ aliases, sub-agent tools, ``extra_tools``) and the built-in model table."""
         tools = set(C.BUILTIN_TOOLS) | set(C.TOOL_ALIASES) | set(C.SUBAGENT_TOOLS) | set(extra_tools)
         closed = frozenset(k for k in C.MODEL_WINDOWS if k[0] in C.CLOSED_CATALOG_PROVIDERS)
         return cls(known_tools=frozenset(tools), known_models=closed, model_windows=dict(C.MODEL_WINDOWS))
@@ -85,7 +85,7 @@ class LintEnv:
 
 
 def lint(bp: Blueprint, env: LintEnv | None = None) -> list[Finding]:
-    """Every §10 finding for ``bp`` (which must already have passed the hard checks), sorted."""
+    """Every lint finding for ``bp`` (which must already have passed the hard checks), sorted."""
     env = env if env is not None else LintEnv.for_blueprint(bp)
     out: list[Finding] = []
     for agent_check in AGENT_CHECKS:
@@ -265,7 +265,7 @@ def a11_holds_under_yolo(bp: Blueprint, env: LintEnv) -> list[Finding]:
 
 
 def reachable_stages(bp: Blueprint) -> set[str]:
-    """Stages reached from the entry over transition keys and fan-out worker/merge stages (§7)."""
+    """Stages reached from the entry over transition keys and fan-out worker/merge stages."""
     seen: set[str] = set()
     queue = [bp.entry_stage]
     while queue:
@@ -490,7 +490,8 @@ def x2_output_format_typo(bp: Blueprint, env: LintEnv) -> list[Finding]:
 
 
 def x3_taint_tracking_unsupported(bp: Blueprint, env: LintEnv) -> list[Finding]:
-    """``[security]`` turns taint tracking on whenever the block is present (§2); lev_nb has no taint
+    """``[security]`` turns taint tracking on whenever the block is present
+    (docs/security.md#taint-tracking); lev_nb has no taint
     gate, so the block is refused here (and at run start) instead of being silently ignored."""
     tables: list[tuple[str | None, Security | None]] = [(None, bp.security)]
     tables += [(name, st.security) for name, st in bp.stages.items()]

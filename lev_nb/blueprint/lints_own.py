@@ -1,9 +1,9 @@
 """lev_nb's own lint codes for what cannot work as written (beyond the upstream catalogue of
-spec/blueprint.md §10, which :mod:`lev_nb.blueprint.lints` holds), and the note for a permission
-the user's configuration caps.
+docs/blueprint.md#validation-and-lints, which :mod:`lev_nb.blueprint.lints` holds), and the note for
+a permission the user's configuration caps.
 
 - ``gate-unknown-region`` (error): a gate's ``require_regions`` names a region no layout declares.
-  The upstream does not check this list (§9.2 step 5), and at run time a region that does not
+  The upstream does not check this list, and at run time a region that does not
   exist is skipped, so the requirement silently checks nothing (most often a misspelling).
 - ``output-schema-invalid`` (error): an output ``schema`` that is not a valid JSON Schema, with
   the path inside the schema (``properties.n.type``). At run time the schema would be skipped and

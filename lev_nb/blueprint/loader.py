@@ -1,4 +1,5 @@
-"""Reading ``agent.leviath``: TOML -> :class:`Blueprint`, with the upstream parse rules (§2-§6, §9.1).
+"""Reading ``agent.leviath``: TOML -> :class:`Blueprint`, with the upstream parse rules
+(docs/blueprint.md#how-the-toml-is-read).
 
 The loader walks the parsed TOML in the order upstream evaluates it, so that when a file has several
 problems the first one reported is the same. Values of the wrong type are treated as absent except
@@ -829,7 +830,8 @@ class _Loader:
 # Seeds and read paths
 # ------------------------------------------------------------------------------------------------
 def parse_seed(region: str, value: Any) -> Seed | None:
-    """Read a region's ``seed`` (§6.4); None when the form is not recognized (it is then dropped)."""
+    """Read a region's ``seed`` (docs/blueprint.md#seeds); None when the form is not recognized (it is then
+    dropped)."""
     if isinstance(value, str):
         if value == "task_input":
             return construct(Seed, kind="caller", key="task")

@@ -6,7 +6,7 @@ what :meth:`Blueprint.to_toml` writes back. Lenient tables (``extra="allow"``) k
 in ``model_extra`` (also reachable as ``.extra``); strict tables reject them at load time.
 
 Build these through :func:`lev_nb.blueprint.load`, not by hand: the loader applies the format's
-defaults, sugar and checks (spec/blueprint.md §2-§7).
+defaults, sugar and checks (docs/reference/blueprint.md).
 """
 
 from __future__ import annotations
@@ -436,7 +436,7 @@ class Region(_Lenient):
         return self.seed.key if self.seed is not None and self.seed.kind == "caller" else None
 
     def resolve_budget(self, window: int) -> int:
-        """Token budget for a model with ``window`` tokens of context (§6.2)."""
+        """Token budget for a model with ``window`` tokens of context (docs/concepts.md#context-regions)."""
         fraction = self.budget_fraction
         if fraction is None:
             return self.effective_max_tokens
@@ -770,7 +770,7 @@ class Blueprint(_Lenient):
         return names[i + 1] if i + 1 < len(names) else None
 
     def is_terminal(self, name: str) -> bool:
-        """Whether the run can end at ``name`` on normal completion (§7)."""
+        """Whether the run can end at ``name`` on normal completion (docs/concepts.md#transitions)."""
         stage = self.stages[name]
         if stage.mode == "fan_out" and stage.merge_stage is not None:
             return False  # the run moves on to the merge stage once the workers finish
@@ -803,12 +803,12 @@ class Blueprint(_Lenient):
         return own if own is not None else self.global_layout
 
     def visible_regions(self, stage: str | Stage) -> set[str]:
-        """Region names a stage can address: its layout plus the always-visible ones (§6.5)."""
+        """Region names a stage can address: its layout plus the always-visible ones."""
         return set(self.layout_for(stage)) | set(C.ALWAYS_VISIBLE_REGIONS)
 
     @property
     def known_regions(self) -> set[str]:
-        """Every region name any layout declares, plus the always-visible ones (§6.5)."""
+        """Every region name any layout declares, plus the always-visible ones."""
         names = set(self.global_layout) | set(C.ALWAYS_VISIBLE_REGIONS)
         for st in self.stages.values():
             if st.own_layout:
@@ -837,7 +837,8 @@ class Blueprint(_Lenient):
         return blueprint_to_toml(self)
 
     def validate_report(self, **kwargs: Any) -> Any:
-        """Run the §9.2 checks and the §10 lints; returns a :class:`~lev_nb.blueprint.Report`.
+        """Run the checks and lints of docs/blueprint.md#validation-and-lints; returns a
+        :class:`~lev_nb.blueprint.Report`.
         (``lev_nb.validate`` also compiles the blueprint's scripts.)"""
         from .pipeline import validate_blueprint
 

@@ -1,5 +1,5 @@
 """The blueprint format's half of ``lev validate``: load, hard checks, lints -> :class:`Report`
-(spec/blueprint.md §8).
+(docs/blueprint.md#validation-and-lints).
 
 Checks from the layers above are passed in as ``checks``: ``Callable[[Blueprint], list[Finding]]``
 run after the lints. The full verdict of ``lev validate``, which also compiles the blueprint's Rhai

@@ -1,4 +1,4 @@
-"""The ``[read_paths]`` entry forms, compiled and matched (spec/blueprint.md §3 ``[read_paths]``, §10 A5-A7).
+"""The ``[read_paths]`` entry forms, compiled and matched (docs/security.md#reads-outside-the-workdir).
 
 A blueprint's ``[read_paths] allow`` *declares* reads outside the run's workdir; the user's config
 *grants* them (``[security] read_paths``, ``[agent_read_paths.<agent>] allow``, or

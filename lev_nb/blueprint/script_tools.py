@@ -1,5 +1,5 @@
 """What an agent's script tools (``<agent>/tools/*.rhai``) declare, read without compiling them
-(spec/rhai.md §2.1, §3.3).
+(docs/rhai.md#tool-scripts).
 
 The one reader of a tool's metadata: the sibling ``<stem>.toml`` manifest when there is one (it
 replaces the annotations entirely), else the ``// @tool``, ``@description``, ``@param`` and

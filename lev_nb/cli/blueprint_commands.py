@@ -1,4 +1,5 @@
-"""``lev validate``, ``lev schema`` and ``lev graph``: checking and showing a blueprint (spec §8).
+"""``lev validate``, ``lev schema`` and ``lev graph``: checking and showing a blueprint
+(docs/blueprint.md#validation-and-lints).
 
 The checks themselves live in :mod:`lev_nb.blueprint`; this module turns their report into the
 text and exit status of the command. ``lev validate`` lints under the user's configuration
@@ -68,7 +69,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status (§8)."""
+    """``lev validate PATH [--json] [--deny-warnings]``; returns the exit status."""
     from lev_nb.blueprint.errors import BlueprintError
     from lev_nb.blueprint.pipeline import refusal
     from lev_nb.catalog import load_argument
@@ -110,7 +111,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def _lint_env(bp: Any) -> Any:
-    """The lint environment under the user's configuration (spec §8 step 6). A configuration that
+    """The lint environment under the user's configuration. A configuration that
     cannot be read is not a reason to refuse the lint: its checks take their "unknown" forms, and
     stderr says why."""
     from lev_nb.settings import ConfigError, current, lint_env

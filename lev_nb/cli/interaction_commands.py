@@ -1,4 +1,4 @@
-"""A person in the loop at the command line (spec/runtime.md §12.2, §15): ``lev msg``,
+"""A person in the loop at the command line (docs/runs.md#a-person-in-the-loop): ``lev msg``,
 ``lev respond`` and the prompt ``lev run`` shows at a terminal.
 
 ``lev msg`` and ``lev respond`` reach a run owned by another process through its inbox

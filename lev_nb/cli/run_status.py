@@ -23,7 +23,7 @@ CHILD_ROWS = 10  # children shown under one run (all of them with --all)
 STATUS_WIDTH = 60
 
 
-# How meta.json's waiting_on.reason reads in the STATUS cell (spec/runtime.md §15).
+# How meta.json's waiting_on.reason reads in the STATUS cell (docs/runs.md#looking-at-a-run-afterwards).
 WAIT_LABELS = {"tool_approval": "tool approval", "user_prompt": "user prompt", "interaction_point": "checkpoint"}
 
 

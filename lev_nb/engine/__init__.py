@@ -1,4 +1,4 @@
-"""Running one blueprint (spec/runtime.md). The map, in the order a run meets it:
+"""Running one blueprint (docs/runs.md). The map, in the order a run meets it:
 
 Starting a run
     api.py          ``start_run`` / ``run``: what ``bp.run(...)``, ``lev_nb.run`` and ``lev run`` call

@@ -1,5 +1,5 @@
 """Starting runs: the functions behind ``bp.run(...)``, ``lev_nb.run(...)`` and ``lev run``
-(spec/runtime.md §2.1, §15)."""
+(docs/runs.md#starting-a-run)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def start_run(
     ``fn validate(content)``, or a compiled ``lev_nb.scripting.Validator``). ``on_complete`` is
     called with the Run when it ends; ``webhook`` is a URL that receives the result as a JSON POST.
 
-    Permissions (spec/runtime.md §4.1): ``allow`` names tools that run without asking (``--allow``),
+    Permissions (docs/security.md#permissions): ``allow`` names tools that run without asking (``--allow``),
     above the blueprint's and the configuration's word; ``yolo=True`` turns every remaining ``ask``
     into ``allow`` (a ``deny`` stays) and leaves out the tools that wait for a person unless a stage
     requires them. Both are recorded in meta.json and inherited by child runs. ``interactive`` says

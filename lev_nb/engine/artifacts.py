@@ -1,5 +1,5 @@
 """Reading a run's files in windows that never split a UTF-8 character (``Run.read_artifact``;
-spec/runtime.md §8.4, large artifacts)."""
+docs/concepts.md#final-outputs, large artifacts)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An append-only, thread-safe event log that can be read while it grows (``run.events``;
-spec/runtime.md §9, live events).
+docs/runs.md#the-run-record, live events).
 
 The engine thread appends; any thread can iterate (blocking until the next event or the end), and
 any asyncio loop can ``async for`` over it without blocking that loop.

@@ -1,4 +1,4 @@
-"""Typed run events (spec/runtime.md §9, live events).
+"""Typed run events (docs/runs.md#the-run-record, live events).
 
 Every event a run emits is one of the dataclasses below. They are written to ``events.jsonl`` as
 ``{"type": <kind>, "ts": ..., "run_id": ..., ...fields}`` and delivered live to subscribers (the
@@ -356,7 +356,7 @@ class HookModified(Event):
 @record(eq=False)
 class InteractionRequested(Event):
     """The run waits for a person: an approval, a question, a document to review or edit, a
-    checkpoint (spec/runtime.md §12.1). ``request`` is the request as ``run.pending`` shows it."""
+    checkpoint (docs/runs.md#a-person-in-the-loop). ``request`` is the request as ``run.pending`` shows it."""
 
     kind: ClassVar[str] = "interaction_requested"
     request_id: str
@@ -435,7 +435,7 @@ class CircuitOpen(Event):
 @record(eq=False)
 class Stalled(Event):
     """No model of the stage can be called now (every circuit is open): the run waits up to
-    ``wait_s`` seconds for one to close before it pauses (spec/runtime.md §7.3 stall)."""
+    ``wait_s`` seconds for one to close before it pauses (docs/providers.md#fallback-and-circuit-breakers)."""
 
     kind: ClassVar[str] = "stalled"
     models: list[str]

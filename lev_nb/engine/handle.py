@@ -1,6 +1,6 @@
 """``Run``: the handle a user holds while a blueprint runs on the engine thread: its live state,
-its events, its result and artifacts, waiting and cancelling (spec/runtime.md §8.4, §9; streaming
-in notebooks as spec/notebook.md §1c describes)."""
+its events, its result and artifacts, waiting and cancelling (docs/concepts.md#final-outputs; streaming
+in notebooks as docs/notebook.md#the-run-view describes)."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ class Run:
         :mod:`lev_nb.engine.views` holds, which the package facade fills."""
         return views.view(views.RUN_WIDGET, self, stages)
 
-    # -- a person in the loop (spec/runtime.md §12) ----------------------------------------
+    # -- a person in the loop (docs/runs.md#a-person-in-the-loop) ----------------------------------------
     @property
     def pending(self) -> list[Any]:
         """The requests waiting for a person (``Request``: id, kind, stage, prompt, options, tool,

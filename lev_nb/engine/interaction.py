@@ -1,4 +1,5 @@
-"""A person in the loop (spec/runtime.md §4.1 step 5, §10, §12): the requests a person must
+"""A person in the loop (docs/security.md#permissions, docs/runs.md#a-person-in-the-loop): the requests a
+person must
 answer, their answers, the approval grants, and messages for the model.
 
 One mechanism serves every "a person must answer": a tool call whose policy is ``ask``, the
@@ -54,7 +55,7 @@ __all__ = [
 
 KINDS = ("approval", "text", "choice", "confirm", "review", "edit", "checkpoint")
 SCOPES = ("once", "stage", "run")
-# meta.json's waiting_on.reason for each kind of request (spec/runtime.md §9).
+# meta.json's waiting_on.reason for each kind of request (docs/runs.md#the-run-record).
 WAIT_REASONS = {"approval": "tool_approval", "checkpoint": "interaction_point"}
 POLL_S = 0.5  # how often a waiting run looks at its inbox
 PARENT_MESSAGE_PREFIX = "Message from the agent that started you:\n"
@@ -615,7 +616,7 @@ class InteractionHub:
 
     # -- the blocking tools -----------------------------------------------------------------------
     async def blocking_tool(self, call: ToolCall) -> str:
-        """Answer one call of a blocking tool (spec/runtime.md §10) by asking a person."""
+        """Answer one call of a blocking tool (docs/concepts.md#tools) by asking a person."""
         tool = call.name.lower()
         args = call.arguments or {}
         prompt = str(args.get("prompt") or "")

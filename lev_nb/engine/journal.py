@@ -1,5 +1,5 @@
-"""The run's journal, and replaying it when a run is resumed (spec/runtime.md §9 ``run.lvr``: each
-inference and each finished tool call journaled before the engine acts on it; §13.3 paused runs).
+"""The run's journal, and replaying it when a run is resumed (docs/runs.md#pausing-and-resuming: each
+inference and each finished tool call journaled before the engine acts on it).
 
 ``journal.jsonl`` in the run folder holds, one JSON object a line, what a run cannot recompute:
 

@@ -1,5 +1,5 @@
 """The run-start checks: everything about a launch request that can be judged before the run exists
-(spec/runtime.md §15 "a task with no region accepting `task` is refused at spawn"; issue 11).
+(docs/runs.md#starting-a-run; issue 11).
 
 :func:`check_launch` is called by :func:`lev_nb.engine.api.start_run` (so by ``bp.run``,
 ``lev_nb.run``, ``lev run`` and ``%%lev`` alike) before any run record is written. It judges, in

@@ -1,5 +1,4 @@
-"""The engine thread: one asyncio loop on a daemon thread, shared by every run (spec/runtime.md
-§2: the port runs each run as a task on it).
+"""The engine thread: one asyncio loop on a daemon thread, shared by every run (docs/runs.md#the-run-loop).
 
 Running all runs on one private loop makes a run behave the same in a notebook (whose kernel
 already owns a running loop), in a plain script and in the CLI: starting a run never needs the

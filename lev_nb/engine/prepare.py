@@ -1,5 +1,5 @@
 """Everything done to a blueprint before a run of it starts, so a broken part fails at launch
-rather than half-way (spec/rhai.md §2.3-§2.5, spec/runtime.md §8.2): the cached
+rather than half-way (docs/rhai.md#stage-hooks, docs/concepts.md#final-outputs): the cached
 :class:`~lev_nb.engine.plan.types.RunPlan`, and the compiled stage hooks, custom-region scripts and
 output validators, each file compiled once.
 

@@ -1,5 +1,5 @@
 """Keeping the run record (meta.json, events.jsonl, transcript.jsonl) in step with the run
-(spec/runtime.md §9); the files themselves belong to :mod:`lev_nb.store`. Also the run's usage
+(docs/runs.md#the-run-record); the files themselves belong to :mod:`lev_nb.store`. Also the run's usage
 book (tokens and cost per stage and in all, workers' rolled in: :class:`UsageBook`,
 :func:`roll_up_usage`)."""
 

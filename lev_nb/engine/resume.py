@@ -1,5 +1,5 @@
 """Resuming a run from its record: ``lev_nb.resume(run_id)`` and ``lev resume RUN_ID``
-(spec/runtime.md §13.3 paused runs, §9 the journal; issue 12 "Resume").
+(docs/runs.md#pausing-and-resuming; issue 12 "Resume").
 
 A run can be resumed when it is ``paused`` (it waits for credits or the network) or when it still
 says ``running``/``starting``/``waiting_input`` but the process that ran it is gone (killed,

@@ -1,6 +1,6 @@
-"""The run loop: one blueprint run as an asyncio task on the engine thread (spec/runtime.md §2).
+"""The run loop: one blueprint run as an asyncio task on the engine thread (docs/runs.md#the-run-loop).
 
-Each iteration follows §2.2: the watchdogs, one inference, the tool batch (or the text-only
+Each iteration (docs/runs.md#the-run-loop): the watchdogs, one inference, the tool batch (or the text-only
 nudge), the exit holds while the stage owes something, then the transition (condition edges,
 normal resolution, the routing call, gates, transforms) until the run is terminal. Every step is
 written to the run record, so a run killed half-way leaves a readable meta.json.
@@ -228,7 +228,7 @@ class Runner:
         if parent is not None:
             meta.parent_run_id = parent.run_id
             meta.depth = self.depth
-        # Launch permissions: a child run inherits its parent's (spec/runtime.md §10).
+        # Launch permissions: a child run inherits its parent's (docs/security.md#permissions).
         meta.yolo = parent.meta.yolo if parent is not None else bool(yolo)
         meta.allowed_tools = list(parent.meta.allowed_tools) if parent is not None else list(dict.fromkeys(allow))
         meta.max_child_depth = self.max_child_depth
@@ -662,7 +662,8 @@ class Runner:
                 elif await self.holds.nudge_text_only(response):
                     continue
             if state.stage.requires_children:
-                await self.subagents.await_children()  # §5.1.1: the first exit hold
+                # The first exit hold (docs/concepts.md#nudges-and-holds).
+                await self.subagents.await_children()
             if await self.holds.hold(outcome):
                 continue
             if await self.points.hold(outcome):

@@ -1,5 +1,5 @@
 """What one run knows about itself while it runs: the shared :class:`RunState`, the per-stage
-counters (:class:`StageProgress`, reset on every stage entry, spec/runtime.md §3.1) and the small
+counters (:class:`StageProgress`, reset on every stage entry, docs/concepts.md#context-regions) and the small
 values the run loop passes between its steps (:class:`Outcome`, :class:`Ending`,
 :class:`RunFailure`).
 
@@ -58,7 +58,7 @@ class StageProgress:
     last_text: str = ""
     repetition: Any = None  # a RepetitionWatch, created at the stage's first tool batch
     points_done: bool = False
-    point_cursor: int = 0  # the next interaction point to present (spec/runtime.md §12.3)
+    point_cursor: int = 0  # the next interaction point to present (docs/runs.md#a-person-in-the-loop)
     point_rounds: int = 0  # revision rounds of the current point
     point_body: str | None = None  # the person's own edit of the stage's answer, if they made one
 
@@ -84,7 +84,8 @@ class RunFailure(Exception):
 
 
 class RunPaused(Exception):
-    """The run cannot go on until a person sets something up (spec/runtime.md §13.3): it stops with
+    """The run cannot go on until a person sets something up
+    (docs/providers.md#fallback-and-circuit-breakers): it stops with
     status ``paused``, ``blocker`` (credits | providers) and ``remedy`` in meta.json's needs_setup."""
 
     def __init__(self, message: str, blocker: str, remedy: str) -> None:

@@ -1,5 +1,5 @@
 """The completion webhook: one JSON POST with a finished run's result (``webhook=`` of
-``start_run``; spec/runtime.md §9, ``callback_url``)."""
+``start_run``; docs/runs.md#starting-a-run)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The forms of the run view: each request a run waits on (spec/runtime.md §12), answered in place.
+"""The forms of the run view: each request a run waits on (docs/runs.md#a-person-in-the-loop),
+answered in place.
 
 :class:`RequestForm` is a small ipywidgets box for one request, by kind:
 

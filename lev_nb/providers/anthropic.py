@@ -2,9 +2,10 @@
 
 The provider turns a :class:`ModelRequest` into one streamed ``messages.create`` call and the answer
 back into a :class:`ModelResponse` (text deltas reach the engine as they arrive); every SDK failure becomes a :class:`ProviderError` whose ``kind`` follows
-spec/runtime.md §13.1, so the engine's retry policy can tell transient faults from permanent ones.
+docs/providers.md#errors-and-retries, so the engine's retry policy can tell transient faults from permanent
+ones.
 
-Requests carry prompt-caching markers (``cache_control``) where spec/runtime.md §13.1 places them,
+Requests carry prompt-caching markers (``cache_control``) where docs/providers.md#anthropic says,
 so a long run re-reads its stable prefix from the cache instead of paying for it again.
 """
 
@@ -300,7 +301,7 @@ def build_request_body(request: ModelRequest, *, default_model: str = "", cache:
     temperature when present, with ``request.extra`` merged over the top.
 
     With ``cache`` (the default) the body carries up to four prompt-caching markers, placed as
-    spec/runtime.md §13.1 places them (see :func:`cache_marker_positions`).
+    docs/providers.md#anthropic says (see :func:`cache_marker_positions`).
     """
     body: dict[str, Any] = {
         "model": request.model or default_model,
@@ -458,7 +459,7 @@ def _count(usage: Any, field: str) -> int:
 
 # ----------------------------------------------------------------------------------------- errors
 def classify_error(status: int, body: str, headers: Any = None, key_env: str = API_KEY_ENV) -> ProviderError:
-    """The ProviderError for a non-2xx answer, following spec/runtime.md §13.1.
+    """The ProviderError for a non-2xx answer, following docs/providers.md#errors-and-retries.
 
     429 is rate_limited (with Retry-After); 402 or a body about credits, quota or billing is
     credits; 401 and 403 are auth; a 404 about the model is unknown_model; 5xx (529 overloaded

@@ -2,7 +2,7 @@
 
 The values a provider receives and returns (requests, messages, responses) live in
 :mod:`lev_nb.messages`.
-spec/runtime.md §13 lists the error kinds and which of them are worth a retry.
+docs/providers.md#errors-and-retries lists the error kinds and which of them are worth a retry.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class ProviderError(Exception):
     @property
     def unusable_reason(self) -> str | None:
         """Why the model cannot be used at all (credits, auth, unknown model, unreachable), or None
-        for an error that is about this request only (spec/runtime.md §13.3)."""
+        for an error that is about this request only (docs/providers.md#fallback-and-circuit-breakers)."""
         return UNUSABLE_REASONS.get(self.kind)
 
 

@@ -6,7 +6,7 @@ The catalogue is a convenience, not a gate: a model it does not list is still se
 exactly as written; it just gets the package's conservative assumptions (the window of
 :data:`~lev_nb.blueprint.constants.DEFAULT_WINDOW_TOKENS`, tools supported), and ``lev validate``
 warns about it only for the closed catalogues (``unknown-model``). The context windows of the
-upstream's table (spec/blueprint.md Appendix B) are the same numbers here.
+upstream's table (docs/providers.md#choosing-a-model) are the same numbers here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Circuit breakers, one per ``provider/model`` in this process (spec/runtime.md §13.3, circuit.rs).
+"""Circuit breakers, one per ``provider/model`` in this process
+(docs/providers.md#fallback-and-circuit-breakers, circuit.rs).
 
 A model whose calls fail as unusable (credits, auth, unknown model, unreachable after retries)
 ``failures_before_open`` times in a row is not called for ``cooldown_s``: its calls fail at once

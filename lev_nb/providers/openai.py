@@ -12,7 +12,7 @@ from their streamed deltas, text deltas reach ``request.on_text`` as they arrive
 chunk (``stream_options.include_usage``) gives the token counts. OpenAI caches a long prompt
 prefix by itself; the cached part comes back as ``usage.prompt_tokens_details.cached_tokens`` and
 is counted as cached input (billed at the cached rate), the rest as fresh input. Every SDK failure
-becomes a :class:`ProviderError` of the kind spec/runtime.md §13.1 names, so the engine's retry
+becomes a :class:`ProviderError` of the kind docs/providers.md#errors-and-retries names, so the engine's retry
 policy, circuit breakers and fallbacks treat OpenAI exactly like Anthropic. The SDK's own retries
 are off (``max_retries=0``) so that attempts do not multiply with the engine's.
 """
@@ -418,7 +418,8 @@ def _int(value: Any) -> int:
 # ----------------------------------------------------------------------------------------- errors
 def classify_openai_error(status: int, body: str, headers: Any = None, label: str = "OpenAI",
                           key_env: str | None = None) -> ProviderError:
-    """The ProviderError for a non-2xx answer of a Chat Completions server (spec/runtime.md §13.1).
+    """The ProviderError for a non-2xx answer of a Chat Completions server
+    (docs/providers.md#errors-and-retries).
 
     An exhausted quota (``insufficient_quota``, HTTP 402, or a body about credits or billing) is
     ``credits`` even on a 429: waiting does not help, topping up does. Any other 429 is

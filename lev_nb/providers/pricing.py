@@ -4,8 +4,9 @@ prices over it, and run totals that keep "unknown" apart from "zero".
 Prices are USD per million tokens, four rates per model because a provider bills each input class
 differently: fresh input, input read from the prompt cache (a fraction of the input rate), input
 written to the cache (above it) and output. Usage follows the Anthropic convention, where
-``prompt_tokens`` counts fresh input only and the two cache counts are separate (spec/runtime.md
-§13.1 maps ``input_tokens``, ``cache_read_input_tokens`` and ``cache_creation_input_tokens``).
+``prompt_tokens`` counts fresh input only and the two cache counts are separate (the Anthropic provider maps
+``input_tokens``, ``cache_read_input_tokens`` and ``cache_creation_input_tokens``;
+docs/providers.md#usage-and-prices).
 
 The rule: a price is never guessed. A model the table does not list and the configuration does not
 price has no cost (``None``), its tokens are still counted, and a run total with any such call is

@@ -1,4 +1,4 @@
-"""Model providers written in Rhai (spec/rhai.md §2.5, host functions §3.5).
+"""Model providers written in Rhai (docs/rhai.md#provider-scripts, docs/rhai.md#host-functions).
 
 A provider script lives in ``$LEV_HOME/providers/<name>.rhai`` (or where ``[model_providers.<name>]
 script`` points) and a stage names it as ``provider = "<name>"``. It must define
@@ -382,7 +382,7 @@ _CACHE_HINTS = {0: "stable", 1: "until_written", 2: "never"}
 
 
 def request_map(request: ModelRequest, default_model: str = "") -> dict[str, Any]:
-    """The ``request`` map a script receives (spec/rhai.md §2.5)."""
+    """The ``request`` map a script receives (docs/rhai.md#provider-scripts)."""
     return json.loads(json.dumps({
         "system": [{"text": b.text, "cache_hint": _CACHE_HINTS.get(b.cache_tier, "never"), "region": b.region,
                     "volatility": b.volatility} for b in request.described_system()],
@@ -476,7 +476,7 @@ def _thrown_message(exc: RhaiError) -> str:
 
 
 def classify_api_message(message: str) -> ProviderError:
-    """An ``api`` failure read the way spec/runtime.md §13.1 reads an answer: credits, auth,
+    """An ``api`` failure read the way docs/providers.md#errors-and-retries reads an answer: credits, auth,
     unknown model, rate limit or server trouble by status and text, else a plain api error."""
     status_match = _STATUS.match(message)
     status = int(status_match.group(1)) if status_match else None
@@ -495,7 +495,7 @@ def classify_api_message(message: str) -> ProviderError:
 
 
 def map_script_error(exc: RhaiError, label: str) -> ProviderError:
-    """What a script threw (or a limit it hit) as a ProviderError (spec/rhai.md §2.5 "Errors")."""
+    """What a script threw (or a limit it hit) as a ProviderError (docs/rhai.md#provider-scripts)."""
     if isinstance(exc, RhaiLimitError):
         return ProviderError("api", f"provider script {label} hit a limit: {exc}")
     value = getattr(exc, "value", None)

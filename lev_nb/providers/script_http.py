@@ -1,4 +1,4 @@
-"""HTTP for Rhai provider scripts, held to an address policy (spec/rhai.md §3.3 "HTTP", §3.5).
+"""HTTP for Rhai provider scripts, held to an address policy (docs/rhai.md#host-functions).
 
 Only http and https. Every address a host resolves to is checked, and so is every redirect hop (at
 most five): loopback, private (RFC 1918), link-local (169.254.0.0/16 with the cloud metadata

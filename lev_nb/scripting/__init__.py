@@ -1,5 +1,5 @@
 """The script kinds a blueprint can use, built on the hardened engine of :mod:`lev_nb.rhai`
-(spec/rhai.md §1-§3). One module per kind; this package re-exports their public names.
+(docs/rhai.md). One module per kind; this package re-exports their public names.
 
 - Tool scripts (:mod:`.tools`, host functions in :mod:`.host`): :func:`parse_tool_script`,
   :func:`discover_tools`, :func:`run_tool`, with host I/O through a :class:`ToolHost`. What a tool

@@ -1,5 +1,5 @@
 """What every script kind shares: :class:`ScriptError`, the message prefixes, the shared engines,
-and loading, compiling and entry-point checks (spec/rhai.md §1).
+and loading, compiling and entry-point checks (docs/rhai.md#the-sandbox).
 
 Every kind compiles with the same hardened engine it runs on; the kinds without host functions
 share one engine per operation budget.

@@ -1,4 +1,4 @@
-"""The operation budget of each script kind (spec/rhai.md §1, "Budgets per kind").
+"""The operation budget of each script kind (docs/rhai.md#the-sandbox).
 
 Every other limit is the hardened engine's default (:data:`lev_nb.rhai.DEFAULT_LIMITS`); only the
 operation budget differs by kind, and each kind's number is stated here once. The 100k kinds keep

@@ -4,7 +4,7 @@
 format's pipeline (:mod:`lev_nb.blueprint.pipeline`: hard checks and lints) with
 :func:`script_findings` added after the lints. Unless an ``env`` is given, the lints run under the
 user's configuration (:func:`lev_nb.settings.configured_lint_env`: read-path grants, safe-commands
-opt-in; spec/blueprint.md §8 step 6), or its "unknown" form when the configuration cannot be read.
+opt-in; docs/blueprint.md#validation-and-lints), or its "unknown" form when the configuration cannot be read.
 
 Tool scripts (``tools/*.rhai``), output validators, stage hooks and custom-region scripts are
 compiled with the same hardened engine that runs them, so a syntax error, a missing entry point

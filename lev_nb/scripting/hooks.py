@@ -1,4 +1,4 @@
-"""Stage hooks (spec/rhai.md §2.3): :func:`compile_hooks` -> :class:`HookScript`, whose ``run``
+"""Stage hooks (docs/rhai.md#stage-hooks): :func:`compile_hooks` -> :class:`HookScript`, whose ``run``
 gives :class:`Allow`, :class:`Modify`, :class:`Cancel` or :class:`Retry`.
 
 Any failure while running a hook, or a return value outside the outcome contract, raises

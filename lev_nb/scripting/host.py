@@ -1,4 +1,4 @@
-"""The host functions a tool script may call (spec/rhai.md §3.3): ``http_get``, ``http_post``,
+"""The host functions a tool script may call (docs/rhai.md#host-functions): ``http_get``, ``http_post``,
 ``shell``, ``read_file``, ``write_file`` and ``env_var``, and the pure ``encode_uri`` and
 ``html_to_text`` (:mod:`lev_nb.scripting.textfuncs`).
 

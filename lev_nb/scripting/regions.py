@@ -1,4 +1,5 @@
-"""Custom context regions (spec/rhai.md §2.4): :func:`compile_region_script` -> :class:`RegionScript`.
+"""Custom context regions (docs/rhai.md#custom-context-regions): :func:`compile_region_script` ->
+:class:`RegionScript`.
 
 The script defines ``fn render(ctx)`` and optionally ``on_write(ctx)`` / ``on_overflow(ctx)``;
 failures raise :class:`ScriptError`, and reading the returned values (and falling back) is the

@@ -1,4 +1,4 @@
-"""Tool scripts (spec/rhai.md §2.1, §3.3): :func:`parse_tool_script`, :func:`discover_tools` and
+"""Tool scripts (docs/rhai.md#tool-scripts): :func:`parse_tool_script`, :func:`discover_tools` and
 :func:`run_tool`, with host I/O through a :class:`~lev_nb.scripting.host.ToolHost`.
 
 What a tool declares (name, description, parameters, required capabilities) and the discovery

@@ -1,4 +1,4 @@
-"""Output validators (spec/rhai.md §2.2): :func:`compile_validator` -> :class:`Validator`, whose
+"""Output validators (docs/rhai.md#output-validators): :func:`compile_validator` -> :class:`Validator`, whose
 ``check`` gives :class:`Valid`, :class:`Invalid` or :class:`Unusable`.
 
 A validator that fails while running does not fail the submission: it gives ``Unusable`` and the

@@ -12,7 +12,7 @@ error helpers and read-path forms, and everything above asks it what this machin
   precedence order: launch option (``lev -c``) > session (``lev_nb.configure``) > environment >
   config.toml > built-in default.
 - :mod:`~lev_nb.settings.grants`: the ``[read_paths]`` grant report and the ``lev validate``
-  lint environment (spec/blueprint.md §8 step 6, lints A5-A7 and A10).
+  lint environment (docs/blueprint.md#validation-and-lints).
 - :class:`ConfigError`: a malformed configuration, located by file, line and key path.
 
 ``lev_nb.config()`` is :func:`current`; ``lev_nb.configure(**overrides)`` is :func:`configure`.

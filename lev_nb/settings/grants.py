@@ -1,4 +1,5 @@
-"""Whether this machine's settings grant what a blueprint declares (spec/blueprint.md §8 step 6, §10 A5-A7, A10).
+"""Whether this machine's settings grant what a blueprint declares
+(docs/security.md#reads-outside-the-workdir, docs/security.md#safe-commands).
 
 :func:`read_path_report` answers, entry by entry, whether the ``[read_paths]`` a blueprint
 declares are live under the settings: "granted", "NOT granted" or "cannot be checked from the

@@ -5,8 +5,8 @@ dataclass is a ``[table]``; ``Mapping[str, X]`` is a table of user-named entries
 (``[model_providers.<name>]``, ``[agent_read_paths.<agent>]``, ``[tool_permissions]``...). Each
 field's metadata (see :func:`setting`) carries its environment variable, lower bound and a one-line
 description; :mod:`lev_nb.settings.schema` reads them, so the loader, ``lev config`` and the docs
-cannot drift from the types. Keys the upstream reads the same way (spec/blueprint.md §3,
-spec/runtime.md) keep its names and defaults.
+cannot drift from the types. Keys the upstream reads the same way (docs/reference/configuration.md)
+keep its names and defaults.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ __all__ = [
 Policy = Literal["allow", "ask", "deny"]
 POLICIES: tuple[str, ...] = ("allow", "ask", "deny")
 
-# Provider names the runtime knows without a script (spec/blueprint.md §3 `[providers]`).
+# Provider names the runtime knows without a script (docs/providers.md).
 BUILTIN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "google", "openrouter", "ollama", "claude-code", "mock")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -156,7 +156,8 @@ class ModelCapabilities:
 @record
 class Providers:
     """``[providers]``: credentials and gateways of the built-in providers (each falls back to its
-    environment variable when the provider reads it), and choices across providers (spec/runtime.md §13.3)."""
+    environment variable when the provider reads it), and choices across providers
+    (docs/providers.md#fallback-and-circuit-breakers)."""
 
     anthropic_api_key: str | None = setting(doc="Anthropic API key (else ANTHROPIC_API_KEY)")
     openai_api_key: str | None = setting(doc="OpenAI API key (else OPENAI_API_KEY)")
@@ -291,8 +292,8 @@ class ToolScriptPermissions:
 class AgentSafeCommands:
     """``[agent_safe_commands.<agent>]``: safe commands for one agent."""
 
-    tools: tuple[str, ...] = setting(())
-    shell: tuple[str, ...] = setting(())
+    tools: tuple[str, ...] = setting((), doc="tools this agent may run without asking")
+    shell: tuple[str, ...] = setting((), doc="shell command prefixes this agent may run without asking")
     allow_blueprint: bool = setting(False, doc="honour this agent's own [safe_commands]")
 
 
@@ -307,9 +308,9 @@ class ReadPathGrants:
 class NudgeDefaults:
     """``[nudge]``: machine-wide defaults of the empty-response nudge (stage > agent > this > built-in)."""
 
-    enabled: bool | None = setting()
-    max: int | None = setting(minimum=0)
-    text: str | None = setting()
+    enabled: bool | None = setting(doc="nudge a model that answers with text only (default: on, off for checkpoints)")
+    max: int | None = setting(minimum=0, doc="nudges per stage visit (default 3)")
+    text: str | None = setting(doc="the nudge's wording; {stage} and {regions} are filled in")
 
 
 @record
@@ -373,8 +374,8 @@ class Settings:
     webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
-    agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})
-    agent_read_paths: Mapping[str, ReadPathGrants] = setting({})
+    agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({}, doc="per-agent no-prompt commands")
+    agent_read_paths: Mapping[str, ReadPathGrants] = setting({}, doc="per-agent read grants outside the workdir")
     nudge: NudgeDefaults = field(default_factory=NudgeDefaults)
     notebook: NotebookDefaults = field(default_factory=NotebookDefaults)
     observability: Observability = field(default_factory=Observability)

@@ -1,4 +1,4 @@
-"""The run record: ``$LEV_HOME/runs/<run_id>/`` (spec/runtime.md §9, §15).
+"""The run record: ``$LEV_HOME/runs/<run_id>/`` (docs/runs.md#the-run-record).
 
 - :mod:`lev_nb.store.meta`: the typed record (``RunMeta``, ``RunFlags``, statuses, run ids).
 - :mod:`lev_nb.store.files`: one run's folder, atomic replacement, append-only JSONL.

@@ -338,7 +338,7 @@ class RunStore:
         except FileNotFoundError:
             return None
 
-    # -- the inbox: messages and answers from other processes (spec/runtime.md §12.2) ----------
+    # -- the inbox: messages and answers from other processes (docs/runs.md#a-person-in-the-loop) ----------
     def post_inbox(self, entry: dict[str, Any]) -> Path:
         """Leave ``entry`` in the run's ``inbox/`` for the process that owns the run.
 

@@ -4,7 +4,7 @@ Records are read as plain dicts: a folder may hold a record from another version
 by a crash, and a listing must show it rather than stop.
 
 A store may hold tens of thousands of runs, most of them long finished or abandoned. :func:`scan_runs`
-orders folders by the time in their id (spec/runtime.md §9: ``<agent>-<unix seconds>-<hex>``) and
+orders folders by the time in their id (docs/runs.md#the-run-record: ``<agent>-<unix seconds>-<hex>``) and
 classifies each from a peek at its meta.json (status, owner pid, parent), parsing a record in full
 only when the peek cannot decide or a caller asks for the record (:attr:`RunEntry.meta`).
 """

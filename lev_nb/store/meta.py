@@ -1,4 +1,4 @@
-"""The typed run record: ``RunMeta`` and ``RunFlags``, what meta.json holds (spec/runtime.md §9).
+"""The typed run record: ``RunMeta`` and ``RunFlags``, what meta.json holds (docs/runs.md#the-run-record).
 
 The engine keeps one ``RunMeta`` per run and changes its attributes as the run moves; the record
 writer turns it into meta.json with :meth:`RunMeta.to_dict`, which keeps the upstream's field names

@@ -637,7 +637,7 @@ def builtin_tools() -> list[ToolDef]:
 
 
 def blocking_tools() -> list[ToolDef]:
-    """The tools that wait for a person (spec/runtime.md §10, §12.4). The engine answers them
+    """The tools that wait for a person (docs/concepts.md#tools). The engine answers them
     (lev_nb.engine.interaction), so they have no handler here."""
     prompt = _str("What to ask the person.")
     return [

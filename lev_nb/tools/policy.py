@@ -1,4 +1,4 @@
-"""Who may run a tool: allow / ask / deny (spec/runtime.md §4.1).
+"""Who may run a tool: allow / ask / deny (docs/security.md#permissions).
 
 The one resolver, in the spec's precedence order: the launch's ``--allow TOOL`` (``allow=[...]`` in
 Python) first; then the blueprint's word (stage table, then agent table) weighed against a

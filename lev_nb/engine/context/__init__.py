@@ -1,5 +1,5 @@
 """A run's context: regions, the window that holds them, and how they become a request
-(spec/runtime.md §3).
+(docs/concepts.md#context-regions).
 
 ``regions`` (one region and its eviction rules), ``window`` (every region of a run and the writes
 into them), ``assembly`` (regions to system blocks and messages), ``access`` (the context_* and

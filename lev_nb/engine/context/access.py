@@ -2,7 +2,7 @@
 
 The tool layer declares these tools and calls them through its ``ContextAccess`` protocol
 (:mod:`lev_nb.tools.context`); :class:`ContextTools` answers those calls on a
-:class:`~lev_nb.engine.context.window.ContextWindow` (spec/runtime.md §10, the context tools).
+:class:`~lev_nb.engine.context.window.ContextWindow` (docs/concepts.md#tools, the context tools).
 """
 
 from __future__ import annotations

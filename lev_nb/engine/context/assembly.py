@@ -1,5 +1,5 @@
 """Turning the regions a stage sees into a model request: system blocks and messages
-(spec/runtime.md §3.2).
+(docs/concepts.md#context-regions).
 
 Sliding-window regions become the conversation's messages; every other kind becomes one system
 block. The result is engine-neutral (:mod:`lev_nb.messages` types), so any provider can
@@ -196,7 +196,7 @@ def flag_cache_breakpoint(messages: list[Message], system_changed: bool) -> None
     """Mark the message worth caching up to, unless the system prefix changed since the last
     request (then nothing in the conversation can be read back from the cache): the fourth from
     the end when there are at least five messages, else the first when there are at least two
-    (spec/runtime.md §3.2)."""
+    (docs/concepts.md#context-regions)."""
     if system_changed:
         return
     if len(messages) >= 5:

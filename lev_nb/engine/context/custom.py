@@ -1,7 +1,7 @@
 """Custom context regions: a Rhai script decides how the region is shown, written and evicted.
 
-A region declared ``kind = "custom"`` with ``script = "context_hooks/x.rhai"`` (spec/rhai.md
-§2.4) is held by a :class:`ScriptedRegion`:
+A region declared ``kind = "custom"`` with ``script = "context_hooks/x.rhai"``
+(docs/rhai.md#custom-context-regions) is held by a :class:`ScriptedRegion`:
 
 - ``render(ctx)`` runs on every request assembly, even when the region is empty, and returns a
   string (one system block; ``""`` shows nothing) or a map ``{system: str | [str], messages: [...]}``.
@@ -47,7 +47,7 @@ def _type_name(value: Any) -> str:
 
 
 def _message(index: int, raw: Any) -> Message:
-    """One message of a render answer (the three shapes spec/rhai.md §2.4 allows)."""
+    """One message of a render answer (the three shapes docs/rhai.md#custom-context-regions allows)."""
     where = f"messages[{index}]"
     if not isinstance(raw, dict):
         raise RenderShapeError(f"{where} must be a map, got {_type_name(raw)}")

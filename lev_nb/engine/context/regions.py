@@ -1,5 +1,5 @@
 """Context regions: their declaration, their entries, and how each kind makes room
-(spec/blueprint.md §6.1-6.2, spec/runtime.md §3).
+(docs/concepts.md#context-regions).
 
 A region is a named slice of the prompt with its own token budget and a *kind* that decides what
 happens when a write does not fit (evict the oldest, wipe everything, evict the least recently

@@ -1,4 +1,4 @@
-"""The context window of one run, built from its plan (spec/runtime.md §2.1, §3.1):
+"""The context window of one run, built from its plan (docs/runs.md#the-run-loop):
 :class:`RunContext` is a :class:`~lev_nb.engine.context.window.ContextWindow` that holds every
 region any layout of the plan declares, hosts the scripted custom regions, and answers the few
 questions the run loop asks (required regions, seeding the task, transforms).

@@ -1,4 +1,4 @@
-"""Filling regions when a run starts, from their ``seed`` (spec/blueprint.md §6.4).
+"""Filling regions when a run starts, from their ``seed`` (docs/blueprint.md#seeds).
 
 Caller seeds take a launch input; ``literal`` is text in the blueprint; ``files`` and ``glob`` read
 files of the workdir; ``command`` runs a shell command in the workdir (inside the agent's

@@ -1,6 +1,6 @@
 """A run's context window: every region it declared, which of them the current stage sees, and
 the writes the engine makes into them (turns, tool results, nudges, notes, seeds, transforms)
-(spec/runtime.md §3.1, §4.2, §6.5).
+(docs/concepts.md#context-regions).
 
 Regions and their eviction rules live in :mod:`lev_nb.engine.context.regions`; turning the window
 into a model request lives in :mod:`lev_nb.engine.context.assembly`; the ``context_*`` and

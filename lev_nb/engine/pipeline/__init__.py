@@ -1,4 +1,4 @@
-"""The steps of the run loop (spec/runtime.md §2-§8, §11), one module each.
+"""The steps of the run loop (docs/runs.md#the-run-loop), one module each.
 
 The collaborators the run loop holds (``inference``, ``tools``, ``holds``, ``transitions``,
 ``hooks``, ``fanout``) act on the shared :class:`~lev_nb.engine.state.RunState`; the deciders

@@ -1,5 +1,5 @@
-"""Compaction: regions summarised by the blueprint's ``[compaction]`` model (spec/runtime.md §6.5,
-spec/blueprint.md §6.1).
+"""Compaction: regions summarised by the blueprint's ``[compaction]`` model (docs/concepts.md#transforms,
+docs/concepts.md#context-regions).
 
 Four things ask for a summary:
 

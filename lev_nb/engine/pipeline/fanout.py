@@ -1,5 +1,5 @@
 """Fan-out: a stage splits its work into items, a worker run handles each, and the results are
-merged into one report (spec/runtime.md §11.2).
+merged into one report (docs/concepts.md#sub-agents-and-fan-out).
 
 Workers are child runs on the same engine loop, each with its own run record (``parent_run_id``
 points back). A ``worker_stage`` worker runs this blueprint entered at that stage; a

@@ -1,5 +1,5 @@
-"""Edge gates: refusing a transition until the stage has something to show (spec/runtime.md §6.4,
-seeds/transition-gate.md). Checks run in the upstream order; the first that blocks wins."""
+"""Edge gates: refusing a transition until the stage has something to show (docs/concepts.md#gates). Checks
+run in the upstream order; the first that blocks wins."""
 
 from __future__ import annotations
 

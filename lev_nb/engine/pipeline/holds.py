@@ -1,4 +1,4 @@
-"""Holding a stage open while it owes something (spec/runtime.md §5, §5.1): the text-only nudge,
+"""Holding a stage open while it owes something (docs/concepts.md#nudges-and-holds): the text-only nudge,
 required regions, the owed final output and a fan-out stage that never fanned out. The stage's
 interaction points come after these (lev_nb.engine.pipeline.points)."""
 

@@ -2,8 +2,8 @@
 
 A stage may name a Rhai file for any of the hooks in ``HOOK_NAMES`` (``[stages.S.hooks]``). The
 files are compiled before the run starts (:mod:`lev_nb.engine.prepare`; a broken one stops the run
-before any model call), and the run loop asks :class:`RunHooks` at each point (spec/rhai.md §2.3,
-spec/runtime.md §2):
+before any model call), and the run loop asks :class:`RunHooks` at each point (docs/rhai.md#stage-hooks,
+docs/runs.md#the-run-loop):
 
 - ``on_stage_enter``: the stage was entered, before its first inference;
 - ``before_inference``: the request is assembled; Cancel skips the inference and fails the run;

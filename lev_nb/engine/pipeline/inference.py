@@ -3,7 +3,7 @@
 the retry loop for transient errors, the journal entry of every call's outcome (replayed instead
 of asked when a run is resumed), the pause when no model is left for credits or the network, and
 the record of every call (the ``model_call`` event, token usage on meta.json, the transcript
-entry) (spec/runtime.md §2.2, §3.2, §13.2-13.3).
+entry) (docs/runs.md#the-run-loop).
 
 The run loop holds one :class:`Inference` and asks it for a stage turn (:meth:`Inference.stage_turn`)
 or, from the transitions, for a routing answer (:meth:`Inference.routing_turn`). A failed call is
@@ -134,7 +134,8 @@ INFERENCE_POOL = InferencePool()
 TOOL_POOL = InferencePool()
 
 # An unusable model with no fallback left pauses the run: the account or the network needs a
-# person, and `lev resume` continues it from its record afterwards (spec/runtime.md §13.3).
+# person, and `lev resume` continues it from its record afterwards
+# (docs/providers.md#fallback-and-circuit-breakers).
 NEEDS_SETUP: dict[str, tuple[str, str, str]] = {
     "credits": ("credits", "is out of credits or quota", "top up the account or name another model in the stage's list"),
     "unreachable": ("providers", "could not be reached after its retries",
@@ -177,7 +178,8 @@ class ModelPick:
 
 
 def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], str | None]:
-    """The models a stage may run on, best first, and why none is allowed (spec/runtime.md §13.3).
+    """The models a stage may run on, best first, and why none is allowed
+    (docs/providers.md#fallback-and-circuit-breakers).
 
     The stage's list in order, the configured ``default_provider``'s entries first, keeping those
     whose provider is configured here (lev_nb can call it and its key is there); then the
@@ -226,7 +228,7 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
 
 
 def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
-    """The stage's starting model as spec/blueprint.md §4.1 orders the choice (the head of
+    """The stage's starting model as docs/providers.md#choosing-a-model orders the choice (the head of
     :func:`model_candidates`; a ModelPick with ``refusal`` set when none is allowed)."""
     picks, refusal = model_candidates(stage, settings)
     if refusal is not None or not picks:
@@ -334,7 +336,8 @@ class Inference:
     async def _stall(self, request: ModelRequest, error: ProviderError) -> bool:
         """Every model the stage may use was refused by its open circuit: wait up to ``[limits]
         stall_timeout_secs`` for one to close (another run's probe, or the cool-down ending), so a
-        short outage does not pause the run (spec/runtime.md §7.3). A ``stalled`` event says the run
+        short outage does not pause the run (docs/providers.md#fallback-and-circuit-breakers). A
+        ``stalled`` event says the run
         waits and why; a cancel ends the wait. True when a model may be called again (the call is
         made again), False when the wait is over or not for this error (the run then pauses or
         takes its error edge)."""

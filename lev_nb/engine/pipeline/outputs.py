@@ -1,4 +1,4 @@
-"""Final outputs (spec/runtime.md §8, seeds/final-outputs.md): resolving the spec an answer
+"""Final outputs (docs/concepts.md#final-outputs): resolving the spec an answer
 must meet across agent, stage and launch request and describing it to the model, the checks a
 submission goes through (format, schema, artifact paths), and :class:`FinalOutput`, the accepted
 answer. The spec type itself is :class:`~lev_nb.engine.plan.types.OutputSpec`; the order of the

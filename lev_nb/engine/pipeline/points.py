@@ -1,4 +1,5 @@
-"""The checkpoints of an ``interactive_points`` stage (spec/runtime.md §12.3): when the stage tries
+"""The checkpoints of an ``interactive_points`` stage (docs/runs.md#a-person-in-the-loop): when the stage
+tries
 to leave, each interaction point in order shows the stage's answer to a person and acts on what
 they pick.
 

@@ -1,4 +1,4 @@
-"""Noticing a stage that goes round in circles with its tools (spec/runtime.md §4.2).
+"""Noticing a stage that goes round in circles with its tools (docs/concepts.md#watchdogs).
 
 Two signals, each a nudge rather than a stop: the same tool called with the same arguments
 ``max_repeat_calls`` times, and ``max_readonly_streak`` read-only calls in a row. A productive call

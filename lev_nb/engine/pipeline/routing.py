@@ -1,4 +1,4 @@
-"""Choosing where a finished stage goes (spec/runtime.md §6): edge lookup with revisit budgets,
+"""Choosing where a finished stage goes (docs/concepts.md#transitions): edge lookup with revisit budgets,
 normal resolution, the routing prompt and how a model's answer is matched to an edge."""
 
 from __future__ import annotations

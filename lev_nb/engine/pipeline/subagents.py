@@ -1,4 +1,4 @@
-"""Agents that start agents (spec/runtime.md §11.1, §5.1.1): the tools ``spawn_agent``,
+"""Agents that start agents (docs/runs.md#agents-that-start-agents): the tools ``spawn_agent``,
 ``check_agent``, ``wait_for_agent``, ``send_to_agent`` and ``kill_agent``, the links between a run
 and its child runs, and what a child's end means for its parent.
 

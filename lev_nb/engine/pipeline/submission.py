@@ -1,4 +1,4 @@
-"""Checking a ``submit_output`` call, in the upstream order (spec/runtime.md §8.3).
+"""Checking a ``submit_output`` call, in the upstream order (docs/concepts.md#final-outputs).
 
 A refusal is returned as the tool result (``[error] ...``), nothing is recorded and the previous
 answer stays. A broken Rhai validator never blocks an answer: the submission is accepted unchecked

@@ -1,7 +1,7 @@
 """A stage's tools inside a run: what is advertised, how a batch of calls runs, and the
 bookkeeping that follows (modification tracking, events, context routing, repetition nudges), plus
 the tools the engine answers itself: ``submit_output``, ``runtime_info``, ``fan_out`` and the
-sub-agent tools (spec/runtime.md §4, §8.1-8.3, §11).
+sub-agent tools (docs/concepts.md#tools).
 """
 
 from __future__ import annotations
@@ -190,7 +190,8 @@ class StageTools:
 
     def offered(self, stage: StagePlan) -> list[str]:
         """The stage's tools as advertised: the blocking tools that wait for a person are left out
-        under ``--yolo`` and when nobody can answer, unless the stage requires them (§10, §12.4)."""
+        under ``--yolo`` and when nobody can answer, unless the stage requires them
+        (docs/security.md#permissions)."""
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
         journal = self.state.journal

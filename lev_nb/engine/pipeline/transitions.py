@@ -1,4 +1,4 @@
-"""Taking the next step when a stage ends, and entering a stage (spec/runtime.md §3.1, §6):
+"""Taking the next step when a stage ends, and entering a stage (docs/concepts.md#transitions):
 condition edges, normal resolution, the routing call, gates, transforms, then entering the target.
 
 The decisions themselves are pure functions (:mod:`~lev_nb.engine.pipeline.routing`,

@@ -1,4 +1,4 @@
-"""Watchdogs that end a stage the model will not end itself (spec/runtime.md §7): the iteration
+"""Watchdogs that end a stage the model will not end itself (docs/concepts.md#watchdogs): the iteration
 cap, the stuck thresholds of a ``stuck`` edge and a working directory that went away.
 
 The deciders (:func:`iteration_cap_hit`, :func:`stuck_reason`) and the notes are pure;

@@ -1,5 +1,5 @@
 """Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`
-(spec/runtime.md §1, spec/blueprint.md §4-§6).
+(docs/concepts.md#stages, docs/reference/blueprint.md#bp-stage).
 
 This is the one place where the run engine reads the blueprint model. Where the model already
 derives a value (``Gate.attempts``, ``Edge.transform_kind``, ``Stage.effective_tools``, ...), the
@@ -296,7 +296,7 @@ def _region_config(region: Any, window: int) -> RegionConfig:
 
 
 def _compact_threshold(region: Any, budget: int) -> int:
-    """When a compacting region summarises (spec/blueprint.md §6.1): ``compact_at`` ("N%" of its
+    """When a compacting region summarises (docs/concepts.md#context-regions): ``compact_at`` ("N%" of its
     resolved budget), capped by ``threshold_tokens``; with neither, 80% of the budget."""
     from lev_nb.blueprint.model import parse_percent
 

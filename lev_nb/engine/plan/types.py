@@ -1,4 +1,4 @@
-"""The engine's view of a blueprint: plain, frozen, precomputed facts (spec/runtime.md §1).
+"""The engine's view of a blueprint: plain, frozen, precomputed facts (docs/concepts.md#stages).
 
 The run loop reads only these dataclasses, never the pydantic blueprint model
 (:mod:`lev_nb.engine.plan.build` is the one place that does), so the format can grow without the
@@ -130,7 +130,7 @@ class NudgePlan:
     """The blueprint's word on one stage's empty-response nudge (agent, then stage; None: not set).
 
     The machine's ``[nudge]`` defaults sit between these and the built-in ones, so the effective
-    nudge is resolved per run by :meth:`resolve` (spec/runtime.md §3.3: stage > agent > config >
+    nudge is resolved per run by :meth:`resolve` (docs/concepts.md#nudges-and-holds: stage > agent > config >
     built-in; a reviewed interactive_points stage is not nudged by default).
     """
 
@@ -166,7 +166,7 @@ class FanOutPlan:
 
 @record
 class PointPlan:
-    """One interaction point of an ``interactive_points`` stage (spec/runtime.md §12.3)."""
+    """One interaction point of an ``interactive_points`` stage (docs/runs.md#a-person-in-the-loop)."""
 
     name: str
     prompt: str = ""
