@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS", "SCOPES", "Answer", "InteractionError", "InteractionHub", "Request",
-    "make_answer", "fold_label", "match_option",
+    "is_taint_gate", "make_answer", "fold_label", "match_option",
 ]
 
 KINDS = ("approval", "text", "choice", "confirm", "review", "edit", "checkpoint")
@@ -57,6 +57,7 @@ SCOPES = ("once", "stage", "run")
 # meta.json's waiting_on.reason for each kind of request (spec/runtime.md §9).
 WAIT_REASONS = {"approval": "tool_approval", "checkpoint": "interaction_point"}
 POLL_S = 0.5  # how often a waiting run looks at its inbox
+TAINT_REQUEST_PREFIX = "taint"  # the taint gate's approval requests are taint-<call id>
 PARENT_MESSAGE_PREFIX = "Message from the agent that started you:\n"
 NO_ANSWER = "User provided no answer."
 DECLINED = "User declined to answer."
@@ -615,7 +616,7 @@ class InteractionHub:
         if self.covers(key):
             return True
         request = self.request(
-            "approval", "taint", call.id, tool=call.name, arguments=dict(call.arguments or {}),
+            "approval", TAINT_REQUEST_PREFIX, call.id, tool=call.name, arguments=dict(call.arguments or {}),
             prompt=(f"Taint gate: {why}. Allow it once, for this stage or for this run (which clears "
                     f"'{tool}' for data of any sensitivity), or deny it."),
         )
@@ -706,6 +707,11 @@ class InteractionHub:
         if request.kind == "edit":
             return self._edited(request.document or "", None)
         return NO_ANSWER
+
+
+def is_taint_gate(request: Request) -> bool:
+    """Whether an approval request is the taint gate's (its prompt says what data would go where)."""
+    return request.kind == "approval" and request.id.startswith(TAINT_REQUEST_PREFIX + "-")
 
 
 def _approval_prompt(call: ToolCall, keys: list[str]) -> str:

@@ -24,6 +24,7 @@ a wrong one is a :class:`PolicyError` naming the file and the key, never a silen
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import tomllib
@@ -271,13 +272,12 @@ def add_rule(tool: str, max_sensitivity: str = "internal", target: str | None = 
         old = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         old = ""
-    import tomli_w
-
-    rule: dict[str, Any] = {"tool": tool}
+    # A TOML basic string takes JSON's escapes; ASCII-only leaves no raw character TOML refuses.
+    lines = ["[[allowlist]]", f"tool = {json.dumps(tool)}"]
     if target is not None:
-        rule["to"] = [target]
-    rule["max_sensitivity"] = max_sensitivity
-    block = tomli_w.dumps({"allowlist": [rule]})
+        lines.append(f"to = [{json.dumps(target)}]")
+    lines.append(f"max_sensitivity = {json.dumps(max_sensitivity)}")
+    block = "\n".join(lines) + "\n"
     text = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old.strip() else "") + block
     parse_policy(tomllib.loads(text), str(path), path)
     path.parent.mkdir(parents=True, exist_ok=True)
