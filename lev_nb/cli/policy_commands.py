@@ -83,8 +83,8 @@ def _list(args: argparse.Namespace) -> int:
     print(f"Policy file: {policy_path()}" + ("" if policy_path().exists() else " (none)"))
     if policy.allowlist:
         print(f"Static rules ({len(policy.allowlist)}):")
-        for i, rule in enumerate(policy.allowlist, 1):
-            print(f"  {i}. {rule.describe()}")
+        for i, allow in enumerate(policy.allowlist, 1):
+            print(f"  {i}. {allow.describe()}")
     else:
         print("No static allowlist rules.")
     if rules.rules:
