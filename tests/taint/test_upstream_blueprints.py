@@ -32,3 +32,19 @@ def test_stage_over_agent_and_the_machine_over_both() -> None:
     assert _on("empty-block") == {"main": True}  # a block that says nothing is on
     assert plan_from_blueprint(load(TAINT / "on")).taint_tracking is True
     assert plan_from_blueprint(load(TAINT / "off")).taint_tracking is False
+
+
+def test_a_taint_tracking_that_is_not_true_or_false_is_an_error_naming_the_table(lev: Lev, tmp_path) -> None:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "agent.leviath").write_text(
+        '[agent]\nname = "x"\n[security]\ntaint_tracking = "yes"\n[stages.main]\nmode = "autonomous"\n'
+        '[stages.main.security]\ntaint_tracking = 1\n[stages.done]\nsecurity = { taint_tracking = false }\n')
+    done = lev("validate", str(folder), "--json")
+    import json
+
+    found = [(f["code"], f["severity"], f["stage"]) for f in json.loads(done.stdout)["findings"]
+             if f["code"] == "taint-tracking-invalid"]
+    assert found == [("taint-tracking-invalid", "error", None), ("taint-tracking-invalid", "error", "main")]
+    assert done.returncode == 1
+    assert "[stages.main.security] taint_tracking = 1" in lev("validate", str(folder)).stdout
