@@ -492,7 +492,7 @@ def x2_output_format_typo(bp: Blueprint, env: LintEnv) -> list[Finding]:
 def x3_taint_tracking_invalid(bp: Blueprint, env: LintEnv) -> list[Finding]:
     """``taint_tracking`` must be true or false. Like the upstream, a value that is neither leaves
     the block's default (on), which is safe but surely not what was meant, so it is an error."""
-    tables: list[tuple[str | None, Any]] = [(None, bp.raw.get("security"))]
+    tables: list[tuple[str | None, object]] = [(None, bp.raw.get("security"))]
     stages = bp.raw.get("stages")
     if isinstance(stages, dict):
         tables += [(name, st.get("security")) for name, st in stages.items() if isinstance(st, dict)]
