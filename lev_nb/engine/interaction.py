@@ -119,6 +119,8 @@ class Request:
     def describe(self) -> str:
         """One line saying what is asked."""
         if self.kind == "approval":
+            if self.id.startswith(TAINT_REQUEST_PREFIX + "-"):
+                return f"allow the tool '{self.tool}' past the taint gate?"
             return f"allow the tool '{self.tool}'?"
         if self.kind == "checkpoint":
             return f"checkpoint '{self.point}': {self.prompt}".rstrip(": ")

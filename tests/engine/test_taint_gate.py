@@ -72,6 +72,7 @@ def test_asked_and_approved_for_the_run(engine, workdir: Path, secret: Path) -> 
     request = next_request(run)
     assert request.kind == "approval" and request.tool == "shell" and request.id.startswith("taint-")
     assert "Taint gate" in request.prompt and "internal" in request.prompt
+    assert request.describe() == "allow the tool 'shell' past the taint gate?"  # lev respond's listing
     assert run.meta["waiting_on"]["reason"] == "tool_approval"
     run.respond(request.id, True, scope="run")
     run.wait(60)
