@@ -390,6 +390,30 @@ def _secret(tmp: Path) -> Row:
             f"files holding the key: {leaked or 'none'}", "held": not leaked and key not in (run.error or "")}
 
 
+@fault("taint-leak")
+def _taint_leak(tmp: Path) -> Row:
+    _allow_shell(tmp)
+    rules = tmp / "home" / "rules"
+    rules.mkdir(parents=True, exist_ok=True)
+    (rules / "spin.rhai").write_text("loop {}")  # a hostile rule: it must allow nothing, and not stall the run
+    body = "[security]\n" + SHELL_STAGE.replace('["shell", "list_dir"]', '["shell", "read_file"]')
+    bp = _blueprint(body)
+    work = Path(tempfile.mkdtemp(dir=tmp, prefix="work-"))
+    (work / "notes.txt").write_text("launch date: March 3")
+    from lev_nb.providers import ScriptedModel
+
+    turns = [_call("read_file", path="notes.txt"), _call("shell", command="cat notes.txt > sent.txt"), _say("ok")]
+    run = bp.run("the task", model=ScriptedModel(turns), workdir=work, home=tmp / "home", interactive=False)
+    run.wait(120)
+    codes = sorted({w.code for w in run.warnings})
+    sent = (work / "sent.txt").exists()
+    return {"input": "taint tracking on, a workdir file read, then a shell command carrying it out, "
+                     "unattended, beside a looping policy rule",
+            "outcome": f"{run.status}; sent: {sent}; warnings: {', '.join(codes)}",
+            "held": run.status == "complete" and not sent and "taint-gate-denied" in codes
+                    and "policy-rule-failed" in codes}
+
+
 @fault("key-in-ordinary-variable")
 def _ordinary_key(tmp: Path) -> Row:
     from lev_nb.providers import ScriptedModel

@@ -21,8 +21,8 @@ adds the script compile checks and is what ``lev validate`` reports)
                 read_path_granted, read_paths_allow_blueprint, read_paths_grant_error,
                 safe_commands_honoured; ``LintEnv.for_blueprint(bp)`` is the environment with the
                 user's configuration unknown (see lints.py; ``lev_nb.settings.lint_env`` fills the
-                config-dependent fields); ``lints.ALL_CODES`` lists the 36 codes (33 upstream, and
-                lev_nb's own ``unknown-key``, ``output-format-typo`` and ``taint-tracking-unsupported``)
+                config-dependent fields); ``lints.ALL_CODES`` lists the codes (the upstream's, and
+                lev_nb's own such as ``unknown-key`` and ``output-format-typo``)
 Read paths (``read_paths``: the ``[read_paths]`` entry forms, shared with the user's grants)
     ``compile_entry(raw, workdir, home)``, ``ReadPathSet.compile(...)``, ``.matches_lexically(path)``,
     ``ReadPathEntry.sample_path()``, ``ReadPathError``

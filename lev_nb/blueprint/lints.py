@@ -1,10 +1,10 @@
 """The lint catalogue of ``lev validate`` (docs/blueprint.md#validation-and-lints): the 33 upstream
-codes and three of lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
+codes and lev_nb's own, run on a valid blueprint (and, after them, the checks of :mod:`.lints_own`).
 
 Agent-level checks (A1-A19) run first in catalogue order, then lev_nb's own (X1 ``unknown-key``: a
 key a lenient table keeps but nothing reads, with a "did you mean"; X2 ``output-format-typo``: a
-format label one keystroke from a format lev_nb checks; X3 ``taint-tracking-unsupported``: a
-``[security]`` block turns on a taint gate lev_nb does not have), then each stage's checks (S1-S14, and lev_nb's
+format label one keystroke from a format lev_nb checks; X3 ``taint-tracking-invalid``: a
+``[security] taint_tracking`` that is not true or false), then each stage's checks (S1-S14, and lev_nb's
 MCP check: ``server__tool`` grants and connectors against the configured servers, code
 ``unknown-tool`` as a warning) in stage order; :func:`lint` returns them sorted errors, warnings, notes.
 
@@ -32,7 +32,7 @@ from .errors import did_you_mean
 from .formats import format_typo
 from .lints_own import OWN_CHECKS, OWN_CODES, format_key_typos
 from .mcp_names import split_qualified
-from .model import Blueprint, OutputSpec, Region, Security, Stage
+from .model import Blueprint, OutputSpec, Region, Stage
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
 from .shellkeys import is_valid_prefix, seed_refusal
@@ -489,21 +489,22 @@ def x2_output_format_typo(bp: Blueprint, env: LintEnv) -> list[Finding]:
     return out
 
 
-def x3_taint_tracking_unsupported(bp: Blueprint, env: LintEnv) -> list[Finding]:
-    """``[security]`` turns taint tracking on whenever the block is present
-    (docs/security.md#taint-tracking); lev_nb has no taint
-    gate, so the block is refused here (and at run start) instead of being silently ignored."""
-    tables: list[tuple[str | None, Security | None]] = [(None, bp.security)]
-    tables += [(name, st.security) for name, st in bp.stages.items()]
+def x3_taint_tracking_invalid(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    """``taint_tracking`` must be true or false. Like the upstream, a value that is neither leaves
+    the block's default (on), which is safe but surely not what was meant, so it is an error."""
+    tables: list[tuple[str | None, object]] = [(None, bp.raw.get("security"))]
+    stages = bp.raw.get("stages")
+    if isinstance(stages, dict):
+        tables += [(name, st.get("security")) for name, st in stages.items() if isinstance(st, dict)]
     out = []
     for stage, table in tables:
-        if table is None or not table.taint_tracking:
+        if not isinstance(table, dict) or "taint_tracking" not in table or isinstance(table["taint_tracking"], bool):
             continue
-        where = f"stage '{stage}': security" if stage else "[security]"
-        out.append(_f("taint-tracking-unsupported", "error",
-                      f"{where} turns on taint tracking (taint_tracking is true whenever the block is "
-                      "present), and lev_nb has no taint gate, so runs of this blueprint are refused",
-                      "set taint_tracking = false in that table, or remove it", stage=stage))
+        where = f"[stages.{stage}.security]" if stage else "[security]"
+        out.append(_f("taint-tracking-invalid", "error",
+                      f"{where} taint_tracking = {table['taint_tracking']!r} is not true or false, so the block "
+                      "keeps its default and taint tracking is on", "write taint_tracking = true or false",
+                      stage=stage))
     return out
 
 
@@ -535,7 +536,7 @@ AGENT_CHECKS: list[Callable[[Blueprint, LintEnv], list[Finding]]] = [
     a5_a6_a7_read_paths, a8_broad_read_path, a9_unparseable_safe_command, a10_safe_commands_declared,
     a11_holds_under_yolo, a12_unreachable_stage, a13_cycle_without_max_revisits, a14_a15_output,
     a16_dead_end_possible, a17_compact_summarizes_deliverable, a18_required_region_unenforceable,
-    a19_unbounded_percentage_budget, a20_conversation_region, x1_unknown_key, x2_output_format_typo, x3_taint_tracking_unsupported,
+    a19_unbounded_percentage_budget, a20_conversation_region, x1_unknown_key, x2_output_format_typo, x3_taint_tracking_invalid,
     *OWN_CHECKS,
 ]
 
@@ -739,7 +740,7 @@ ALL_CODES: tuple[str, ...] = (
     "implicit-shell-policy", "unknown-model", "no-reachable-provider", "output-missing-submit-tool",
     "output-shape-not-required", "output-stage-can-modify", "fanout-no-escape",
     # lev_nb's own (not upstream codes): see x1_unknown_key, x2_output_format_typo and x3
-    "unknown-key", "output-format-typo", "taint-tracking-unsupported", "conversation-region-added",
+    "unknown-key", "output-format-typo", "taint-tracking-invalid", "conversation-region-added",
     "conversation-not-a-window",
     *OWN_CODES,  # lints_own: what cannot work as written, and permission-capped
 )

@@ -29,6 +29,7 @@ from lev_nb.cli import (
     interaction_commands,
     mcp_commands,
     models_commands,
+    policy_commands,
     run_commands,
     tools_command,
 )
@@ -63,6 +64,7 @@ COMMANDS = (
     doctor_commands.add_doctor,
     models_commands.add_models,
     mcp_commands.add_mcp,
+    policy_commands.add_policy,
 )
 
 

@@ -320,6 +320,10 @@ class TerminalPrompter:
         where = f"[{request.stage}] " if request.stage else ""
         if kind == "approval":
             self._say(f"lev run: {where}the agent wants to run '{request.tool}'")
+            from lev_nb.engine.interaction import is_taint_gate
+
+            if is_taint_gate(request):
+                self._say(f"  {request.prompt}")
             for key, value in (request.arguments or {}).items():
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 text = clip_shown(text, ARG_CHARS)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS", "SCOPES", "Answer", "InteractionError", "InteractionHub", "Request",
-    "make_answer", "fold_label", "match_option",
+    "is_taint_gate", "make_answer", "fold_label", "match_option",
 ]
 
 KINDS = ("approval", "text", "choice", "confirm", "review", "edit", "checkpoint")
@@ -58,6 +58,7 @@ SCOPES = ("once", "stage", "run")
 # meta.json's waiting_on.reason for each kind of request (docs/runs.md#the-run-record).
 WAIT_REASONS = {"approval": "tool_approval", "checkpoint": "interaction_point"}
 POLL_S = 0.5  # how often a waiting run looks at its inbox
+TAINT_REQUEST_PREFIX = "taint"  # the taint gate's approval requests are taint-<call id>
 PARENT_MESSAGE_PREFIX = "Message from the agent that started you:\n"
 NO_ANSWER = "User provided no answer."
 DECLINED = "User declined to answer."
@@ -119,6 +120,8 @@ class Request:
     def describe(self) -> str:
         """One line saying what is asked."""
         if self.kind == "approval":
+            if self.id.startswith(TAINT_REQUEST_PREFIX + "-"):
+                return f"allow the tool '{self.tool}' past the taint gate?"
             return f"allow the tool '{self.tool}'?"
         if self.kind == "checkpoint":
             return f"checkpoint '{self.point}': {self.prompt}".rstrip(": ")
@@ -606,6 +609,40 @@ class InteractionHub:
             self._stage_grants.update(self._stage_key(key) for key in keys)
         return True
 
+    async def taint_approve(self, call: ToolCall, tool: str, why: str) -> bool | str:
+        """The taint gate's question, asked like any approval (``why``: what it would send where).
+
+        Allowing it for the run (or the stage) raises ``tool``'s clearance for the rest of the run
+        (or of the stage visit); once lets this call through. With nobody to ask, the call is
+        refused and the person is told (a ``taint-gate-denied`` warning)."""
+        key = f"taint:{tool}"
+        if self.covers(key):
+            return True
+        request = self.request(
+            "approval", TAINT_REQUEST_PREFIX, call.id, tool=call.name, arguments=dict(call.arguments or {}),
+            prompt=(f"Taint gate: {why}. Allow it once, for this stage or for this run (which clears "
+                    f"'{tool}' for data of any sensitivity), or deny it."),
+        )
+        answer = self.replayed(request)
+        if answer is None:
+            if not self.interactive:
+                self.state.warn(f"the taint gate blocked a call: {why}; nobody could be asked, so it did not run "
+                                f"(add a rule with `lev policy add {tool} ...` to allow such calls)", "taint-gate-denied")
+                return (f"[blocked] {why}. Nobody could be asked to allow it, so it did not run. "
+                        f"A rule added with `lev policy add {tool}` can permit it.")
+            answer = await self.ask(request, grant=lambda a: self._grant_of([key], a))
+        if answer.outcome == "timed_out":
+            self.state.warn(f"the taint gate blocked a call: {why}; nobody answered within {self.timeout:g} s",
+                            "taint-gate-denied")
+            return f"[blocked] {why}. Nobody answered the request to allow it, so it did not run."
+        if not answer.approved:
+            return f"[blocked] {why}. Denied by the user."
+        if answer.scope == "run":
+            self._run_grants.add(key)
+        elif answer.scope == "stage":
+            self._stage_grants.add(self._stage_key(key))
+        return True
+
     def _grant_of(self, keys: list[str], answer: Answer) -> list[Any] | None:
         """The grant an approval's answer gives, as the journal keeps it."""
         if not answer.approved or answer.scope == "once" or not keys:
@@ -673,6 +710,11 @@ class InteractionHub:
         if request.kind == "edit":
             return self._edited(request.document or "", None)
         return NO_ANSWER
+
+
+def is_taint_gate(request: Request) -> bool:
+    """Whether an approval request is the taint gate's (its prompt says what data would go where)."""
+    return request.kind == "approval" and request.id.startswith(TAINT_REQUEST_PREFIX + "-")
 
 
 def _approval_prompt(call: ToolCall, keys: list[str]) -> str:

@@ -22,8 +22,8 @@ this order, and refuses the first problem with one :class:`LaunchError`:
    false``) is refused, naming the stage;
 7. the webhook URL;
 8. isolation: a ``[sandbox]`` that must be had (``on_unavailable = "error"``) but that this machine
-   cannot provide (:func:`lev_nb.sandbox.choose`), and ``[security]`` taint tracking, which lev_nb
-   does not implement (refused rather than silently ignored);
+   cannot provide (:func:`lev_nb.sandbox.choose`), and, when taint tracking is on, a
+   ``$LEV_HOME/policy.toml`` that cannot be read (a wrong label names the file and key);
 9. the working directory (a folder that does not exist is created by the run; one that cannot be
    created is refused here).
 
@@ -108,6 +108,7 @@ def check_launch(
     _check_capabilities(plan, provider, settings)
     _check_webhook(webhook)
     _check_isolation(plan, settings)
+    _check_taint_policy(plan, settings)
     checked_workdir = _check_workdir(workdir)
     _check_alarming_workdir(checked_workdir, settings)
     _check_mounts(plan, settings, checked_workdir, home)
@@ -336,16 +337,23 @@ def _sandboxes(plan: RunPlan, settings: Settings) -> list[tuple[str, Any]]:
         (f"stage '{s.name}'", under(s.sandbox, floor)) for s in plan.stages]
 
 
+def _check_taint_policy(plan: RunPlan, settings: Settings) -> None:
+    """A run behind the taint gate needs a policy file it can read (none at all is fine)."""
+    if not plan.tracks_taint_anywhere(settings.taint_tracking):
+        return
+    from lev_nb.taint import PolicyError, load_policy
+
+    try:
+        load_policy()
+    except PolicyError as exc:
+        raise LaunchError(f"taint tracking is on and the policy file cannot be used: {exc}",
+                          cli_hint="fix the file (`lev policy list` reads it) or move it aside",
+                          python_hint="fix the file or move it aside") from exc
+
+
 def _check_isolation(plan: RunPlan, settings: Settings) -> None:
     from lev_nb.sandbox import choose
 
-    if plan.taint_tracking:
-        raise LaunchError(
-            f"blueprint '{plan.agent_name}' turns on taint tracking ({', '.join(plan.taint_tracking)}; "
-            "taint_tracking is true whenever the block is present), and lev_nb has no taint gate",
-            cli_hint="set taint_tracking = false in that [security] table, or remove it (`lev validate` says the same)",
-            python_hint="set taint_tracking = false in that [security] table, or remove it",
-        )
     refused = [(who, choice) for who, spec in _sandboxes(plan, settings) if (choice := choose(spec)).refused]
     if refused:
         who, choice = refused[0]

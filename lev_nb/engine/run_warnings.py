@@ -52,6 +52,12 @@ The codes (:data:`WARNING_CODES`):
     a region script or an ``on_complete`` callback failed, and the run went on without it
 ``webhook-failed``
     the completion webhook could not be delivered
+``taint-gate-denied``
+    the taint gate stopped data leaving through a tool not cleared for it, and nobody could be asked
+``taint-gate-waived``
+    ``--yolo`` let data leave through a tool not cleared for it
+``policy-rule-failed``
+    a taint policy rule (or the policy file) could not be used, so it allowed nothing
 ``internal-error``
     a bug in lev_nb (the message is its traceback)
 ``warning``
@@ -89,6 +95,9 @@ WARNING_CODES: dict[str, str] = {
     "resume-changed": "something the resumed run depends on changed since it started",
     "script-failed": "a region script or an on_complete callback failed, and the run went on without it",
     "webhook-failed": "the completion webhook could not be delivered",
+    "taint-gate-denied": "the taint gate refused to let data leave through a tool not cleared for it, and nobody could be asked",
+    "taint-gate-waived": "--yolo let data leave through a tool not cleared for it",
+    "policy-rule-failed": "a taint policy rule or the policy file could not be used, so it allowed nothing",
     "internal-error": "a bug in lev_nb (the message is its traceback)",
     "warning": "something else the run survived",
 }

@@ -27,6 +27,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lev_nb.engine.interaction import is_taint_gate
 from lev_nb.notebook import runview
 from lev_nb.text import clip_shown
 
@@ -115,6 +116,8 @@ class RequestForm(widgets.VBox):
         where = f" <span style='color:#888'>(stage {_e(request.stage)})</span>" if request.stage else ""
         if request.kind == "approval":
             head = f"The agent wants to run <code>{_e(request.tool)}</code>"
+            if is_taint_gate(request):  # the gate says what data would leave, and where
+                head += f"<div class='lev-taint-gate' style='color:#a60'>{_e(request.prompt)}</div>"
         elif request.kind == "checkpoint":
             head = f"Checkpoint <b>{_e(request.point)}</b>: {_e(request.prompt)}"
         elif request.kind == "review":

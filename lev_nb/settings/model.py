@@ -362,6 +362,8 @@ class Settings:
         {}, doc="provider options, OpenAI-compatible servers (base_url) and Rhai provider scripts")
     rate_limits: Mapping[str, RateLimit] = setting({}, doc="provider -> client-side rate limit")
     model_capabilities: Mapping[str, ModelCapabilities] = setting({}, doc="model id -> corrections to its capabilities")
+    taint_tracking: bool = setting(
+        False, doc="put every run behind the taint gate (a blueprint's [security] can also turn it on)")
     agent_paths: tuple[str, ...] = setting(
         (), doc="more folders of agents, found by name after $LEV_HOME/agents (`lev list` shows them)")
     providers: Providers = field(default_factory=Providers)

@@ -200,6 +200,8 @@ async def execute_calls(
             continue
         # Authorisation is sequential, in call order, so approvals are asked one at a time.
         denial = await authorise(call, registry, policies)
+        if denial is None and policies.flow_gate is not None:
+            denial = await policies.flow_gate(call)  # the taint gate, after the permission
         if denial is not None:
             refused = results[i] = _result(call, denial)
             if journaled is not None:

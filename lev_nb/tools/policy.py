@@ -65,6 +65,8 @@ class Policies:
     safe_tools: frozenset[str] = frozenset()  # [safe_commands] tools: lower-case names never asked about
     safe_shell: frozenset[str] = frozenset()  # [safe_commands] shell entries ('git status', 'rg', 'env:X')
     grants: GrantBook | None = None
+    # Taint tracking: asked after the permission allowed a call; a string refuses it (the result).
+    flow_gate: Callable[[ToolCall], Awaitable[str | None]] | None = None
 
 
 def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:

@@ -346,3 +346,20 @@ def test_lev_resume_at_a_terminal_asks_as_lev_run_does(tmp_path: Path, terminal)
     term.type(b"y\n")
     assert term.finish() == 0, term.seen.decode(errors="replace")
     assert (work / "a.txt").read_text() == "hi"
+
+
+def test_the_taint_gate_asks_at_the_terminal_like_any_approval(tmp_path: Path, terminal):
+    folder, script = agent(tmp_path, [tool("read_file", path="notes.txt"),
+                                      tool("shell", command="echo sent > out.txt"), {"text": "done"}])
+    (folder / "agent.leviath").write_text(AGENT.replace(
+        '["write_file", "ask_user_choice", "ask_user_text"]', '["read_file", "shell"]') + "[security]\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("internal notes")
+    term = terminal(str(folder), "--task", "t", "--model", f"scripted:{script}", "--workdir", str(work),
+                    "--allow", "shell", "--allow", "write_file")
+    seen = term.read_until(b"[r] for this run, [n] no: ")
+    assert b"the agent wants to run 'shell'" in seen and b"Taint gate: 'shell' would send internal data" in seen
+    term.type(b"y\n")
+    assert term.finish() == 0
+    assert (work / "out.txt").exists()

@@ -250,18 +250,6 @@ def test_validate_says_when_the_sandbox_is_unavailable(lev, tmp_path: Path, no_b
     assert [(f["code"], f["severity"]) for f in found] == [("sandbox-unavailable", "warning")], found
 
 
-def test_taint_tracking_is_refused_not_ignored(lev, engine, tmp_path: Path) -> None:
-    folder = _write(tmp_path, "[security]\n[stages.work]\n[stages.work.transitions]\n")
-    found = [f for f in _findings(lev, folder) if f["code"] == "taint-tracking-unsupported"]
-    assert len(found) == 1 and found[0]["severity"] == "error", found
-    with pytest.raises(LaunchError, match="taint tracking"):
-        engine.start("[security]\n[stages.work]\n[stages.work.transitions]\n", [say("ok")])
-    off = _write(tmp_path, "[security]\ntaint_tracking = false\n[stages.work]\n[stages.work.transitions]\n")
-    assert not [f for f in _findings(lev, off) if f["code"] == "taint-tracking-unsupported"]
-    run, _ = engine.run("[security]\ntaint_tracking = false\n[stages.work]\n[stages.work.transitions]\n", [say("ok")] * 5)
-    assert run.status == "complete", run.error
-
-
 def test_a_host_choice_wraps_nothing(tmp_path: Path) -> None:
     sandbox = Sandbox(Choice(SandboxSpec(), "host"), tmp_path)
     assert sandbox.wrap(["sh", "-c", "true"]) == ["sh", "-c", "true"] and not sandbox.isolated

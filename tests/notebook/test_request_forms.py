@@ -178,3 +178,17 @@ def test_the_view_says_the_run_waits_and_tells_the_answer(engine):
     run.wait(RUN_TIMEOUT_S)
     text = runview.snapshot_text(view.state)
     assert "Waited for a person: Name?" in text
+
+
+def test_the_taint_gate_is_a_form_like_any_approval(engine, workdir: Path):
+    (workdir / "notes.txt").write_text("internal notes")
+    toml = ('[security]\n[stages.work]\navailable_tools = ["read_file", "shell"]\n[stages.work.transitions]\n')
+    run, view, model = start(engine, [call("read_file", path="notes.txt"), call("shell", command="echo sent > out.txt"),
+                                      say("ok")], toml=toml, allow=["shell", "write_file"])
+    form = form_of(view)
+    assert form.request.id.startswith("taint-") and "shell" in form.title.value
+    assert "Taint gate" in form.title.value and "internal data" in form.title.value
+    form.deny.click()
+    run.wait(RUN_TIMEOUT_S)
+    assert not (workdir / "out.txt").exists()
+    assert results(model)[-1].startswith("[blocked]")

@@ -170,6 +170,8 @@ class Entry:
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+    # Taint tracking: how sensitive this entry is (public | internal | private), set by the runtime.
+    label: str = "public"
 
     @classmethod
     def make(cls, content: str, kind: str = "text", **fields: Any) -> Entry:
@@ -195,6 +197,8 @@ class Entry:
             data["tool_call_id"] = self.tool_call_id
             data["tool_name"] = self.tool_name
             data["is_error"] = self.is_error
+        if self.label != "public":
+            data["label"] = self.label
         return data
 
 

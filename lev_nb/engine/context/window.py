@@ -27,6 +27,7 @@ from lev_nb.engine.context.regions import (
     trim_with_note,
 )
 from lev_nb.records import record
+from lev_nb.taint.levels import highest
 from lev_nb.text import cut_text, estimate_tokens
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
@@ -242,12 +243,12 @@ class ContextWindow:
         )
 
     def add_tool_result(
-        self, call_id: str, tool_name: str, content: str, is_error: bool = False
+        self, call_id: str, tool_name: str, content: str, is_error: bool = False, *, label: str = "public"
     ) -> None:
         """Append one tool result to the conversation as it is (see :meth:`route_tool_result`)."""
         entry = Entry.make(
             content, kind="tool_result", tool_call_id=call_id, tool_name=tool_name,
-            is_error=is_error,
+            is_error=is_error, label=label,
         )
         self._add_fitted(self.conversation, entry)
 
@@ -324,6 +325,7 @@ class ContextWindow:
         *,
         is_error: bool = False,
         routing: ToolRouting | None = None,
+        label: str = "public",
     ) -> RoutedResult:
         """Store one tool result per the stage's routing and put its block in the conversation.
 
@@ -342,12 +344,12 @@ class ContextWindow:
         text, fitted = self._fit_result(content, self._room(region))
         outcome = fitted if fitted != "stored" else outcome
         if target == "conversation":
-            self.add_tool_result(call_id, tool_name, text, is_error)
+            self.add_tool_result(call_id, tool_name, text, is_error, label=label)
             return RoutedResult("conversation", text, outcome, estimate_tokens(text))
         if fitted != "dropped":
-            region.add(Entry.make(text, metadata={"tool": tool_name, "call_id": call_id}))
+            region.add(Entry.make(text, metadata={"tool": tool_name, "call_id": call_id}, label=label))
         pointer = self._pointer(target, full_tokens, estimate_tokens(text), outcome, content)
-        self.add_tool_result(call_id, tool_name, pointer, False)
+        self.add_tool_result(call_id, tool_name, pointer, False, label=label)  # its preview quotes the data
         return RoutedResult(target, pointer, outcome, estimate_tokens(text))
 
     def _pointer(self, target: str, full: int, kept: int, fitted: str, content: str) -> str:
@@ -454,8 +456,9 @@ class ContextWindow:
         """Replace a region's content with one summary entry, cut to its budget if needed."""
         target = self._regions[region]
         text, _ = trim_with_note(summary, target.max_tokens, SEED_TRUNCATION_NOTE)
+        label = highest(e.label for e in target.entries)  # a summary is as sensitive as what it sums up
         target.clear()
-        target.add(Entry.make(text))
+        target.add(Entry.make(text, label=label))
 
     def paired_history(self, source: str) -> Region | None:
         """The compact_history region that keeps ``source``'s summaries, if one is declared."""
@@ -472,7 +475,8 @@ class ContextWindow:
         if history is not None and history.name != region:
             text, _ = trim_with_note(summary, history.free_tokens, SUMMARY_TRUNCATION_NOTE)
             if history.free_tokens > MIN_PARTIAL_TOKENS:
-                history.add(Entry.make(text, metadata={"source": region}))
+                label = highest(e.label for e in self._regions[region].entries)
+                history.add(Entry.make(text, metadata={"source": region}, label=label))
                 self._regions[region].clear()
                 return estimate_tokens(text)
         target = self._regions[region]
@@ -482,19 +486,20 @@ class ContextWindow:
         self.replace_with_summary(region, summary)
         return target.tokens
 
-    def store_window_summary(self, region: str, summary: str) -> int:
-        """Keep a summary of what a sliding window evicted: in its paired compact_history, else
-        as the window's first entry (replacing an earlier summary), cut to a quarter of its budget."""
+    def store_window_summary(self, region: str, summary: str, label: str = "public") -> int:
+        """Keep a summary of what a sliding window evicted (``label``: the most sensitive of those
+        entries): in its paired compact_history, else as the window's first entry (replacing an
+        earlier summary), cut to a quarter of its budget."""
         history = self.paired_history(region)
         if history is not None and history.free_tokens > MIN_PARTIAL_TOKENS:
             text, _ = trim_with_note(summary, history.free_tokens, SUMMARY_TRUNCATION_NOTE)
-            history.add(Entry.make(text, metadata={"source": region}))
+            history.add(Entry.make(text, metadata={"source": region}, label=label))
             return estimate_tokens(text)
         target = self._regions[region]
         text, _ = trim_with_note(f"{SUMMARY_HEADING}\n{summary}", max(1, target.max_tokens // 4),
                                  SUMMARY_TRUNCATION_NOTE)
         target.entries = [e for e in target.entries if not e.metadata.get("summary")]
-        target.entries.insert(0, Entry.make(text, metadata={"summary": True}))
+        target.entries.insert(0, Entry.make(text, metadata={"summary": True}, label=label))
         return estimate_tokens(text)
 
     def evict_for_room(self, limit: int) -> list[tuple[str, int, int]]:
@@ -540,6 +545,16 @@ class ContextWindow:
         target.clear()
         target.add(Entry.make(text))
         return cut
+
+    # -- taint tracking --------------------------------------------------------------------------
+    def region_labels(self) -> dict[str, str]:
+        """Each region's label: the most sensitive of its entries' (public when empty), so a
+        region's label falls again as its sensitive entries are evicted. Hidden regions count."""
+        return {name: highest(e.label for e in region.entries) for name, region in self._regions.items()}
+
+    def label(self) -> str:
+        """The label of everything the run holds in context (the most sensitive region's)."""
+        return highest(self.region_labels().values())
 
     # -- views ----------------------------------------------------------------------------------
     def total_tokens(self) -> int:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.engine import events as ev
 from lev_nb.messages import Message, ModelRequest
 from lev_nb.providers.base import Provider, ProviderError
+from lev_nb.taint.levels import highest
 
 if TYPE_CHECKING:
     from lev_nb.engine.context.regions import Entry
@@ -178,7 +179,8 @@ class Compactor:
         except ProviderError as exc:
             self._report("window", [], {name: exc.message}, "", tokens, 0, dropped=len(evicted))
             return
-        after = await self.state.in_context(ctx.store_window_summary, name, summary)
+        sensitivity = highest([e.label for e in evicted] + ([earlier.label] if earlier is not None else []))
+        after = await self.state.in_context(ctx.store_window_summary, name, summary, sensitivity)
         self._report("window", [name], {}, label, tokens, after)
 
     async def _relieve_pressure(self) -> None:

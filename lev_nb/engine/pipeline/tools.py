@@ -23,6 +23,7 @@ from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
 from lev_nb.engine.pipeline.submission import evaluate_submission
+from lev_nb.engine.pipeline.taint_flow import TaintFlow
 from lev_nb.engine.pipeline.subagents import SUBAGENT_TOOL_NAMES
 from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
@@ -106,6 +107,7 @@ class StageTools:
         self._specs: dict[str, list[ToolSpec]] = {}
         self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
         self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
+        self.taint = TaintFlow(state, self.registry, reads_outside=self.tool_context.workspace.read_grant is not None)
         plan = state.plan
         self.safe_tools, self.safe_shell = state.settings.safe_command_entries(
             plan.agent_name, plan.safe_tools, plan.safe_shell)
@@ -269,6 +271,7 @@ class StageTools:
             safe_tools=self.safe_tools,
             safe_shell=self.safe_shell,
             grants=hub,
+            flow_gate=self.taint.gate_for(stage),
         )
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # Script tools may use the shell only where the built-in shell tool would run unasked.
@@ -298,6 +301,7 @@ class StageTools:
                     result.content,
                     is_error=result.is_error,
                     routing=routing,
+                    label=self.taint.label(result.name),
                 )
 
         if getattr(state.ctx, "scripted", False):

@@ -72,15 +72,9 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
     )
 
 
-def _taint_tracking(bp: Any) -> tuple[str, ...]:
-    """The [security] tables that turn taint tracking on (present, and taint_tracking not false)."""
-    out = []
-    if bp.security is not None and bp.security.taint_tracking:
-        out.append("[security]")
-    for name, stage in bp.stages.items():
-        if stage.security is not None and stage.security.taint_tracking:
-            out.append(f"stage '{name}': security")
-    return tuple(out)
+def _taint_tracking(bp: Any) -> bool | None:
+    """The agent's ``[security] taint_tracking`` (None: no block; a block is on unless it says false)."""
+    return bp.security.taint_tracking if bp.security is not None else None
 
 
 def _window(bp: Any, stage_name: str) -> int:
@@ -189,6 +183,7 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         required_tools=tuple(stage.required_tools),
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox, stage.sandbox),
+        taint_tracking=stage.security.taint_tracking if stage.security is not None else None,
     )
 
 

@@ -218,6 +218,8 @@ class StagePlan:
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
     # Where the stage's commands run: the stronger of the agent's and its own [sandbox]
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
+    # The stage's own [stages.<name>.security] taint_tracking (None: inherits the agent's)
+    taint_tracking: bool | None = None
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -258,8 +260,18 @@ class RunPlan:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
-    # The [security] tables that turn taint tracking on (lev_nb has no taint gate: refused at launch)
-    taint_tracking: tuple[str, ...] = ()
+    # The agent's [security] taint_tracking (None: no [security] block)
+    taint_tracking: bool | None = None
+
+    def tracks_taint(self, stage: StagePlan, machine: bool) -> bool:
+        """Whether ``stage`` runs behind the taint gate: the machine-wide ``taint_tracking``, or the
+        stage's own ``[security]``, else the agent's. A blueprint can turn it on, never off."""
+        own = stage.taint_tracking if stage.taint_tracking is not None else self.taint_tracking
+        return machine or bool(own)
+
+    def tracks_taint_anywhere(self, machine: bool) -> bool:
+        """Whether any stage runs behind the taint gate (then every tool result is labelled)."""
+        return any(self.tracks_taint(s, machine) for s in self.stages)
 
     def stage(self, name: str) -> StagePlan:
         """The stage called ``name`` (KeyError if there is none)."""
