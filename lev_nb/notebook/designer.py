@@ -231,14 +231,21 @@ class Designer(widgets.VBox):
     def freeze(self) -> None:
         """Replace every display of the live editor by its static copy as it is now (what a saved
         notebook keeps). The designer keeps working; display it again to edit on."""
-        from lev_nb.notebook.widget import _update_display
+        from IPython.display import update_display
+
+        from lev_nb.notebook.widget import _parent_header, _update_display
 
         self.settle()
         bundle = self.snapshot()
         with self._lock:
             displays, self._displays = list(self._displays), []
+        here = _parent_header()
         for display_id, parent in displays:
+            # JupyterLab takes the update as part of the cell that showed the editor; nbconvert
+            # (nbclient) only from the cell running now, and finds the display by its id.
             _update_display(bundle, display_id, parent)
+            if here is not None and parent != here:
+                update_display(bundle, raw=True, display_id=display_id)
 
     def __repr__(self) -> str:
         name = self._blueprint.name if self._blueprint is not None else "no blueprint yet"
