@@ -95,6 +95,9 @@ class Verdict:
 
     def findings_html(self) -> str:
         """The verdict line, then the problem with its line (a refused text) or one row per finding."""
+        return f"<div style='line-height:1.35;font-size:13px'>{self._findings_body()}</div>"
+
+    def _findings_body(self) -> str:
         e = html.escape
         if self.refusal is not None:
             body = (f"<div style='color:{COLOURS['error']};font-weight:600'>✗ {e(self.refusal_where())}: "

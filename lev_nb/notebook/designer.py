@@ -30,14 +30,19 @@ from typing import Any
 import ipywidgets as widgets
 
 from lev_nb.blueprint import Blueprint, BlueprintError
-from lev_nb.notebook.design_check import Verdict, check_text, diagram_of, line_marks, source_html
+from lev_nb.notebook.design_check import COLOURS, Verdict, check_text, diagram_of, line_marks, source_html
 
 DELAY_S = 0.5  # a pause in typing this long gets the text checked
 DEFAULT_TASK = "A dry run of the design"
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-_STYLE = """<style>
-.lev-designer-editor textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  font-size: 12px; line-height: 1.4; white-space: pre; tab-size: 4; }
+_LINE_PX = 17  # the editor and its gutter share one line height, so the numbers sit by their lines
+_STYLE = f"""<style>
+.lev-designer-editor textarea {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 12px; line-height: {_LINE_PX}px; padding: 6px 8px; white-space: pre; overflow-x: auto;
+  overflow-y: hidden; resize: none; tab-size: 4; }}
+.lev-designer-gutter pre {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 12px; line-height: {_LINE_PX}px; margin: 0; padding: 7px 6px 6px 0; text-align: right;
+  user-select: none; }}
 </style>"""
 
 
@@ -63,9 +68,11 @@ class Designer(widgets.VBox):
         self._blueprint: Blueprint | None = None
         self._picture: str | None = None
         self._displays: list[tuple[str, Any]] = []
-        self.editor = widgets.Textarea(value=text, continuous_update=True,
-                                       layout=widgets.Layout(width="100%", height="30em"))
+        self.editor = widgets.Textarea(value=text, continuous_update=True, rows=_rows(text),
+                                       layout=widgets.Layout(flex="1 1 auto", width="auto"))
         self.editor.add_class("lev-designer-editor")
+        self.gutter = widgets.HTML(layout=widgets.Layout(flex="0 0 auto", margin="0"))
+        self.gutter.add_class("lev-designer-gutter")
         self.findings = widgets.HTML()
         self.findings.add_class("lev-designer-findings")
         self.graph = widgets.Output(layout=widgets.Layout(width="100%"))
@@ -74,8 +81,9 @@ class Designer(widgets.VBox):
         self.dry_button = widgets.Button(description="Dry run (mock)", button_style="primary",
                                          tooltip="run the current text on the mock model in a new temporary workdir")
         self.dry_view = widgets.VBox()
-        left = widgets.VBox([widgets.HTML(_STYLE), self.editor], layout=widgets.Layout(width="48%"))
-        right = widgets.VBox([self.findings, self.graph], layout=widgets.Layout(width="52%", padding="0 0 0 12px"))
+        left = widgets.VBox([widgets.HTML(_STYLE), widgets.HBox([self.gutter, self.editor])],
+                            layout=widgets.Layout(width="50%"))
+        right = widgets.VBox([self.findings, self.graph], layout=widgets.Layout(width="50%", padding="0 0 0 12px"))
         super().__init__(children=[widgets.HBox([left, right]), widgets.HBox([self.task, self.dry_button]),
                                    self.dry_view])
         self.add_class("lev-designer")
@@ -109,6 +117,9 @@ class Designer(widgets.VBox):
 
     # -- typing ----------------------------------------------------------------------------------
     def _on_change(self, _change: Any) -> None:
+        rows = _rows(self.text)
+        if rows != self.editor.rows:  # the editor grows with the text, so the gutter stays beside its lines
+            self.editor.rows = rows
         with self._lock:
             self._generation += 1
             self._settled.clear()
@@ -156,6 +167,7 @@ class Designer(widgets.VBox):
         elif self.graph.outputs:
             note += "<div style='opacity:0.75'>the graph shows the last text that loaded</div>"
         self.findings.value = verdict.findings_html() + note
+        self.gutter.value = _gutter(verdict)
 
     # -- the dry run -----------------------------------------------------------------------------
     def start_dry_run(self) -> Any:
@@ -278,6 +290,21 @@ def designer(source: Any = "", folder: str | os.PathLike[str] | None = None, *, 
         raise BlueprintError(f"lev_nb.designer takes a Blueprint, a path or TOML text, not {type(source).__name__}",
                              kind="read")
     return Designer(text, base, delay=delay)
+
+
+def _rows(text: str) -> int:
+    return max(12, text.count("\n") + 2)
+
+
+def _gutter(verdict: Verdict) -> str:
+    """The line numbers beside the editor, those a finding points at in its severity's colour."""
+    marks = line_marks(verdict)
+    numbers = []
+    for number in range(1, verdict.text.count("\n") + 2):
+        colour = COLOURS.get(marks.get(number, ""), "")
+        style = f"color:{colour};font-weight:700" if colour else "opacity:0.5"
+        numbers.append(f"<span style='{style}'>{number}</span>")
+    return "<pre>" + "\n".join(numbers) + "</pre>"
 
 
 def _note(text: str, colour: str = "#c62828") -> Any:

@@ -85,6 +85,15 @@ def _graph_svg(page: Any) -> str:
     return unquote(src)
 
 
+def _shot(page: Any, name: str) -> None:
+    """The whole designer, the window made tall enough for it."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = page.eval_on_selector(".lev-designer", "e => e.scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": min(max(900, height + 300), 5000)})
+    page.locator(".lev-designer").screenshot(path=str(SHOTS / name))
+    page.set_viewport_size({"width": 1200, "height": 900})
+
+
 def test_typing_in_the_designer_changes_the_findings_and_the_graph(lab: tuple[LabServer, LabBrowser, Path]) -> None:
     server, browser, root = lab
     page = browser.page
@@ -116,7 +125,7 @@ def test_typing_in_the_designer_changes_the_findings_and_the_graph(lab: tuple[La
                            " return i && decodeURIComponent(i.src) !== b && decodeURIComponent(i.src).includes('review'); }",
                            arg=before, timeout=60_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".lev-designer").screenshot(path=str(SHOTS / "typed.png"))
+    _shot(page, "typed.png")
 
     # A slip in the TOML shows its line, and the last good graph stays.
     page.keyboard.type("[stages.broken\n")
@@ -133,11 +142,11 @@ def test_typing_in_the_designer_changes_the_findings_and_the_graph(lab: tuple[La
     # The dry run: a run view under the editor that ends complete with its final output.
     page.get_by_role("button", name="Dry run (mock)").click()
     page.wait_for_function(
-        "() => { const v = document.querySelector('.lev-designer .lev-run-widget div.lev-run[data-status]');"
+        "() => { const v = document.querySelector('.lev-designer .lev-run-widget .lev-status[data-status]');"
         " return v && v.dataset.status === 'complete'; }", timeout=120_000)
     page.wait_for_function("() => (document.querySelector('.lev-designer .lev-output') || {}).innerText", timeout=60_000)
     assert "Final output" in page.inner_text(".lev-designer .lev-output")
-    page.locator(".lev-designer").screenshot(path=str(SHOTS / "dry-run.png"))
+    _shot(page, "dry-run.png")
     assert browser.outside == [], f"requests left 127.0.0.1: {browser.outside}"
 
 
