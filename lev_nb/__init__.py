@@ -131,7 +131,7 @@ _wire_tracing()
 
 
 def load_ipython_extension(ipython: object) -> None:
-    """``%load_ext lev_nb``: register the %lev, %%lev and %%rhai magics."""
+    """``%load_ext lev_nb``: register the %lev, %%lev, %%blueprint and %%rhai magics."""
     from lev_nb.notebook import load_ipython_extension as load
 
     load(ipython)

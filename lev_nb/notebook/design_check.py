@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lev_nb.blueprint import Blueprint, BlueprintError, Finding, Report
+from lev_nb.blueprint import Blueprint, BlueprintError
+from lev_nb.blueprint.report import Finding, Report
 from lev_nb.blueprint.finding_lines import finding_line
 
 COLOURS = {"error": "#c62828", "warning": "#b35c00", "note": "#1565c0"}
@@ -139,9 +140,8 @@ def check_text(text: str, folder: str | os.PathLike[str] | None = None) -> Verdi
         return _refused(text, exc)
     report = lev_nb.validate(bp)
     if report.error is not None:
-        exc = report.exception if isinstance(report.exception, BlueprintError) else None
-        if exc is not None:
-            return _refused(text, exc, report)
+        if isinstance(report.exception, BlueprintError):
+            return _refused(text, report.exception, report)
         return Verdict(text, report, refusal=report.error)
     located = [Located(f, finding_line(f, text, bp.raw)) for f in report.findings]
     return Verdict(text, report, blueprint=bp, findings=located)
