@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lev_nb.explain.table import RunTable, runs
     from lev_nb.providers import MockModel, ScriptedModel, register_provider
     from lev_nb.scripting.checks import validate
+    from lev_nb.notebook.designer import designer
 
 from lev_nb.version import __version__
 
@@ -36,6 +37,7 @@ __all__ = [
     "run_many", "RunSummary", "register_provider",
     "runs", "RunTable",
     "evaluate", "Evaluation", "load_evaluation",
+    "designer",
 ]
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
@@ -66,6 +68,8 @@ _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "evaluate": ("lev_nb.eval", "evaluate"),
     "Evaluation": ("lev_nb.eval", "Evaluation"),
     "load_evaluation": ("lev_nb.eval", "load_evaluation"),
+    # A live blueprint editor widget: re-validates and redraws as you type, dry run on the mock model.
+    "designer": ("lev_nb.notebook.designer", "designer"),
     "ScriptedModel": ("lev_nb.providers", "ScriptedModel"),
     "MockModel": ("lev_nb.providers", "MockModel"),
     # A model backend of your own, named by stages as provider = "<name>" (README "Models and providers").
@@ -127,7 +131,7 @@ _wire_tracing()
 
 
 def load_ipython_extension(ipython: object) -> None:
-    """``%load_ext lev_nb``: register the %lev, %%lev and %%rhai magics."""
+    """``%load_ext lev_nb``: register the %lev, %%lev, %%blueprint and %%rhai magics."""
     from lev_nb.notebook import load_ipython_extension as load
 
     load(ipython)

@@ -165,8 +165,10 @@ def looks_like_text(source: str) -> bool:
     return False
 
 
-def load_text(text: str, *, path: str | os.PathLike[str] | None = None) -> Blueprint:
-    """Parse blueprint TOML text; ``path`` (optional) is used in messages and as the base folder."""
+def load_text(text: str, *, path: str | os.PathLike[str] | None = None,
+              base_dir: str | os.PathLike[str] | None = None) -> Blueprint:
+    """Parse blueprint TOML text; ``path`` (optional) is used in messages and as the base folder.
+    ``base_dir`` gives text with no file (a notebook cell) a folder its scripts resolve against."""
     file = Path(path) if path is not None else None
     try:
         raw = tomllib.loads(text)
@@ -191,6 +193,7 @@ def load_text(text: str, *, path: str | os.PathLike[str] | None = None) -> Bluep
     bp._raw = raw
     bp._source_path = file.resolve() if file is not None else None
     bp._source_text = text
+    bp._base_dir = Path(base_dir).resolve() if base_dir is not None else None
     return bp
 
 

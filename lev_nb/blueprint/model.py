@@ -701,6 +701,7 @@ class Blueprint(_Lenient):
     _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
     _source_path: Path | None = PrivateAttr(default=None)
     _source_text: str | None = PrivateAttr(default=None)
+    _base_dir: Path | None = PrivateAttr(default=None)  # the folder of a blueprint given as text
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Blueprint):
@@ -737,7 +738,10 @@ class Blueprint(_Lenient):
 
     @property
     def base_dir(self) -> Path | None:
-        """The agent folder (scripts resolve against it); None when loaded from text."""
+        """The agent folder (scripts resolve against it): the manifest's folder, or the folder a
+        blueprint given as text was given (``load_text(..., base_dir=)``); else None."""
+        if self._base_dir is not None:
+            return self._base_dir
         return self._source_path.parent if self._source_path is not None else None
 
     # -- stages and graph --------------------------------------------------------------------

@@ -117,6 +117,8 @@ def launch_record(
         "blueprint": {
             "path": str(blueprint.source_path) if getattr(blueprint, "source_path", None) else None,
             "text": getattr(blueprint, "source_text", None),
+            # A blueprint given as text (a %%blueprint cell) keeps the folder its scripts resolve in.
+            "base_dir": str(blueprint.base_dir) if getattr(blueprint, "base_dir", None) else None,
         },
         "model": model if isinstance(model, str) or model is None else None,
         "model_object": None if isinstance(model, str) or model is None else type(model).__name__,
@@ -220,7 +222,7 @@ def _blueprint(run_id: str, source: dict[str, Any]) -> tuple[Any, list[str]]:
                                    "follows it as it is now"]
             return blueprint, []
         if text is not None:
-            return load_text(text, path=path), []
+            return load_text(text, path=path, base_dir=None if path else source.get("base_dir")), []
     except BlueprintError as exc:
         raise ResumeError(f"the blueprint of run '{run_id}' cannot be loaded again: {exc}") from None
     raise ResumeError(f"the blueprint of run '{run_id}' is gone ({path}) and launch.json keeps no copy of it")

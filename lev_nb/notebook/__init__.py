@@ -1,4 +1,5 @@
-"""Notebook views: rich displays, the live run widget and the %lev / %%lev / %%rhai magics.
+"""Notebook views: rich displays, the live run widget, the blueprint designer and the magics
+(%lev, %%lev, %%blueprint, %%rhai).
 
 ``%load_ext lev_nb.notebook`` registers the magics; ``watch(run)`` shows a run live;
 ``run_graph(run)`` draws the path a run took through its blueprint's graph.

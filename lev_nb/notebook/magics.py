@@ -13,6 +13,8 @@ does not compile) surfaces as one ``UsageError`` line, never a traceback.
 - ``%%lev PATH [VAR] [--model SPEC] [--workdir DIR]``: the cell body is the task. Starts the run,
   shows the live widget, stores the Run in VAR (default ``_lev_run``) and returns at once. The
   widget's forms answer what the run asks (tool approvals, questions, checkpoints).
+- ``%%blueprint [VAR] [--dir DIR]``: the cell is an agent.leviath, validated and drawn as it runs
+  (see :mod:`lev_nb.notebook.blueprint_magic`).
 - ``%%rhai [--validate] [--call FN] [--arg NAME ...] [VAR]``: evaluate the cell as Rhai in the
   hardened engine; ``--validate`` compiles it as an output validator and stores it in VAR
   (default ``validator``); ``--call FN`` calls a function the cell defines.
@@ -49,6 +51,8 @@ lev_nb magics
   %%lev PATH [VAR] [--model SPEC] [--workdir DIR]
                                             run PATH on the task in the cell body; the Run is
                                             stored in VAR (default _lev_run) and shown live
+  %%blueprint [VAR] [--dir DIR]             validate and draw the blueprint written in the cell;
+                                            bound to VAR (default bp) unless it has errors
   %%rhai [VAR]                              evaluate the cell as Rhai (value also stored in VAR)
   %%rhai --validate [VAR]                   compile the cell as an output validator
                                             (fn validate(content)); stored in VAR (default validator)
@@ -322,4 +326,7 @@ class LevMagics(Magics):
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the lev_nb magics (``%load_ext lev_nb.notebook``)."""
+    from lev_nb.notebook.blueprint_magic import BlueprintMagics
+
     ipython.register_magics(LevMagics)
+    ipython.register_magics(BlueprintMagics)
