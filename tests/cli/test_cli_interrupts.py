@@ -158,7 +158,8 @@ def test_ctrl_c_mid_run_stops_it_and_lev_resume_continues_it(tmp_path: Path, tim
     work.mkdir()
     proc = start(tmp_path, str(agent(tmp_path)), "--task", "t", "--model", f"scripted:{script}", "--workdir",
                  str(work))
-    wait_for(events_say(tmp_path, "tool_started"), proc)
+    # The command is running (it starts once its process group is watched, a moment after tool_started).
+    wait_for(lambda: events_say(tmp_path, "tool_started")() and (work / "ledger").exists(), proc)
     out, err = interrupt(proc, times)
     record = the_record(tmp_path)
     run_id = record["run_id"]
