@@ -31,6 +31,7 @@ from lev_nb.cli import (
     models_commands,
     run_commands,
     tools_command,
+    verbosity,
 )
 
 # The subcommands in the order ``lev --help`` lists them.
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for add in COMMANDS:
         add(subparsers)
+    verbosity.add_everywhere(parser)
     return parser
 
 
@@ -198,6 +200,12 @@ def _main(argv: list[str]) -> int:
     func = getattr(args, "func", None)
     if func is None:
         return 0
+    with verbosity.debug_log(verbosity.is_verbose(args)):
+        return _call(func, args)
+
+
+def _call(func: Any, args: argparse.Namespace) -> int:
+    """Run one command's function under the ``-c`` launch options."""
     try:
         if not args.settings:
             return int(func(args))
