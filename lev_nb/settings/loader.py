@@ -31,7 +31,7 @@ from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
-from lev_nb.secrets import declare_credentials
+from lev_nb.secrets import SHELL_ENV_MODES, declare_credentials
 
 from .errors import ConfigError, ConfigWarning
 from .mcp_servers import ServerEntryError, entry_line, parse_servers
@@ -354,6 +354,7 @@ _CHOICES: dict[Key, tuple[str, ...]] = {
     ("sandbox", "on_unavailable"): ("error", "warn"),
     ("sandbox", "engine"): ("podman", "docker"),
     ("observability", "exporter"): EXPORTERS,
+    ("security", "shell_env"): SHELL_ENV_MODES,
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH, DEFAULT_SAFE_SHELL
 from lev_nb.records import record
+from lev_nb.secrets import ShellEnv
 
 from .mcp_servers import McpServer
 
@@ -226,6 +227,11 @@ class Security:
         (), doc="credential-shaped environment variables scripts may read (exact names, any case)")
     allow_local_network: bool = setting(
         False, doc="let script HTTP reach loopback, private and link-local addresses (off: public only)")
+    shell_env: str = setting(
+        "filtered", doc="what a command an agent runs inherits of this environment: filtered (no "
+                        "credential-shaped variable but SSH_AUTH_SOCK), strict, custom or inherit")
+    shell_env_withhold: tuple[str, ...] = setting(
+        (), doc='the variables shell_env = "custom" withholds (exact names, any case)')
     allowed_workdirs: tuple[str, ...] = setting(
         (), doc="folders a run may work in even when one is your home folder or a filesystem root")
     sandbox_mounts: tuple[str, ...] = setting(
@@ -416,6 +422,12 @@ class Settings:
     def mcp_server(self, name: str) -> McpServer | None:
         """The ``[[mcp_servers]]`` entry called ``name``, or None."""
         return next((s for s in self.mcp_servers if s.name == name), None)
+
+    def shell_env(self) -> ShellEnv:
+        """What a command an agent runs inherits (``[security] shell_env``, ``shell_env_withhold``
+        and ``allow_env_vars``), for :func:`lev_nb.secrets.child_environment`."""
+        sec = self.security
+        return ShellEnv(sec.shell_env, tuple(sec.shell_env_withhold), tuple(sec.allow_env_vars))
 
     def safe_command_entries(self, agent: str, declared_tools: Sequence[str] = (),
                              declared_shell: Sequence[str] = ()) -> tuple[frozenset[str], frozenset[str]]:

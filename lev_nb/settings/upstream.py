@@ -42,8 +42,6 @@ IGNORED: dict[str, str] = {
     "limits.max_run_write_bytes": "write sizes are not capped yet",
     "limits.max_concurrent_inferences_by_model": "only the overall max_concurrent_inferences is enforced",
     "limits.max_concurrent_inferences_by_provider": "only the overall max_concurrent_inferences is enforced",
-    "security.shell_env": "commands get this process's environment without credentials",
-    "security.shell_env_withhold": "commands get this process's environment without credentials",
     "security.credential_store": "keys are read from environment variables only",
     "title": "lev_nb does not generate run titles",
 }

@@ -342,7 +342,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
         cwd=str(ctx.workspace.root),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
+        env=child_environment(policy=ctx.extra.get("shell_env")),  # [security] shell_env (lev_nb.secrets)
     )
     try:
         (out, out_total), (err, err_total), code = await asyncio.wait_for(_collect(proc), timeout=timeout)

@@ -20,7 +20,7 @@ from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.sandbox import Sandbox
-from lev_nb.secrets import child_environment, looks_like_credential
+from lev_nb.secrets import ShellEnv, child_environment, looks_like_credential
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -87,8 +87,9 @@ class RunToolHost:
 
     def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None, *,
                  allow_local_network: bool = False, http_timeout_s: float | None = 30.0,
-                 refusals: Mapping[str, str | None] | None = None) -> None:
+                 refusals: Mapping[str, str | None] | None = None, shell_env: ShellEnv | None = None) -> None:
         self.workspace = workspace
+        self.shell_env = shell_env  # [security] shell_env: what shell() commands inherit
         self.sandbox = sandbox
         # Host function -> why it is refused (None: permitted); lev_nb.tools.policy.script_host_permissions.
         if refusals is None:
@@ -135,7 +136,7 @@ class RunToolHost:
         try:
             proc = subprocess.Popen(
                 gate.argv(command_line(self.sandbox, command)), cwd=self.workspace.root, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, stdin=gate.stdin, env=child_environment(), start_new_session=True,
+                stderr=subprocess.PIPE, stdin=gate.stdin, env=child_environment(policy=self.shell_env), start_new_session=True,
             )
         except BaseException:
             gate.close()
@@ -214,7 +215,7 @@ def script_tool_def(tool: ToolScript) -> ToolDef:
             ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox,
             refusals=ctx.extra.get("script_refusals"),
             allow_local_network=bool(ctx.extra.get("allow_local_network")),
-            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0),
+            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0), shell_env=ctx.extra.get("shell_env"),
         )
         # run_tool validates the arguments itself; the executor already did, so skip it here.
         return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))

@@ -99,6 +99,7 @@ class StageTools:
             context=self.context_tools,
             extra={
                 "allow_env_vars": tuple(state.settings.security.allow_env_vars),
+                "shell_env": state.settings.shell_env(),
                 "allow_local_network": state.settings.security.allow_local_network,
                 "http_timeout_s": float(state.settings.limits.script_http_timeout_secs) or None,
             },
