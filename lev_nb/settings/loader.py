@@ -358,6 +358,9 @@ _CHOICES: dict[Key, tuple[str, ...]] = {
 }
 
 
+_POOL_TABLES = (("limits", "max_concurrent_inferences_by_model"), ("limits", "max_concurrent_inferences_by_provider"))
+
+
 def _check_value(key: Key, value: Any, layer: _Layer) -> None:
     """Rules beyond the type: a word among its choices; a safe-commands shell entry must be a bare
     command prefix."""
@@ -365,6 +368,9 @@ def _check_value(key: Key, value: Any, layer: _Layer) -> None:
     if choices is not None and value is not None and value not in choices:
         raise layer.error(f"'{value}' is not one of {', '.join(choices)}", key,
                           hint=did_you_mean(str(value), choices))
+    if key[:2] in _POOL_TABLES and len(key) == 3 and isinstance(value, int) and value < 0:
+        raise layer.error(f"a pool cannot be {value} calls wide", key,
+                          hint="give the most calls in flight at once (0 is read as 1); delete the key for no pool of its own")
     if key[-1] == "shell" and key[0] in ("safe_commands", "agent_safe_commands"):
         for entry in value:
             if not is_valid_prefix(entry):

@@ -180,6 +180,10 @@ class Limits:
 
     max_concurrent_inferences: int = setting(
         8, env="LEV_MAX_CONCURRENT_INFERENCES", minimum=1, doc="model calls in flight at once (the inference pool)")
+    max_concurrent_inferences_by_model: Mapping[str, int] = setting(
+        {}, doc="model id (or provider/model) -> its own pool, in place of max_concurrent_inferences")
+    max_concurrent_inferences_by_provider: Mapping[str, int] = setting(
+        {}, doc="provider -> a pool shared by every model it serves, held as well as the model's")
     max_concurrent_tools: int = setting(
         8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="tool calls running at once (the tool pool)")
     default_max_iterations: int = setting(

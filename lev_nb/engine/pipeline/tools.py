@@ -18,7 +18,7 @@ from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
 from lev_nb.engine.pipeline.dynamic_tools import DynamicTools
 from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
-from lev_nb.engine.pipeline.inference import TOOL_POOL
+from lev_nb.engine.pipeline.pools import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
