@@ -52,6 +52,9 @@ The codes (:data:`WARNING_CODES`):
     a region script or an ``on_complete`` callback failed, and the run went on without it
 ``webhook-failed``
     the completion webhook could not be delivered
+``write-refused``
+    a write was refused, or a command's redirects wrote past a cap (``[limits]
+    max_tool_call_write_bytes``, ``max_run_write_bytes``, or less than 1 GiB left free on the disk)
 ``internal-error``
     a bug in lev_nb (the message is its traceback)
 ``warning``
@@ -89,6 +92,7 @@ WARNING_CODES: dict[str, str] = {
     "resume-changed": "something the resumed run depends on changed since it started",
     "script-failed": "a region script or an on_complete callback failed, and the run went on without it",
     "webhook-failed": "the completion webhook could not be delivered",
+    "write-refused": "a write was refused by a [limits] write cap or the free-disk guard",
     "internal-error": "a bug in lev_nb (the message is its traceback)",
     "warning": "something else the run survived",
 }

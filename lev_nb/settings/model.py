@@ -184,6 +184,10 @@ class Limits:
         {}, doc="model id (or provider/model) -> its own pool, in place of max_concurrent_inferences")
     max_concurrent_inferences_by_provider: Mapping[str, int] = setting(
         {}, doc="provider -> a pool shared by every model it serves, held as well as the model's")
+    max_tool_call_write_bytes: int | None = setting(
+        minimum=1, doc="most bytes one tool call may write (unset: no cap; the free-disk guard always applies)")
+    max_run_write_bytes: int | None = setting(
+        minimum=1, doc="most bytes a whole run may write (unset: no cap)")
     max_concurrent_tools: int = setting(
         8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="tool calls running at once (the tool pool)")
     default_max_iterations: int = setting(
