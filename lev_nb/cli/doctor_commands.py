@@ -121,11 +121,13 @@ def _resolve(state: dict[str, Any]) -> str:
 
 def _run(state: dict[str, Any]) -> str:
     from lev_nb.catalog import load
+    from lev_nb.settings import launch_options
 
     folder = Path(tempfile.mkdtemp(prefix="lev-doctor-"))
     try:
-        run = load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
-        run.wait(300)
+        with launch_options({"title": {"enabled": False}}):  # one model call, not a second for a title
+            run = load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
+            run.wait(300)
         if run.status != "complete":
             raise _Failed(f"the run ended {run.status}: {run.error or 'no answer'}")
         total = run.usage["total"]

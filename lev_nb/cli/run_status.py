@@ -119,12 +119,15 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False, verbose: bool = F
     if not rows:
         print(fold or "no runs yet; start one with `lev run PATH --task ...`")
         return
-    header: tuple[str, ...] = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "WARN", "UPDATED")
+    # TITLE ([title]: lev_nb.engine.title) once any listed run has one.
+    titled = any(r.get("title") for r in rows)
+    header: tuple[str, ...] = ("RUN ID", "AGENT") + (("TITLE",) if titled else ()) + (
+        "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "WARN", "UPDATED")
     more: tuple[str, ...] = ("MODEL", "STARTED", "WORKDIR") if verbose else ()
     table = [header[:-1] + more + header[-1:]] + [
-        (r["indent"] + r["run_id"], r["agent_name"], one_line(r["status_text"]),
-         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r),
-         str(r["warnings"]) if r["warnings"] else "-")
+        (r["indent"] + r["run_id"], r["agent_name"]) + ((r["title"] or "-",) if titled else ())
+        + (one_line(r["status_text"]), r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r),
+           str(r["warnings"]) if r["warnings"] else "-")
         + ((r["model"] or "-", r["started_at"], r["workdir"] or "-") if verbose else ()) + (r["updated_at"],)
         if "more" not in r else (r["indent"] + r["more"],) + ("",) * (len(header) + len(more) - 1)
         for r in rows
@@ -231,6 +234,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": meta.get("run_id", "?"),
         "agent_name": meta.get("agent_name", "?"),
+        "title": meta.get("title") if isinstance(meta.get("title"), str) else None,
         "status": meta.get("status", "?"),
         "status_text": status_text(meta) if not meta.get("broken") else f"broken: {meta.get('error')}",
         "current_stage": meta.get("current_stage") or "",

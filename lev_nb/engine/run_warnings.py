@@ -55,6 +55,9 @@ The codes (:data:`WARNING_CODES`):
 ``write-refused``
     a write was refused, or a command's redirects wrote past a cap (``[limits]
     max_tool_call_write_bytes``, ``max_run_write_bytes``, or less than 1 GiB left free on the disk)
+``title-failed``
+    the model ``[title]`` names could not write the run's title, so the run has none (told only when
+    ``[title]`` is in the configuration)
 ``internal-error``
     a bug in lev_nb (the message is its traceback)
 ``warning``
@@ -93,6 +96,7 @@ WARNING_CODES: dict[str, str] = {
     "script-failed": "a region script or an on_complete callback failed, and the run went on without it",
     "webhook-failed": "the completion webhook could not be delivered",
     "write-refused": "a write was refused by a [limits] write cap or the free-disk guard",
+    "title-failed": "the configured [title] model could not title the run, so it has none",
     "internal-error": "a bug in lev_nb (the message is its traceback)",
     "warning": "something else the run survived",
 }

@@ -659,13 +659,13 @@ def check_launch(assignments: Mapping[str, Any]) -> None:
 
 @contextmanager
 def launch_options(assignments: Mapping[str, Any]) -> Iterator[None]:
-    """Apply launch options (nested, as from :func:`parse_assignments`) for the duration of a command."""
+    """Apply launch options (nested, as from :func:`parse_assignments`) for the duration of a command,
+    over the ones already in force (``lev doctor`` adds its own to the command's ``-c`` options)."""
     global _generation
     with _lock:
         _flatten_overrides(assignments, _LAUNCH)
         previous = _deep_copy(_launch)
-        _launch.clear()
-        _launch.update(_deep_copy(dict(assignments)))
+        _merge_into(_launch, _deep_copy(dict(assignments)))
         _generation += 1
     try:
         yield
@@ -674,6 +674,14 @@ def launch_options(assignments: Mapping[str, Any]) -> Iterator[None]:
             _launch.clear()
             _launch.update(previous)
             _generation += 1
+
+
+def _merge_into(into: dict[str, Any], more: Mapping[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge_into(into[key], value)
+        else:
+            into[key] = value
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, Any]:

@@ -258,6 +258,15 @@ class WebhookDelivery:
 
 
 @record
+class RunTitles:
+    """``[title]``: a short title for each run, made after it starts (upstream ``configuration.md``)."""
+
+    enabled: bool = setting(True, doc="give each run a short title (lev ps, lev show, the run view)")
+    provider: str | None = setting(doc="the provider that writes titles (unset: the run's first stage's)")
+    model: str | None = setting(doc="the model that writes titles (unset: the run's first stage's)")
+
+
+@record
 class MachineSandbox:
     """``[sandbox]``: the machine-wide sandbox every agent's commands run in at least (a blueprint's
     own may be stronger, never weaker; upstream ``configuration.md`` ``[sandbox]``)."""
@@ -385,6 +394,7 @@ class Settings:
     security: Security = field(default_factory=Security)
     sandbox: MachineSandbox = field(default_factory=MachineSandbox)
     webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
+    title: RunTitles = field(default_factory=RunTitles)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({})

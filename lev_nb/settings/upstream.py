@@ -39,7 +39,6 @@ IGNORED: dict[str, str] = {
     "limits.finished_retention_secs": _DAEMON + "; finished runs stay in $LEV_HOME/runs until removed",
     "limits.wedge_timeout_secs": "lev_nb's watchdogs are the per-request timeout and the stall timeout",
     "security.credential_store": "keys are read from environment variables only",
-    "title": "lev_nb does not generate run titles",
 }
 
 
