@@ -89,6 +89,7 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEV_REQUEST_TIMEOUT_SECS", "per-request model timeout"),
     ("LEV_INFERENCE_RETRY_ATTEMPTS", "tries of a model call on transient errors"),
     ("LEV_NOTEBOOK_MODEL", "model spec of a notebook run that names none"),
+    ("LEV_TITLE_ENABLED", "false: runs get no generated title ([title] enabled)"),
 )
 
 EPILOG = """\

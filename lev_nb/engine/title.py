@@ -8,7 +8,8 @@ a script's turns all stay its stages' and the title is the same every time. Only
 started is titled (not sub-agents and fan-out workers, which ``lev ps`` lists under it), and a
 resumed run keeps the title it had.
 
-A title that cannot be made leaves the run without one. That is told (``title-failed``) only when
+A run whose work ends before its title is written waits a few seconds at most for it, once its
+outcome is on record. A title that cannot be made leaves the run without one. That is told (``title-failed``) only when
 ``[title]`` is in the configuration: someone asked for that model, so its failure is news.
 """
 
@@ -33,6 +34,9 @@ MAX_TITLE_CHARS = 60
 MAX_TITLE_WORDS = 8
 # One title call may take this long at most, whatever the stage's request timeout.
 TITLE_TIMEOUT_S = 30.0
+# A run that ends before its title is written waits this long at most for it, after its outcome
+# is on record (a short run on a real model would otherwise never have a title).
+END_GRACE_S = 10.0
 # Providers whose answers are canned: their runs are titled from the task.
 _CANNED = frozenset({"mock", "scripted"})
 _PROMPT = ("Write a title of at most six words for the task below, naming what it is about. "
@@ -138,8 +142,12 @@ def start_title(state: RunState, plan: RunPlan, launched: Any, *, top_level: boo
 
 
 async def stop_title(task: asyncio.Task[None] | None) -> None:
-    """The run has ended: a title still being written is given up (the run never waits for one)."""
+    """The run has ended (its outcome is recorded): a title still being written gets at most
+    :data:`END_GRACE_S` more to land in the record, then is given up."""
     if task is None or task.done():
+        return
+    await asyncio.wait({task}, timeout=END_GRACE_S)
+    if task.done():
         return
     task.cancel()
     try:

@@ -261,7 +261,8 @@ class WebhookDelivery:
 class RunTitles:
     """``[title]``: a short title for each run, made after it starts (upstream ``configuration.md``)."""
 
-    enabled: bool = setting(True, doc="give each run a short title (lev ps, lev show, the run view)")
+    enabled: bool = setting(True, env="LEV_TITLE_ENABLED",
+                            doc="give each run a short title (lev ps, lev show, the run view)")
     provider: str | None = setting(doc="the provider that writes titles (unset: the run's first stage's)")
     model: str | None = setting(doc="the model that writes titles (unset: the run's first stage's)")
 
