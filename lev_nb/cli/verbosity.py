@@ -24,7 +24,7 @@ ADDS: dict[str, str] = {
     "run": "tell every event on stderr as it happens, one sentence a line, as `lev log` tells them",
     "resume": "tell every event on stderr as it happens, one sentence a line, as `lev log` tells them",
     "validate": "also say which file was checked, and the configuration it was linted under",
-    "ps": "also show each run's model, start time, workdir and title",
+    "ps": "also show each run's model, start time and workdir",
     "show": "also tell every recorded event, one sentence a line, after the story",
     "context": "also print each region's contents (as --full)",
     "stages": "also list each stage's regions (as --regions)",

@@ -83,7 +83,7 @@ class WriteBudget:
                                            "or less of it")
         with self._lock:
             if self.per_run is not None and self.written + nbytes > self.per_run:
-                return self._refuse(who, what, self._run_spent(nbytes))
+                return self._refuse(who, what, self._run_spent())
             free = free_bytes(real.parent)
             if free is not None and free - nbytes < MIN_FREE_BYTES:
                 return self._refuse(who, what, self._disk(free))
@@ -99,7 +99,7 @@ class WriteBudget:
         what = "a command that writes files"
         with self._lock:
             if self.per_run is not None and self.written >= self.per_run:
-                return self._run_refusal(who, what), {}
+                return self._refuse(who, what, self._run_spent()), {}
         free = free_bytes(workspace.root)
         if free is not None and free < MIN_FREE_BYTES:
             return self._refuse(who, what, self._disk(free)), {}
@@ -137,12 +137,9 @@ class WriteBudget:
             self._tell(f"{who}: {why}{after}")
         return f"[note] {why}{after}."
 
-    def _run_spent(self, nbytes: int) -> str:
+    def _run_spent(self) -> str:
         return (f"the run has written {size_text(self.written)} and may write at most "
                 f"{size_text(self.per_run or 0)} in all ([limits] max_run_write_bytes)")
-
-    def _run_refusal(self, who: str, what: str) -> str:
-        return self._refuse(who, what, self._run_spent(0))
 
     @staticmethod
     def _disk(free: int) -> str:
