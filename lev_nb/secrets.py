@@ -1,8 +1,8 @@
 """Credentials in the environment: the ONE rule for which variable names look like secrets, the
-environment a child process gets (the shell tool, command seeds, a script's ``shell()``: every
-credential-shaped variable left out, and every variable the configuration names as holding a key,
-whatever its name), and the redaction of a secret's value from any text lev_nb
-stores or shows (docs/security.md#secrets; issue 12 item 8).
+environment a child process gets (the shell tool, command seeds, a script's ``shell()``: as
+``[security] shell_env`` says, by default every credential-shaped variable left out, and under every
+mode lev_nb's own provider keys and every variable the configuration names as holding a key), and
+the redaction of a secret's value from any text lev_nb stores or shows (docs/security.md#secrets; issue 12 item 8).
 
 The script ``env_var`` host function refuses exactly the names :func:`looks_like_credential`
 accepts, and :func:`child_environment` drops exactly those, so what a script cannot read is what a
@@ -15,6 +15,7 @@ import functools
 import os
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 # A name containing one of these words is a credential (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASS,
 # MYSQL_PWD, SLACK_WEBHOOK_URL, SENTRY_DSN, ...).
@@ -84,11 +85,55 @@ def _shaped_like_credential(name: str) -> bool:
     )
 
 
-def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a command lev_nb runs for an agent: ``environ`` (default: this
-    process's) without any credential-shaped variable."""
+# ``[security] shell_env`` (upstream configuration.md "What a shell command inherits").
+SHELL_ENV_MODES = ("filtered", "strict", "custom", "inherit")
+# Withheld under "strict" on top of "filtered" (which lets SSH_AUTH_SOCK through, for git push).
+_STRICT_EXTRA = frozenset({"SSH_AUTH_SOCK", "AWS_PROFILE", "AWS_REGION", "KUBECONFIG", "NETRC"})
+# A command needs these to find its toolchain: they pass under every mode.
+_TOOLCHAIN = frozenset({"PATH", "HOME", "CARGO_HOME", "JAVA_HOME", "VIRTUAL_ENV", "NVM_DIR", "GOPATH",
+                        "DOCKER_HOST", "TERM"})
+# The credentials lev_nb itself holds: withheld under every mode, "inherit" included (a variable
+# the configuration declares as a key joins them); only an exact allow_env_vars entry hands one over.
+_OWN_CREDENTIALS = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GOOGLE_API_KEY",
+                              "LEVIATH_API_TOKEN"})
+
+
+@dataclass(frozen=True)
+class ShellEnv:
+    """Which variables a command lev_nb runs for an agent inherits: ``mode`` (one of
+    :data:`SHELL_ENV_MODES`), ``withhold`` (the names "custom" withholds) and ``allow`` (``[security]
+    allow_env_vars``: names handed over under every mode)."""
+
+    mode: str = "filtered"
+    withhold: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+
+    def passes(self, name: str) -> bool:
+        """Whether variable ``name`` reaches the command."""
+        upper = name.upper()
+        if upper in {entry.upper() for entry in self.allow}:
+            return True
+        if upper in _OWN_CREDENTIALS or upper in _declared:
+            return False
+        if upper in _TOOLCHAIN:
+            return True
+        if self.mode == "inherit":
+            return True
+        if self.mode == "custom":
+            return upper not in {entry.upper() for entry in self.withhold}
+        if self.mode == "strict" and upper in _STRICT_EXTRA:
+            return False
+        return upper == "SSH_AUTH_SOCK" or not looks_like_credential(name)
+
+
+def child_environment(environ: Mapping[str, str] | None = None, policy: ShellEnv | None = None) -> dict[str, str]:
+    """The environment for a command lev_nb runs for an agent (the shell tool, a script's
+    ``shell()``, a command seed): ``environ`` (default: this process's) as ``policy`` (default:
+    ``shell_env = "filtered"``) lets it through. Whatever the mode, lev_nb's own provider keys stay
+    out unless ``allow_env_vars`` names one."""
     source = os.environ if environ is None else environ
-    return {name: value for name, value in source.items() if not looks_like_credential(name)}
+    rule = policy or ShellEnv()
+    return {name: value for name, value in source.items() if rule.passes(name)}
 
 
 def holds_secret_value(name: str) -> bool:

@@ -19,6 +19,9 @@ from support import AGENT_HEADER, Lev, RunHarness
 _SESSION_HOME: str | None = None
 
 
+# [title] enabled: off for the suite (tests/engine/test_run_titles.py turns it on).
+NO_TITLES = "LEV_TITLE_ENABLED"
+
 def pytest_configure(config: pytest.Config) -> None:
     """No test writes into a user's run store (~/.lev, ./.lev): the whole session, notebook kernels
     included (they inherit this environment), gets a LEV_HOME of its own."""
@@ -29,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # exported in the shell (notebook kernels inherit this environment too).
     for name in _config_env_names():
         os.environ.pop(name, None)
+    os.environ[NO_TITLES] = "false"  # see _no_user_config
     # Nor does a run trace to the developer's collector (OTEL_TRACES_EXPORTER would turn tracing on).
     for name in [n for n in os.environ if n.startswith("OTEL_")]:
         os.environ.pop(name, None)
@@ -72,6 +76,9 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     for name in _config_env_names():
         monkeypatch.delenv(name, raising=False)
+    # A generated title is one more model call, made beside the run's own: it would take replies
+    # queued for the stages from every stand-in. Only the title tests turn titles back on.
+    monkeypatch.setenv(NO_TITLES, "false")
     clear_session()
     yield
     clear_session()

@@ -32,6 +32,7 @@ from lev_nb.cli import (
     policy_commands,
     run_commands,
     tools_command,
+    verbosity,
 )
 
 # The subcommands in the order ``lev --help`` lists them.
@@ -90,6 +91,7 @@ ENVIRONMENT_HELP: tuple[tuple[str, str], ...] = (
     ("LEV_REQUEST_TIMEOUT_SECS", "per-request model timeout"),
     ("LEV_INFERENCE_RETRY_ATTEMPTS", "tries of a model call on transient errors"),
     ("LEV_NOTEBOOK_MODEL", "model spec of a notebook run that names none"),
+    ("LEV_TITLE_ENABLED", "false: runs get no generated title ([title] enabled)"),
 )
 
 EPILOG = """\
@@ -132,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for add in COMMANDS:
         add(subparsers)
+    verbosity.add_everywhere(parser)
     return parser
 
 
@@ -200,6 +203,12 @@ def _main(argv: list[str]) -> int:
     func = getattr(args, "func", None)
     if func is None:
         return 0
+    with verbosity.debug_log(verbosity.is_verbose(args)):
+        return _call(func, args)
+
+
+def _call(func: Any, args: argparse.Namespace) -> int:
+    """Run one command's function under the ``-c`` launch options."""
     try:
         if not args.settings:
             return int(func(args))

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lev_nb.cli.verbosity import is_verbose
+
 
 def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev validate``."""
@@ -76,6 +78,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from lev_nb.blueprint.script_tools import scan_tools
     from lev_nb.scripting.checks import validate_blueprint
 
+    env = None
     try:
         bp = load_argument(args.path)  # a path or an agent's name, never TOML text
     except BlueprintError as exc:
@@ -94,6 +97,8 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(report.to_json())
     elif report.error is None and report.blueprint is not None:
+        if is_verbose(args) and env is not None:
+            print(_checked_under(report.blueprint, env))
         print(_summary(report, scan_tools(report.blueprint.base_dir)))
         models = _models_lines(report.blueprint)
         if models:
@@ -108,6 +113,28 @@ def run_validate(args: argparse.Namespace) -> int:
         print(failure, file=sys.stderr)
         return 1
     return 0
+
+
+def _checked_under(bp: Any, env: Any) -> str:
+    """What ``lev validate -v`` adds: the file checked and what the lints knew of this install."""
+    from lev_nb.settings import ConfigError, config_path
+
+    def known(value: bool | None) -> str:
+        return "unknown" if value is None else ("yes" if value else "no")
+
+    try:
+        where = str(config_path())
+    except ConfigError as exc:
+        where = f"unreadable ({exc})"
+    providers = env.available_providers
+    reachable = "unknown" if providers is None else (", ".join(sorted(providers)) or "none")
+    return "\n".join([
+        f"Checked: {bp.source_path}",
+        f"Linted under: {where}",
+        f"  providers this blueprint names that are configured here: {reachable}",
+        f"  blueprint read paths honoured wholesale: {known(env.read_paths_allow_blueprint)}",
+        f"  blueprint safe commands honoured: {known(env.safe_commands_honoured)}",
+    ])
 
 
 def _lint_env(bp: Any) -> Any:
@@ -173,6 +200,7 @@ def run_graph(args: argparse.Namespace) -> int:
     from lev_nb.blueprint.graph import blueprint_mermaid
     from lev_nb.catalog import load_argument
 
+    env = None
     try:
         bp = load_argument(args.path)  # a path or an agent's name, never TOML text
     except BlueprintError as exc:

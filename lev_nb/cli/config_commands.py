@@ -66,7 +66,28 @@ def run_config(args: argparse.Namespace) -> int:
     width = max(len(k) + len(v) for k, v, _ in table) + 3
     for key, value, source in table:
         print(f"{key} = {value}".ljust(width) + f"  # {source}")
+    if getattr(args, "verbose", False):
+        print(_environment_lines(settings))
     return 0
+
+
+def _environment_lines(settings: Any) -> str:
+    """What ``lev config -v`` adds: each environment variable that sets a key, whether it is set in
+    this process, and, when it is, whether its value is the one in effect."""
+    import os
+
+    from lev_nb.settings.schema import ENVIRONMENT
+
+    lines = ["# environment variables that set a key (a value is never printed):"]
+    for name, key in ENVIRONMENT:
+        dotted = ".".join(key)
+        if name not in os.environ:
+            state = "not set"
+        else:
+            source = settings.source(dotted)
+            state = "set, in effect" if source.kind == "env" and source.env == name else f"set, overridden by {source}"
+        lines.append(f"#   {name:<32} -> {dotted}: {state}")
+    return "\n".join(lines)
 
 
 # An API key written into config.toml is never printed: only that one is set.

@@ -22,6 +22,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.cli.verbosity import is_verbose
+
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -119,11 +121,13 @@ def _resolve(state: dict[str, Any]) -> str:
 
 def _run(state: dict[str, Any]) -> str:
     from lev_nb.catalog import load
+    from lev_nb.settings import launch_options
 
     folder = Path(tempfile.mkdtemp(prefix="lev-doctor-"))
     try:
-        run = load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
-        run.wait(300)
+        with launch_options({"title": {"enabled": False}}):  # one model call, not a second for a title
+            run = load(_PROBE).run("ping", model=state["model"], home=folder / "home", workdir=folder / "work")
+            run.wait(300)
         if run.status != "complete":
             raise _Failed(f"the run ended {run.status}: {run.error or 'no answer'}")
         total = run.usage["total"]
@@ -162,13 +166,14 @@ CHECKS: tuple[Check, ...] = (
 
 def run_doctor(args: argparse.Namespace) -> int:
     """``lev doctor [--model SPEC] [--no-run] [--json]``."""
+    verbose = is_verbose(args)  # every check runs, and each one's time is shown
     state: dict[str, Any] = {"model": args.model}
     results: list[dict[str, Any]] = []
     failed: str | None = None
     for name, check, gating in CHECKS:
         if name == "run" and args.no_run:
             continue
-        if failed is not None and gating:
+        if failed is not None and gating and not verbose:
             results.append({"name": name, "ok": None, "detail": f"not run: {failed} failed", "seconds": 0.0})
             continue
         started = time.monotonic()
@@ -177,6 +182,10 @@ def run_doctor(args: argparse.Namespace) -> int:
         except _Failed as exc:
             detail, ok = str(exc), False
             failed = failed or name
+        except Exception as exc:  # -v only: a check that needs what an earlier failed one gives
+            if failed is None:
+                raise
+            detail, ok = f"cannot run after {failed} failed ({type(exc).__name__}: {exc})", None
         results.append({"name": name, "ok": ok, "detail": detail, "seconds": round(time.monotonic() - started, 2)})
     passed = failed is None
     if args.json:
@@ -184,7 +193,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         return 0 if passed else 1
     for row in results:
         mark = {True: "OK", False: "FAIL", None: "--"}[row["ok"]]
-        took = f"  ({row['seconds']:.1f}s)" if row["seconds"] >= 0.1 else ""
+        took = f"  ({row['seconds']:.1f}s)" if row["seconds"] >= 0.1 or verbose else ""
         print(f"  {row['name']:<9} {mark:<4} {row['detail']}{took}")
     print()
     print("doctor passed" if passed else f"doctor failed at {failed}", file=sys.stdout if passed else sys.stderr)

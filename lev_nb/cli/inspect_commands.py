@@ -15,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+from lev_nb.cli.verbosity import is_verbose
+
 SHOW_EPILOG = """\
 examples:
   lev show RUN_ID           the stages it went through, what each cost, warnings, denials, the answer
@@ -125,6 +127,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if isinstance(record, int):
         return record
     sys.stdout.write(story_text(story_of(record), status_text(record.meta)))
+    if is_verbose(args):  # every recorded event as `lev log` tells it
+        from lev_nb.explain.log import log_line
+
+        print("\nEvents:")
+        for data in record.raw_events():
+            text = log_line(data)
+            if text is not None:
+                print(f"  {text}")
     return 0
 
 
@@ -161,7 +171,7 @@ def cmd_context(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(context_json(record.run_id, request), indent=2, ensure_ascii=False))
     else:
-        sys.stdout.write(context_text(record.run_id, request, full=args.full))
+        sys.stdout.write(context_text(record.run_id, request, full=args.full or is_verbose(args)))
     return 0
 
 
@@ -175,11 +185,11 @@ def cmd_stages(args: argparse.Namespace) -> int:
     if args.json:
         data: dict[str, Any] = {"run_id": record.run_id, "cost_usd": record.meta.get("cost_usd"),
                                 "stages": [row.to_dict() for row in ledger(record.meta)]}
-        if args.regions:
+        if args.regions or is_verbose(args):
             data["regions"] = region_peaks(record.transcript())
         print(json.dumps(data, indent=2))
     else:
-        sys.stdout.write(ledger_text(record, regions=args.regions))
+        sys.stdout.write(ledger_text(record, regions=args.regions or is_verbose(args)))
     return 0
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from lev_nb.cli.verbosity import add_verbose, is_verbose
+
 # `lev run --count N` keeps N runs (threads, records, open files) in one process; past this a
 # batch belongs on worker processes (--workers, lev_nb.run_many).
 MAX_COUNT = 1000
@@ -110,8 +112,7 @@ def add_run(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                      help="print the run's meta.json instead of its id (with --count: a JSON list of the ids)")
     run.add_argument("--quiet", action="store_true",
                      help="no progress line and no summary on stderr (warnings are still told)")
-    run.add_argument("-v", "--verbose", action="store_true",
-                     help="tell every event on stderr as it happens, one sentence a line, as `lev log` tells them")
+    add_verbose(run, "run")
     run.add_argument("--workers", type=int, default=None, metavar="K",
                      help="run the --count copies across K worker processes (lev_nb.run_many); prints one id a line")
     for action in run._actions:
@@ -196,8 +197,7 @@ def add_resume(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     resume.add_argument("--json", action="store_true", help="print the run's meta.json instead of its id")
     resume.add_argument("--quiet", action="store_true",
                         help="no progress line and no summary on stderr (warnings are still told)")
-    resume.add_argument("-v", "--verbose", action="store_true",
-                        help="tell every event on stderr as it happens, one sentence a line, as `lev log` tells them")
+    add_verbose(resume, "resume")
     resume.add_argument("--unattended", action="store_true",
                         help="do not ask at this terminal (as lev run --unattended)")
     resume.set_defaults(func=cmd_resume)
@@ -608,7 +608,7 @@ def cmd_ps(args: argparse.Namespace) -> int:
     counted on one line unless --all."""
     from lev_nb.cli.run_status import print_ps
 
-    print_ps(all_runs=args.all, as_json=args.json)
+    print_ps(all_runs=args.all, as_json=args.json, verbose=is_verbose(args))
     return 0
 
 

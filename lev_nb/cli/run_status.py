@@ -92,7 +92,7 @@ FOLD_LINE = ("{count} abandoned {runs} (their process is gone): lev ps --all lis
              "lev resume RUN_ID continues one")
 
 
-def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
+def print_ps(*, all_runs: bool = False, as_json: bool = False, verbose: bool = False) -> None:
     """Print the recorded runs as ``lev ps`` does: live runs, then finished ones (the newest
     RECENT_FINISHED top-level runs and what they started, unless ``all_runs``), each followed by
     the runs it started; abandoned runs (see :func:`lev_nb.store.listing.abandoned`) are folded
@@ -102,7 +102,7 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     the table would show, every one with ``all_runs``), ``abandoned`` (abandoned runs: every one
     with ``all_runs``, else only those started by a listed run) and ``abandoned_not_listed`` (how
     many were left out; 0 with ``all_runs``). Each list holds rows as :func:`_row` builds them,
-    newest first.
+    newest first. ``verbose`` (``lev ps -v``) adds the MODEL, STARTED and WORKDIR columns.
     """
     view = _select(scan_runs(), all_runs)
     if as_json:
@@ -119,15 +119,20 @@ def print_ps(*, all_runs: bool = False, as_json: bool = False) -> None:
     if not rows:
         print(fold or "no runs yet; start one with `lev run PATH --task ...`")
         return
-    header = ("RUN ID", "AGENT", "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "WARN", "UPDATED")
-    table = [header] + [
-        (r["indent"] + r["run_id"], r["agent_name"], one_line(r["status_text"]),
-         r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r),
-         str(r["warnings"]) if r["warnings"] else "-", r["updated_at"])
-        if "more" not in r else (r["indent"] + r["more"], "", "", "", "", "", "", "", "")
+    # TITLE ([title]: lev_nb.engine.title) once any listed run has one.
+    titled = any(r.get("title") for r in rows)
+    header: tuple[str, ...] = ("RUN ID", "AGENT") + (("TITLE",) if titled else ()) + (
+        "STATUS", "STAGE", "TURNS", "TOOLS", "COST", "WARN", "UPDATED")
+    more: tuple[str, ...] = ("MODEL", "STARTED", "WORKDIR") if verbose else ()
+    table = [header[:-1] + more + header[-1:]] + [
+        (r["indent"] + r["run_id"], r["agent_name"]) + ((r["title"] or "-",) if titled else ())
+        + (one_line(r["status_text"]), r["current_stage"], str(r["iteration"]), str(r["tool_calls"]), cost_text(r),
+           str(r["warnings"]) if r["warnings"] else "-")
+        + ((r["model"] or "-", r["started_at"], r["workdir"] or "-") if verbose else ()) + (r["updated_at"],)
+        if "more" not in r else (r["indent"] + r["more"],) + ("",) * (len(header) + len(more) - 1)
         for r in rows
     ]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]) - 1)]
     for row in table:
         print("  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
     if fold:
@@ -229,6 +234,7 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": meta.get("run_id", "?"),
         "agent_name": meta.get("agent_name", "?"),
+        "title": meta.get("title") if isinstance(meta.get("title"), str) else None,
         "status": meta.get("status", "?"),
         "status_text": status_text(meta) if not meta.get("broken") else f"broken: {meta.get('error')}",
         "current_stage": meta.get("current_stage") or "",
@@ -237,6 +243,8 @@ def _row(meta: dict[str, Any]) -> dict[str, Any]:
         "cost_usd": meta.get("cost_usd"),
         "tokens": total_tokens(meta),
         "started_at": meta.get("started_at", ""),
+        "model": meta.get("model"),
+        "workdir": meta.get("workdir"),
         "updated_at": meta.get("updated_at", ""),
         "empty_output": bool(flags.get("empty_output")),
         "has_final_output": bool(meta.get("final_output")),

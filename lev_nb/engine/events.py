@@ -444,6 +444,15 @@ class Stalled(Event):
 
 
 @record(eq=False)
+class RunTitled(Event):
+    """The run got its short title (``source``: "model" wrote it, or "task": taken from the task)."""
+
+    kind: ClassVar[str] = "run_titled"
+    title: str
+    source: str = "model"
+
+
+@record(eq=False)
 class McpServers(Event):
     """The MCP servers the run uses, started (or not): each ``{name, transport, tools, error}``."""
 
@@ -465,7 +474,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         OutputSubmitted, OutputRejected, FanOutStarted, FanOutFinished, Completed,
         HookModified, InteractionRequested, InteractionResolved, MessageSent,
         ChildStarted, ChildEnded, ChildrenAwaited,
-        HookModified, Paused, Resumed, CircuitOpen, Stalled, McpServers,
+        HookModified, Paused, Resumed, CircuitOpen, Stalled, McpServers, RunTitled,
     )
 }
 

@@ -70,7 +70,7 @@ class Resumption:
 
     def carry_into(self, meta: RunMeta) -> None:
         """Keep what the new meta.json must say about the run's history: when it started, its
-        metadata, what it warned of, and how often (and when) it was resumed."""
+        metadata, its title, what it warned of, and how often (and when) it was resumed."""
         from lev_nb.store import utc_now
 
         old = self.old_meta
@@ -78,6 +78,8 @@ class Resumption:
             meta.started_at = old["started_at"]
         if isinstance(old.get("metadata"), dict):
             meta.metadata = dict(old["metadata"])
+        if isinstance(old.get("title"), str):
+            meta.title = old["title"]
         if isinstance(old.get("warnings"), list):
             meta.warnings = [dict(w) for w in old["warnings"] if isinstance(w, dict)]
         previous: dict[str, Any] = old["resumed"] if isinstance(old.get("resumed"), dict) else {}

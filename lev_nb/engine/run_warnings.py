@@ -58,6 +58,12 @@ The codes (:data:`WARNING_CODES`):
     ``--yolo`` let data leave through a tool not cleared for it
 ``policy-rule-failed``
     a taint policy rule (or the policy file) could not be used, so it allowed nothing
+``write-refused``
+    a write was refused, or a command's redirects wrote past a cap (``[limits]
+    max_tool_call_write_bytes``, ``max_run_write_bytes``, or less than 1 GiB left free on the disk)
+``title-failed``
+    the model ``[title]`` names could not write the run's title, so the run has none (told only when
+    ``[title]`` is in the configuration)
 ``internal-error``
     a bug in lev_nb (the message is its traceback)
 ``warning``
@@ -98,6 +104,8 @@ WARNING_CODES: dict[str, str] = {
     "taint-gate-denied": "the taint gate refused to let data leave through a tool not cleared for it, and nobody could be asked",
     "taint-gate-waived": "--yolo let data leave through a tool not cleared for it",
     "policy-rule-failed": "a taint policy rule or the policy file could not be used, so it allowed nothing",
+    "write-refused": "a write was refused by a [limits] write cap or the free-disk guard",
+    "title-failed": "the configured [title] model could not title the run, so it has none",
     "internal-error": "a bug in lev_nb (the message is its traceback)",
     "warning": "something else the run survived",
 }

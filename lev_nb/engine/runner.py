@@ -56,6 +56,7 @@ from lev_nb.engine.plan.types import OutputSpec, RunPlan
 from lev_nb.engine.record import Recorder
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.engine.state import Ending, Outcome, RunFailure, RunPaused, RunState, StageProgress
+from lev_nb.engine.title import start_title, stop_title
 from lev_nb.providers.base import Provider
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ class Runner:
         # (so a broken one raises there); a worker run of another blueprint compiles its own and
         # fails at its start when one is broken.
         self._script_error: str | None = None
+        self._title_task: asyncio.Task[None] | None = None  # a title being written beside the run
         if hook_scripts is None or region_scripts is None:
             hook_scripts, region_scripts = self._compile_scripts(hook_scripts, region_scripts)
         self.hook_scripts, self.region_scripts = hook_scripts, region_scripts
@@ -420,6 +422,7 @@ class Runner:
             await self.subagents.stop_all(self._ending.status if self._ending else "error")
             await self._end()
         finally:
+            await stop_title(self._title_task)  # the run never waits for its title
             _InboxWatch.discard(self)
             paused = self.state.meta.status == "paused"  # not over: no webhook, no on_complete yet
             if self.webhook and not paused:
@@ -478,6 +481,8 @@ class Runner:
                 state.run_id, None, agent=self.plan.agent_name, task=state.task, workdir=str(state.workdir)
             )
         )
+        self._title_task = start_title(state, self.plan, self.provider, top_level=self.parent is None,
+                                       resumed=self.resumption is not None)
         if self._script_error is not None:
             raise RunFailure(self._script_error)
         if self._workdir_given and not state.workdir.exists():

@@ -99,6 +99,7 @@ class RunState:
         self.worked: list[str] = []  # worker stages that ran (in child runs)
         self.agent = ""
         self.task = ""
+        self.title = ""  # the run's short title, once it has one ([title])
         self.status = "starting"
         self.error: str | None = None
         self.error_stage: str | None = None
@@ -130,6 +131,9 @@ class RunState:
             return
         if kind == "mcp_servers":
             self.mcp_servers = list(event.servers)
+            return
+        if kind == "run_titled":
+            self.title = event.title
             return
         if kind == "stage_entered":
             last = self.visits[-1] if self.visits else None

@@ -110,6 +110,9 @@ def story_text(story: RunStory, status: str | None = None) -> str:
     the recorded one)."""
     meta, state = story.meta, story.state
     out = [f"{meta.get('agent_name') or state.agent or 'run'}  {story.run_id}  {status or meta.get('status', '?')}"]
+    title = meta.get("title") or state.title
+    if title:
+        out.append(f"title: {title}")
     task = first_line(str(meta.get("task") or state.task), 160)
     if task:
         out.append(f"task: {task}")

@@ -125,6 +125,8 @@ def sentence(event: Any) -> Line:
     kind = event.kind
     if kind == "run_started":
         return Line(f"Run started: {first_line(event.task) or '(no task)'}")
+    if kind == "run_titled":
+        return Line(f"Titled: {event.title}")
     if kind == "stage_entered":
         origin = f" from {event.from_stage}" if event.from_stage else ""
         again = f" (visit {event.visit})" if event.visit > 1 else ""

@@ -40,6 +40,7 @@ STYLE = """<style>
 .lev-run .lev-id{font-family:var(--jp-code-font-family,monospace);font-size:.9em;color:var(--jp-ui-font-color2,#555)}
 .lev-run .lev-chip{display:inline-block;border-radius:1em;padding:0 .65em;font-size:.85em;font-weight:600;color:#fff}
 .lev-run .lev-task{margin:.2em 0}
+.lev-run .lev-title{margin:.2em 0;font-weight:600}
 .lev-run .lev-facts{display:flex;flex-wrap:wrap;gap:.1em 1.2em;color:var(--jp-ui-font-color2,#555);font-size:.92em}
 .lev-run .lev-facts b{color:var(--jp-ui-font-color1,#1b1b1b);font-weight:600}
 .lev-run .lev-bar{height:6px;border-radius:3px;margin:.45em 0;background:var(--jp-layout-color3,#ddd);overflow:hidden}
@@ -112,6 +113,7 @@ def header_html(state: RunState, now: float | None = None) -> str:
         f"<div class='lev-head'><span class='lev-agent'>{_e(state.agent or 'run')}</span>"
         f"<span class='lev-id'>{_e(state.run_id)}</span>"
         f"<span class='lev-chip lev-status' data-status='{_e(state.status)}' style='background:{colour}'>{_e(state.status)}</span></div>"
+        + (f"<div class='lev-title'>{_e(state.title)}</div>" if state.title else "")
         + (f"<div class='lev-task'>{_e(task)}</div>" if task else "")
         + "<div class='lev-facts'>" + "".join(f"<span>{_e(k)} <b>{_e(v)}</b></span>" for k, v in facts) + "</div>"
     )
@@ -363,6 +365,8 @@ def snapshot_html(state: RunState, now: float | None = None) -> str:
 def snapshot_text(state: RunState, now: float | None = None) -> str:
     """The whole view as plain text (a console, an executor that keeps text only)."""
     lines = [f"{state.agent or 'run'} · {state.run_id} · {state.status}"]
+    if state.title:
+        lines.append(f"title: {state.title}")
     task = first_line(state.task, 160)
     if task:
         lines.append(f"task: {task}")

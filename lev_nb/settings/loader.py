@@ -31,7 +31,7 @@ from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
-from lev_nb.secrets import declare_credentials
+from lev_nb.secrets import SHELL_ENV_MODES, declare_credentials
 
 from .errors import ConfigError, ConfigWarning
 from .mcp_servers import ServerEntryError, entry_line, parse_servers
@@ -354,7 +354,11 @@ _CHOICES: dict[Key, tuple[str, ...]] = {
     ("sandbox", "on_unavailable"): ("error", "warn"),
     ("sandbox", "engine"): ("podman", "docker"),
     ("observability", "exporter"): EXPORTERS,
+    ("security", "shell_env"): SHELL_ENV_MODES,
 }
+
+
+_POOL_TABLES = (("limits", "max_concurrent_inferences_by_model"), ("limits", "max_concurrent_inferences_by_provider"))
 
 
 def _check_value(key: Key, value: Any, layer: _Layer) -> None:
@@ -364,6 +368,9 @@ def _check_value(key: Key, value: Any, layer: _Layer) -> None:
     if choices is not None and value is not None and value not in choices:
         raise layer.error(f"'{value}' is not one of {', '.join(choices)}", key,
                           hint=did_you_mean(str(value), choices))
+    if key[:2] in _POOL_TABLES and len(key) == 3 and isinstance(value, int) and value < 0:
+        raise layer.error(f"a pool cannot be {value} calls wide", key,
+                          hint="give the most calls in flight at once (0 is read as 1); delete the key for no pool of its own")
     if key[-1] == "shell" and key[0] in ("safe_commands", "agent_safe_commands"):
         for entry in value:
             if not is_valid_prefix(entry):
@@ -652,13 +659,13 @@ def check_launch(assignments: Mapping[str, Any]) -> None:
 
 @contextmanager
 def launch_options(assignments: Mapping[str, Any]) -> Iterator[None]:
-    """Apply launch options (nested, as from :func:`parse_assignments`) for the duration of a command."""
+    """Apply launch options (nested, as from :func:`parse_assignments`) for the duration of a command,
+    over the ones already in force (``lev doctor`` adds its own to the command's ``-c`` options)."""
     global _generation
     with _lock:
         _flatten_overrides(assignments, _LAUNCH)
         previous = _deep_copy(_launch)
-        _launch.clear()
-        _launch.update(_deep_copy(dict(assignments)))
+        _merge_into(_launch, _deep_copy(dict(assignments)))
         _generation += 1
     try:
         yield
@@ -667,6 +674,14 @@ def launch_options(assignments: Mapping[str, Any]) -> Iterator[None]:
             _launch.clear()
             _launch.update(previous)
             _generation += 1
+
+
+def _merge_into(into: dict[str, Any], more: Mapping[str, Any]) -> None:
+    for key, value in more.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge_into(into[key], value)
+        else:
+            into[key] = value
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, Any]:

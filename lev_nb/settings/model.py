@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH, DEFAULT_SAFE_SHELL
 from lev_nb.records import record
+from lev_nb.secrets import ShellEnv
 
 from .mcp_servers import McpServer
 
@@ -180,6 +181,14 @@ class Limits:
 
     max_concurrent_inferences: int = setting(
         8, env="LEV_MAX_CONCURRENT_INFERENCES", minimum=1, doc="model calls in flight at once (the inference pool)")
+    max_concurrent_inferences_by_model: Mapping[str, int] = setting(
+        {}, doc="model id (or provider/model) -> its own pool, in place of max_concurrent_inferences")
+    max_concurrent_inferences_by_provider: Mapping[str, int] = setting(
+        {}, doc="provider -> a pool shared by every model it serves, held as well as the model's")
+    max_tool_call_write_bytes: int | None = setting(
+        minimum=1, doc="most bytes one tool call may write (unset: no cap; the free-disk guard always applies)")
+    max_run_write_bytes: int | None = setting(
+        minimum=1, doc="most bytes a whole run may write (unset: no cap)")
     max_concurrent_tools: int = setting(
         8, env="LEV_MAX_CONCURRENT_TOOLS", minimum=1, doc="tool calls running at once (the tool pool)")
     default_max_iterations: int = setting(
@@ -227,6 +236,11 @@ class Security:
         (), doc="credential-shaped environment variables scripts may read (exact names, any case)")
     allow_local_network: bool = setting(
         False, doc="let script HTTP reach loopback, private and link-local addresses (off: public only)")
+    shell_env: str = setting(
+        "filtered", doc="what a command an agent runs inherits of this environment: filtered (no "
+                        "credential-shaped variable but SSH_AUTH_SOCK), strict, custom or inherit")
+    shell_env_withhold: tuple[str, ...] = setting(
+        (), doc='the variables shell_env = "custom" withholds (exact names, any case)')
     allowed_workdirs: tuple[str, ...] = setting(
         (), doc="folders a run may work in even when one is your home folder or a filesystem root")
     sandbox_mounts: tuple[str, ...] = setting(
@@ -242,6 +256,16 @@ class WebhookDelivery:
     base_delay_ms: int = setting(500, minimum=0, doc="the first retry's delay, doubling per retry")
     max_delay_ms: int = setting(30000, minimum=0, doc="the longest delay between two attempts")
     timeout_secs: int = setting(10, minimum=1, doc="one attempt's deadline (connect, send, reply)")
+
+
+@record
+class RunTitles:
+    """``[title]``: a short title for each run, made after it starts (upstream ``configuration.md``)."""
+
+    enabled: bool = setting(True, env="LEV_TITLE_ENABLED",
+                            doc="give each run a short title (lev ps, lev show, the run view)")
+    provider: str | None = setting(doc="the provider that writes titles (unset: the run's first stage's)")
+    model: str | None = setting(doc="the model that writes titles (unset: the run's first stage's)")
 
 
 @record
@@ -374,6 +398,7 @@ class Settings:
     security: Security = field(default_factory=Security)
     sandbox: MachineSandbox = field(default_factory=MachineSandbox)
     webhook: WebhookDelivery = field(default_factory=WebhookDelivery)
+    title: RunTitles = field(default_factory=RunTitles)
     safe_commands: SafeCommands = field(default_factory=SafeCommands)
     tool_script_permissions: ToolScriptPermissions = field(default_factory=ToolScriptPermissions)
     agent_safe_commands: Mapping[str, AgentSafeCommands] = setting({}, doc="per-agent no-prompt commands")
@@ -419,6 +444,12 @@ class Settings:
     def mcp_server(self, name: str) -> McpServer | None:
         """The ``[[mcp_servers]]`` entry called ``name``, or None."""
         return next((s for s in self.mcp_servers if s.name == name), None)
+
+    def shell_env(self) -> ShellEnv:
+        """What a command an agent runs inherits (``[security] shell_env``, ``shell_env_withhold``
+        and ``allow_env_vars``), for :func:`lev_nb.secrets.child_environment`."""
+        sec = self.security
+        return ShellEnv(sec.shell_env, tuple(sec.shell_env_withhold), tuple(sec.allow_env_vars))
 
     def safe_command_entries(self, agent: str, declared_tools: Sequence[str] = (),
                              declared_shell: Sequence[str] = ()) -> tuple[frozenset[str], frozenset[str]]:

@@ -62,6 +62,8 @@ _KEY_NAMES = {
     "agent_read_paths": "agent",
     "prices": "model",
     "rate_limits": "provider",
+    "max_concurrent_inferences_by_model": "model",
+    "max_concurrent_inferences_by_provider": "provider",
     "model_capabilities": "model",
 }
 

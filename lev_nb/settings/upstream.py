@@ -37,14 +37,7 @@ IGNORED: dict[str, str] = {
     "limits.dead_cycles_before_relief": _DAEMON,
     "limits.finished_retention_secs": _DAEMON + "; finished runs stay in $LEV_HOME/runs until removed",
     "limits.wedge_timeout_secs": "lev_nb's watchdogs are the per-request timeout and the stall timeout",
-    "limits.max_tool_call_write_bytes": "write sizes are not capped yet",
-    "limits.max_run_write_bytes": "write sizes are not capped yet",
-    "limits.max_concurrent_inferences_by_model": "only the overall max_concurrent_inferences is enforced",
-    "limits.max_concurrent_inferences_by_provider": "only the overall max_concurrent_inferences is enforced",
-    "security.shell_env": "commands get this process's environment without credentials",
-    "security.shell_env_withhold": "commands get this process's environment without credentials",
     "security.credential_store": "keys are read from environment variables only",
-    "title": "lev_nb does not generate run titles",
 }
 
 

@@ -137,6 +137,8 @@ class RunMeta:
     resumed: dict[str, Any] | None = None
     # What the run told the person, in order: {code, message, stage, at} (lev_nb.engine.run_warnings).
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    # A short title made after the run started ([title]; lev_nb.engine.title), None until then.
+    title: str | None = None
 
     def __post_init__(self) -> None:
         self.updated_at = self.updated_at or self.started_at
@@ -199,4 +201,5 @@ class RunMeta:
             "pending": copy.deepcopy(self.pending),
             "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
             "warnings": [dict(w) for w in self.warnings],
+            "title": self.title,
         }

@@ -154,6 +154,9 @@ async def write_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     if real.is_dir():
         return f"[error] '{path}' is a directory; write_file needs a file path."
     data = content.encode("utf-8")
+    refused = ctx.writes.admit("write_file", path, real, len(data))  # write caps, free disk
+    if refused is not None:
+        return refused
 
     def work() -> None:
         with _lock_for(real):
@@ -193,7 +196,11 @@ async def edit_file(ctx: ToolContext, args: dict[str, Any]) -> str:
                     f"[error] edit_file: the text to replace occurs {count} times in '{path}'. "
                     "Include more of the surrounding lines so that it matches exactly once."
                 )
-            real.write_text(text.replace(old, new, 1), encoding="utf-8")
+            data = text.replace(old, new, 1).encode("utf-8")
+            refused = ctx.writes.admit("edit_file", path, real, len(data))  # the file is rewritten whole
+            if refused is not None:
+                return refused
+            real.write_bytes(data)
             return f"Edited '{path}': replaced 1 occurrence."
 
     return await ctx.blocking(work)
@@ -336,13 +343,25 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> str:
     refused = confine_writes(ctx.workspace, command)  # a redirect is a write_file, yolo or not
     if refused is not None:
         return refused
+    refused, sizes = ctx.writes.before_shell("shell", ctx.workspace, command)  # write caps, free disk
+    if refused is not None:
+        return refused
+    try:
+        text = await _run_command(ctx, command)
+    finally:  # counted however the command ended (a timeout is how the big writes end)
+        note = ctx.writes.after_shell("shell", sizes)
+    return text if note is None else f"{text}\n{note}"
+
+
+async def _run_command(ctx: ToolContext, command: str) -> str:
+    """Run one checked command line; its output (or how it failed) as the tool result."""
     timeout = ctx.shell_timeout_s
     proc = await start_in_group(  # its own process group, so a timeout can kill what it spawned
         command_line(ctx.sandbox, command),
         cwd=str(ctx.workspace.root),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=child_environment(),  # no credential-shaped variable (lev_nb.secrets)
+        env=child_environment(policy=ctx.extra.get("shell_env")),  # [security] shell_env (lev_nb.secrets)
     )
     try:
         (out, out_total), (err, err_total), code = await asyncio.wait_for(_collect(proc), timeout=timeout)

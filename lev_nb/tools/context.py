@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Protocol, TypeVar, Union, runtime_checkable
 
 from lev_nb.records import record
 from lev_nb.sandbox import Sandbox
+from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.workspace import Workspace
 
 __all__ = ["BLOCKING_PER_RUN", "ContextAccess", "ToolContext", "DEFAULT_SHELL_TIMEOUT_S"]
@@ -74,6 +75,8 @@ class ToolContext:
     # the engine; None runs them on the host.
     sandbox: Sandbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # [limits] write caps and the free-disk guard, which every writing tool asks first.
+    writes: WriteBudget = field(default_factory=WriteBudget)
     _blocking: asyncio.Semaphore | None = field(default=None, repr=False, compare=False)
     _share: asyncio.Semaphore | None = field(default=None, repr=False, compare=False)
 

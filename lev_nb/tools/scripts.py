@@ -20,7 +20,8 @@ from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.sandbox import Sandbox
-from lev_nb.secrets import child_environment, looks_like_credential
+from lev_nb.secrets import ShellEnv, child_environment, looks_like_credential
+from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -87,8 +88,11 @@ class RunToolHost:
 
     def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None, *,
                  allow_local_network: bool = False, http_timeout_s: float | None = 30.0,
-                 refusals: Mapping[str, str | None] | None = None) -> None:
+                 refusals: Mapping[str, str | None] | None = None, shell_env: ShellEnv | None = None,
+                 writes: WriteBudget | None = None) -> None:
         self.workspace = workspace
+        self.writes = writes or WriteBudget()  # [limits] write caps and the free-disk guard
+        self.shell_env = shell_env  # [security] shell_env: what shell() commands inherit
         self.sandbox = sandbox
         # Host function -> why it is refused (None: permitted); lev_nb.tools.policy.script_host_permissions.
         if refusals is None:
@@ -114,13 +118,16 @@ class RunToolHost:
     def write_file(self, path: str, content: str) -> str:
         self._check("write_file")
         target = self.workspace.resolve(path, for_write=True)
+        data = content.encode("utf-8")
+        refused = self.writes.admit("script host function 'write_file'", path, target, len(data))
+        if refused is not None:
+            raise PermissionError(refused)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
+        target.write_bytes(data)
+        return f"wrote {len(data)} bytes to {path}"
 
     def shell(self, command: str) -> str:
         from lev_nb.blueprint.shellkeys import analyse
-        from lev_nb.tools.builtin import command_line
         from lev_nb.tools.redirects import confine_writes
 
         self._check("shell")
@@ -129,13 +136,27 @@ class RunToolHost:
         refused = confine_writes(self.workspace, command, who="script host function 'shell'", nameless_ok=False)
         if refused is not None:
             raise PermissionError(refused)
+        refused, sizes = self.writes.before_shell("script host function 'shell'", self.workspace, command)
+        if refused is not None:
+            raise PermissionError(refused)
+        note = None
+        try:
+            out = self._run(command)
+        finally:  # what its redirects wrote counts however it ended
+            note = self.writes.after_shell("script host function 'shell'", sizes)
+        return out if note is None else f"{out}\n{note}"
+
+    def _run(self, command: str) -> str:
+        """Run one checked command line for a script; its output."""
+        from lev_nb.tools.builtin import command_line
+
         # In the stage's sandbox; its own process group, so a timeout stops what the command
         # spawned too; no credentials.
         gate = reaper.Gate()  # it runs once its group dies with this process, however that ends
         try:
             proc = subprocess.Popen(
                 gate.argv(command_line(self.sandbox, command)), cwd=self.workspace.root, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, stdin=gate.stdin, env=child_environment(), start_new_session=True,
+                stderr=subprocess.PIPE, stdin=gate.stdin, env=child_environment(policy=self.shell_env), start_new_session=True,
             )
         except BaseException:
             gate.close()
@@ -214,7 +235,8 @@ def script_tool_def(tool: ToolScript) -> ToolDef:
             ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox,
             refusals=ctx.extra.get("script_refusals"),
             allow_local_network=bool(ctx.extra.get("allow_local_network")),
-            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0),
+            http_timeout_s=ctx.extra.get("http_timeout_s", 30.0), shell_env=ctx.extra.get("shell_env"),
+            writes=ctx.writes,
         )
         # run_tool validates the arguments itself; the executor already did, so skip it here.
         return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))

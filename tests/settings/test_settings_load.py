@@ -49,7 +49,8 @@ def test_tests_never_see_the_users_home_config(home: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 # Values
 # ------------------------------------------------------------------------------------------------
-def test_no_file_means_every_built_in_default(home: Path) -> None:
+def test_no_file_means_every_built_in_default(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEV_TITLE_ENABLED")  # the suite's one setting (tests/conftest.py)
     settings = load()
     assert settings == Settings() and not settings.file_exists
     assert settings.limits.max_concurrent_inferences == 8

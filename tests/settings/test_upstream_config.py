@@ -36,7 +36,7 @@ provider_failures_before_open = 0
 provider_circuit_cooldown_secs = 30
 wedge_timeout_secs = 120
 [security]
-shell_env = ["PATH"]
+shell_env = "strict"
 [webhook]
 max_retries = 5
 [title]
@@ -66,11 +66,11 @@ def test_an_upstream_configuration_loads_and_names_what_it_ignores(tmp_path: Pat
     assert settings.providers.provider_circuit_cooldown_secs == 30
     ignored = "\n".join(settings.warnings)
     assert settings.taint_tracking is False and "taint_tracking" not in "\n".join(settings.warnings)  # read, not ignored
-    for key in ("providers.anthropic_cache_ttl", "providers.claude_code_enabled",
-                "limits.wedge_timeout_secs", "security.shell_env", "title"):
+    for key in ("providers.anthropic_cache_ttl", "providers.claude_code_enabled", "limits.wedge_timeout_secs"):
         assert f": {key} is an upstream setting lev_nb ignores: " in ignored, key
     assert f"{tmp_path / 'config.toml'}:6: providers.anthropic_cache_ttl" in ignored  # file:line
-    assert len(settings.warnings) == 5
+    assert len(settings.warnings) == 3
+    assert settings.security.shell_env == "strict"  # honoured, not ignored
     assert [server.name for server in settings.mcp_servers] == ["files"]
     assert settings.webhook.max_retries == 5
     assert settings.sandbox.kind == "namespace"  # the machine-wide sandbox is read and applied
@@ -110,9 +110,9 @@ def test_the_person_is_told_once(lev, home: Path) -> None:
     done = lev("validate", "triage")
     assert done.returncode == 0
     lines = [line for line in done.stderr.splitlines() if line.startswith("lev: warning:")]
-    assert len(lines) == 1 and "5 keys nothing reads are ignored" in lines[0] and "`lev config`" in lines[0]
+    assert len(lines) == 1 and "3 keys nothing reads are ignored" in lines[0] and "`lev config`" in lines[0]
     shown = lev("config").stdout
-    assert shown.count("# ignored: ") == 5 and "title is an upstream setting lev_nb ignores" in shown
+    assert shown.count("# ignored: ") == 3 and "wedge_timeout_secs is an upstream setting lev_nb ignores" in shown
     (home / "config.toml").write_text("[limits]\nmax_concurent_inferences = 4\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -49,7 +49,7 @@ def test_new_meta_has_every_upstream_field():
         "tool_calls", "workdir", "started_at", "updated_at", "last_progress_at", "error", "metadata",
         "parent_run_id", "children", "depth", "max_child_depth", "child_runs", "waiting_on", "flags",
         "final_output", "output_request", "stage_history", "cost_usd", "usage", "needs_setup", "yolo",
-        "allowed_tools", "pending", "resumed", "warnings",
+        "allowed_tools", "pending", "resumed", "warnings", "title",
     }
     assert set(meta) == expected
     assert (meta["cost_usd"], meta["usage"]) == (0.0, {})  # no call yet: a known zero

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.plan.types import SeedPlan
     from lev_nb.engine.state import RunState
     from lev_nb.sandbox import Sandbox
+    from lev_nb.secrets import ShellEnv
     from lev_nb.tools.context import ToolContext
     from lev_nb.tools.registry import ToolRegistry
 
@@ -124,7 +125,8 @@ async def seed_text(
         matches = sorted(globlib.glob(seed.value or "", root_dir=workdir, recursive=True))
         return _read_files(workdir, matches[:MAX_SEED_FILES], problems)
     if seed.kind == "command":
-        return await _command(workdir, seed.value or "", tool_context.sandbox, problems)
+        return await _command(workdir, seed.value or "", tool_context.sandbox, problems,
+                              tool_context.extra.get("shell_env"))
     if seed.kind == "tools":
         return await _tools(seed, registry, tool_context, problems)
     if seed.kind == "rhai":
@@ -151,7 +153,8 @@ def _read_files(workdir: Path, paths: list[str], problems: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problems: list[str]) -> str:
+async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problems: list[str],
+                   shell_env: ShellEnv | None = None) -> str:
     from lev_nb.secrets import child_environment
     from lev_nb.tools import reaper
     from lev_nb.tools.builtin import command_line, kill_group, start_in_group
@@ -160,7 +163,7 @@ async def _command(workdir: Path, command: str, sandbox: Sandbox | None, problem
     # stops what it spawned.
     proc = await start_in_group(
         command_line(sandbox, command), cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env=child_environment(),
+        env=child_environment(policy=shell_env),
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
+from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
@@ -107,31 +108,6 @@ class RetryPolicy:
     max_delay_s: float = 60.0
 
 
-class InferencePool:
-    """How many model calls are in flight at once across every run of this process
-    (``[limits] max_concurrent_inferences``), so a batch of runs never floods a provider. The same
-    kind of pool bounds the tool calls running at once (``TOOL_POOL``, ``[limits] max_concurrent_tools``).
-
-    Used on the engine loop only. A changed width takes effect for the calls that start after it;
-    calls already holding a permit of the old width finish normally.
-    """
-
-    def __init__(self) -> None:
-        self._key: tuple[int, asyncio.AbstractEventLoop] | None = None
-        self._slots = asyncio.Semaphore(1)
-
-    def permit(self, width: int) -> asyncio.Semaphore:
-        """The semaphore to hold for one call, ``width`` permits wide (call it on the engine loop)."""
-        key = (width, asyncio.get_running_loop())
-        if key != self._key:  # a new width, or a new engine loop after the old one died
-            self._key, self._slots = key, asyncio.Semaphore(max(1, width))
-        return self._slots
-
-
-INFERENCE_POOL = InferencePool()
-# Tool handler calls in flight at once across every run of this process (blocking tools run on
-# worker threads, so this also bounds how many of those threads a batch of runs keeps busy).
-TOOL_POOL = InferencePool()
 
 # An unusable model with no fallback left pauses the run: the account or the network needs a
 # person, and `lev resume` continues it from its record afterwards
@@ -587,7 +563,7 @@ class Inference:
                     admission = await RATE_LIMITS.admit(
                         request.provider, limit, estimate_tokens(request_text(request)),
                         on_wait=lambda delay: self._rate_wait(request.provider, delay))
-                async with INFERENCE_POOL.permit(self.state.settings.limits.max_concurrent_inferences):
+                async with inference_slots(self.state.settings, request.provider, request.model):
                     if request.timeout_s:
                         # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
                         async with asyncio.timeout(request.timeout_s):

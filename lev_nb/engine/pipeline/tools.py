@@ -18,7 +18,7 @@ from lev_nb.blueprint.constants import BLOCKING_TOOLS, MODIFYING_TOOLS
 from lev_nb.engine.pipeline.dynamic_tools import DynamicTools
 from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
-from lev_nb.engine.pipeline.inference import TOOL_POOL
+from lev_nb.engine.pipeline.pools import TOOL_POOL
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
@@ -32,6 +32,7 @@ from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy, script_host_permissions
 from lev_nb.tools.registry import ToolDef
 from lev_nb.tools.scripts import global_tool_defs
+from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import mount_grant, read_grant
 from lev_nb.settings.paths import config_path
@@ -98,8 +99,11 @@ class StageTools:
             ),
             run_id=state.run_id,
             context=self.context_tools,
+            writes=WriteBudget(state.settings.limits.max_tool_call_write_bytes,
+                               state.settings.limits.max_run_write_bytes, tell=self._write_refused),
             extra={
                 "allow_env_vars": tuple(state.settings.security.allow_env_vars),
+                "shell_env": state.settings.shell_env(),
                 "allow_local_network": state.settings.security.allow_local_network,
                 "http_timeout_s": float(state.settings.limits.script_http_timeout_secs) or None,
             },
@@ -161,6 +165,17 @@ class StageTools:
         if got.statuses:
             servers = [{**s.to_dict(), "tools": list(got.connectors.get(s.name, ()))} for s in got.statuses]
             state.rec.emit(ev.McpServers(state.run_id, None, servers=servers))
+
+    def _write_refused(self, message: str) -> None:
+        """A write the caps or the free-disk guard refused, told to the person (a script's host
+        functions write from a worker thread: the warning is then told on the engine thread)."""
+        from lev_nb.engine.loop import engine_loop
+
+        loop = engine_loop()
+        if loop.in_engine_thread():
+            self.state.warn(message, "write-refused")
+        else:
+            loop.call_soon(self.state.warn, message, "write-refused")
 
     def close_mcp(self) -> None:
         """The run has ended: its folder stops receiving its MCP servers' stderr (the servers stay
