@@ -361,6 +361,11 @@ class Settings:
         {}, doc="provider options, OpenAI-compatible servers (base_url) and Rhai provider scripts")
     rate_limits: Mapping[str, RateLimit] = setting({}, doc="provider -> client-side rate limit")
     model_capabilities: Mapping[str, ModelCapabilities] = setting({}, doc="model id -> corrections to its capabilities")
+    batch_tool_hint: bool = setting(
+        True, doc="tell each stage's model it may batch independent tool calls (a stage, then the agent, wins)")
+    shell_hint: bool = setting(
+        True, doc="describe the shell to a stage offered `shell` where the platform's shell needs it (none does on "
+                  "the platforms lev_nb runs on)")
     agent_paths: tuple[str, ...] = setting(
         (), doc="more folders of agents, found by name after $LEV_HOME/agents (`lev list` shows them)")
     providers: Providers = field(default_factory=Providers)

@@ -26,8 +26,6 @@ ALIASES: dict[str, str] = {
 _DAEMON = "lev_nb has no daemon: each run lives in the process that started it"
 IGNORED: dict[str, str] = {
     "taint_tracking": "lev_nb has no taint gate yet (a blueprint that turns taint tracking on is refused)",
-    "batch_tool_hint": "lev_nb does not add tool hints to prompts yet",
-    "shell_hint": "lev_nb does not add tool hints to prompts yet",
     "providers.claude_code_enabled": "lev_nb has no Claude Code provider",
     "providers.claude_code_binary": "lev_nb has no Claude Code provider",
     "providers.claude_code_effort": "lev_nb has no Claude Code provider",

@@ -189,7 +189,14 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         required_tools=tuple(stage.required_tools),
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox, stage.sandbox),
+        batch_tool_hint=_first_set(stage.batch_tool_hint, bp.agent.batch_tool_hint),
+        shell_hint=_first_set(stage.shell_hint, bp.agent.shell_hint),
     )
+
+
+def _first_set(*levels: bool | None) -> bool | None:
+    """The narrowest level that says something (stage before agent), or None when none does."""
+    return next((level for level in levels if level is not None), None)
 
 
 def _point_plan(point: Any) -> PointPlan:

@@ -218,6 +218,10 @@ class StagePlan:
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the context window of the stage's first model
     # Where the stage's commands run: the stronger of the agent's and its own [sandbox]
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
+    # The system-prompt hints as the blueprint sets them (the stage's word, else the agent's);
+    # None: the blueprint is silent and the configuration decides (engine/context/hints.py).
+    batch_tool_hint: bool | None = None
+    shell_hint: bool | None = None
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
