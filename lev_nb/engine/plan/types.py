@@ -181,6 +181,26 @@ class PointPlan:
 
 
 @record
+class MappingPlan:
+    """One region a parent hands its child at spawn (a ``[[transforms.mappings]]`` entry)."""
+
+    from_region: str
+    to_region: str
+    transform: str = "direct"  # direct | summarize | extract
+    fields: tuple[str, ...] = ()  # extract: the keys of a JSON object kept
+
+
+@record
+class TransformPlan:
+    """A ``[[transforms]]`` entry: the regions a ``from_blueprint`` parent hands a
+    ``to_blueprint`` child when it starts it (sub-agent or fan-out worker)."""
+
+    from_blueprint: str
+    to_blueprint: str
+    mappings: tuple[MappingPlan, ...] = ()
+
+
+@record
 class StagePlan:
     """Everything the run loop needs to know about one stage."""
 
@@ -262,6 +282,7 @@ class RunPlan:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
+    transforms: tuple[TransformPlan, ...] = ()  # [[transforms]]: regions handed from parent to child at spawn
     # The [security] tables that turn taint tracking on (lev_nb has no taint gate: refused at launch)
     taint_tracking: tuple[str, ...] = ()
 
