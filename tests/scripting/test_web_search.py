@@ -123,6 +123,7 @@ def test_it_searches_with_the_key_and_returns_results(engine, agent: Path, brave
     assert first == {"q": ["tides & moon"], "count": ["2"], "freshness": ["pw"]} and token == KEY
     assert KEY not in json.dumps(run.meta)  # the key reached the search engine, not the record
     assert not [w for w in run.warnings if w.code == "tool-unavailable"]
+    assert (run.meta["flags"]["searches_run"], run.meta["flags"]["searches_empty"]) == (2, 1)
 
 
 def test_without_a_key_it_is_not_offered_and_the_run_says_why(engine, agent: Path, brave: _Brave, home: Path,

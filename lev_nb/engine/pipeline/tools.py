@@ -49,6 +49,13 @@ RUNTIME_INFO_DESCRIPTION = (
 SUMMARY_CHARS = 200
 
 
+def search_found_nothing(result: str) -> bool:
+    """Whether a ``web_search`` result holds no hit: empty, ``[]``, or a bracketed note (no
+    engine, a failure, nothing found) rather than a list of results (which opens ``[{``)."""
+    text = result.strip()
+    return not text or text == "[]" or (text.startswith("[") and not text.startswith("[{"))
+
+
 class StageTools:
     """Everything about tools for one run; the current stage is read from the run state.
 
@@ -364,6 +371,9 @@ class StageTools:
     def _account(self, result: ToolResult, counted: set[str]) -> None:
         """Modification tracking as the seeds define it: only successful modifying calls count."""
         canon = self.registry.canonical(result.name)
+        if canon == "web_search":  # meta.json flags: equal counts mean the run never saw the web
+            self.state.meta.flags.searches_run += 1
+            self.state.meta.flags.searches_empty += search_found_nothing(result.content)
         if canon not in counted:
             return
         progress, flags = self.state.progress, self.state.meta.flags
