@@ -450,7 +450,7 @@ class Settings:
         if self.safe_commands.defaults:
             origin = ("default", self.source("safe_commands.defaults"))
             keys.update((SHELL_KEY + entry, origin) for entry in sorted(DEFAULT_SAFE_SHELL))
-        layers = [("config", "safe_commands", self.safe_commands)]
+        layers: list[tuple[str, str, SafeCommands | AgentSafeCommands]] = [("config", "safe_commands", self.safe_commands)]
         own = self.agent_safe_commands.get(agent)
         if own is not None:
             layers.append(("agent", f"agent_safe_commands.{agent}", own))
