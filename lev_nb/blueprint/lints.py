@@ -70,6 +70,9 @@ class LintEnv:
     # assumed), and whether [security] allow_seed_commands lets command seeds run at all.
     safe_shell: frozenset[str] | None = None
     seed_commands_allowed: bool = True
+    # Script tools (the agent's and the global ones) this machine cannot offer: name -> why
+    # (a @requires capability it lacks, lev_nb.settings.capabilities); empty when unknown.
+    unavailable_tools: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def default(cls, extra_tools: Iterable[str] = ()) -> LintEnv:

@@ -11,6 +11,8 @@ a permission the user's configuration caps.
 - ``output-format-key-typo`` (error): an output table with a schema whose ``format`` key is
   misspelt (``fromat = "json"``): the format nobody reads is not checked. (Any other unknown key
   is ``unknown-key``'s, a warning.)
+- ``tool-unavailable`` (warning): a stage lists a script tool whose ``@requires`` this machine
+  cannot meet (``search`` without a readable search key): runs do not offer it, and say so.
 - ``permission-capped`` (note): a blueprint permission looser than the user's configuration
   allows (``edit_file = "allow"`` against the default ``ask``): runs ask for it, and deny it where
   nobody can be asked, unless the launch allows it.
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["OWN_CHECKS", "OWN_CODES", "format_key_typos"]
 
 OWN_CODES: tuple[str, ...] = ("gate-unknown-region", "output-schema-invalid", "output-format-key-typo",
-                              "permission-capped")
+                              "permission-capped", "tool-unavailable")
 
 
 def gate_unknown_region(bp: Blueprint, env: LintEnv) -> list[Finding]:
@@ -139,6 +141,20 @@ def permission_capped(bp: Blueprint, env: LintEnv) -> list[Finding]:
     return out
 
 
+def tool_unavailable(bp: Blueprint, env: LintEnv) -> list[Finding]:
+    """A stage lists a script tool this machine cannot offer (only when the configuration is known)."""
+    out = []
+    for name, st in bp.stages.items():
+        for tool in st.available_tools:
+            why = env.unavailable_tools.get(tool)
+            if why is not None:
+                out.append(Finding(
+                    "tool-unavailable", "warning",
+                    f"available_tools lists '{tool}', which this machine cannot offer ({why}), so runs here "
+                    "go without it", name, why.split(": ", 1)[-1]))
+    return out
+
+
 def default_policy(tool: str) -> str | None:
     """The policy of a built-in tool when no table sets one (None: not a built-in tool)."""
     canon = C.canon_tool(tool.lower())
@@ -147,4 +163,5 @@ def default_policy(tool: str) -> str | None:
     return "allow" if canon in C.BUILTIN_TOOLS else None
 
 
-OWN_CHECKS: list[Any] = [gate_unknown_region, output_schema_invalid, output_format_key_typo, permission_capped]
+OWN_CHECKS: list[Any] = [gate_unknown_region, output_schema_invalid, output_format_key_typo, permission_capped,
+                         tool_unavailable]

@@ -30,6 +30,8 @@ CAPABILITIES: dict[str, str] = {
     "filesystem": "filesystem",
     "file": "filesystem",
     "fs": "filesystem",
+    # lev_nb's own: a web search engine (a search provider key the user made readable)
+    "search": "search",
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from lev_nb.version import __version__
 from lev_nb.cli import (
     agent_commands,
+    approvals_command,
     blueprint_commands,
     config_commands,
     doctor_commands,
@@ -61,6 +62,7 @@ COMMANDS = (
     eval_commands.add_evals,
     eval_commands.add_test,
     tools_command.add_tools,
+    approvals_command.add_approvals,
     config_commands.add_config,
     doctor_commands.add_doctor,
     models_commands.add_models,

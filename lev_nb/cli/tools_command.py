@@ -2,8 +2,9 @@
 
 Each compiled tool shows its description, parameters and required capabilities; a file that did
 not compile (or whose name a built-in takes) is listed with its reason, since it is never offered.
-Every capability lev_nb knows (network, shell, filesystem) is available on this platform, so no
-tool is flagged unavailable here.
+A tool needing a capability this machine lacks (``search``: no readable search key; network,
+shell and filesystem are always there) is flagged unavailable, with the reason and the fix
+(:mod:`lev_nb.settings.capabilities`).
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ def inventory() -> dict[str, Any]:
     from lev_nb.tools.builtin import default_registry
     from lev_nb.tools.scripts import global_tools_dir
 
+    from lev_nb.settings import current
+    from lev_nb.settings.capabilities import capability_missing
+
     folder = global_tools_dir()
     found, skipped = discover_tools([folder], reserved=tuple(default_registry().names()))
+    settings = current()
+    tools = []
+    for tool in sorted(found.values(), key=lambda t: t.name):
+        missing = capability_missing(tool.requires, settings)
+        tools.append({"name": tool.name, "description": tool.description, "path": str(tool.path),
+                      "requires": list(tool.requires), "parameters": tool.parameters_schema,
+                      "available": missing is None, "unavailable_reason": missing})
     return {
         "folder": str(folder),
-        "tools": [
-            {"name": tool.name, "description": tool.description, "path": str(tool.path),
-             "requires": list(tool.requires), "parameters": tool.parameters_schema, "available": True}
-            for tool in sorted(found.values(), key=lambda t: t.name)
-        ],
+        "tools": tools,
         "skipped": [{"path": str(s.path), "reason": s.reason} for s in skipped],
     }
 
@@ -61,6 +68,8 @@ def run_tools(args: argparse.Namespace) -> int:
         )
         requires = f"  [requires {', '.join(tool['requires'])}]" if tool["requires"] else ""
         print(f"  {tool['name']}({params}){requires}: {tool['description']}")
+        if not tool["available"]:
+            print(f"    unavailable, not offered to any agent: {tool['unavailable_reason']}")
     for skipped in data["skipped"]:
         print(f"  skipped {skipped['path']}: {skipped['reason']}")
     return 0

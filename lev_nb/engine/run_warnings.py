@@ -30,6 +30,8 @@ The codes (:data:`WARNING_CODES`):
     the model was nudged as often as allowed and the stage went on without what it was nudged for
 ``sandbox-fallback``
     commands ran with less isolation than the blueprint asked for (``on_unavailable = "warn"``)
+``tool-unavailable``
+    a stage lists a script tool this machine cannot offer (its ``@requires``: no search key...)
 ``seed-failed``
     a region's seed could not fill it (a command failed, a file could not be read, a tool failed)
 ``input-ignored``
@@ -90,6 +92,7 @@ WARNING_CODES: dict[str, str] = {
     "output-forced": "a stage that owes the final output left without it",
     "nudges-exhausted": "the model was nudged as often as allowed and the stage went on without what it was nudged for",
     "sandbox-fallback": "commands ran with less isolation than the blueprint asked for",
+    "tool-unavailable": "a stage lists a script tool this machine cannot offer",
     "seed-failed": "a region's seed could not fill it",
     "input-ignored": "a launch input fills no region of the blueprint",
     "model-fallback": "a stage runs on another model than its first choice",

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lev_nb.blueprint.constants import MAX_GATE_ATTEMPTS
 from lev_nb.engine import events as ev
 from lev_nb.engine import views
+from lev_nb.engine.context.handover import Handover, handovers, mappings_for, problems, receive
 from lev_nb.engine.context.run_context import build_context
 from lev_nb.engine.context.seeds import seed_context
 from lev_nb.engine.eventlog import EventLog
@@ -299,6 +300,7 @@ class Runner:
         state.interaction.on_cancel = self._cancel_from_inbox
         self.points = InteractionPoints(state)
         self.compactor = Compactor(state, self.inference)
+        self.handed: list[Handover] = []  # [[transforms]]: what the parent hands this child (spawn_child)
         self.transitions = Transitions(state, self.inference, self.tools.output_spec, self.compactor)
         self._ending: Ending | None = None
         self._task: asyncio.Task[None] | None = None
@@ -495,7 +497,19 @@ class Runner:
         await self.tools.prepare_mcp()
         self.tools.use_sandbox(self.plan.sandbox, "the agent")  # seed commands run in the agent's
         await seed_context(state, self.tools.registry, self.tools.tool_context)
+        summarise = self._receive_handover()
         self.transitions.enter(state.entry, None)
+        if summarise:
+            await self.compactor.summarise_regions(summarise, "transform", None)
+
+    def _receive_handover(self) -> list[str]:
+        """Fill this child's regions from what its parent handed over (after its own seeds); the
+        regions a ``summarize`` mapping filled, to be summarised before the first turn."""
+        if not self.handed or self.parent is None:
+            return []
+        for problem in problems(self.state.ctx, self.handed, self.parent.plan.agent_name):
+            self.state.warn(problem, "context-kept", in_stage=False)
+        return receive(self.state.ctx, self.handed)[1]
 
     def _compile_scripts(
         self, hook_scripts: dict[str, Any] | None, region_scripts: dict[str, Any] | None
@@ -747,5 +761,6 @@ class Runner:
             region_scripts=self.region_scripts if plan is self.plan else None,
             max_child_depth=max_child_depth,
         )
+        child.handed = handovers(self.state.ctx, mappings_for(self.plan, plan))
         self.subagents.adopt(child, kind)
         return child

@@ -21,7 +21,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.read_paths import (
@@ -179,6 +179,7 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
         "mcp_servers": mcp_server_names(settings),
         "safe_shell": safe_shell,
         "seed_commands_allowed": settings.security.allow_seed_commands,
+        "unavailable_tools": _unavailable_tools(bp.base_dir, lev_home(), settings),
     }
     declared = list(bp.read_paths.allow) if bp.read_paths is not None else []
     try:
@@ -190,6 +191,30 @@ def lint_env(bp: Blueprint, settings: Settings | None, workdir: str | os.PathLik
         changes["read_path_granted"] = lambda entry: verdicts.get(entry, False)
         changes["read_paths_allow_blueprint"] = report.allow_blueprint
     return dataclasses.replace(env, **changes)  # type: ignore[arg-type]
+
+
+def _unavailable_tools(agent_dir: Any, home: Path, settings: Settings) -> dict[str, str]:
+    """The script tools (the agent's own, then $LEV_HOME/tools) whose @requires this machine
+    cannot meet: name -> why. A file whose metadata cannot be read is the other lints' business."""
+    from lev_nb.blueprint.script_tools import ToolSpecError, tool_files, tool_spec
+
+    from .capabilities import capability_missing
+
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    folders = ([Path(agent_dir) / "tools"] if agent_dir is not None else []) + [home / "tools"]
+    for path in tool_files(folders):
+        try:
+            spec = tool_spec(path)
+        except ToolSpecError:
+            continue
+        if spec.name in seen:
+            continue  # the first file to declare a name keeps it (an agent's own tool shadows a global one)
+        seen.add(spec.name)
+        why = capability_missing(spec.requires, settings)
+        if why is not None:
+            found[spec.name] = why
+    return found
 
 
 def _ceiling(agent: str, settings: Settings) -> Callable[[str], str | None]:

@@ -45,6 +45,7 @@ __all__ = [
     "Security",
     "Settings",
     "SCRIPT_PERMISSIONS",
+    "SHELL_KEY",
     "ScriptPermission",
     "Source",
     "ToolScriptPermissions",
@@ -58,6 +59,9 @@ POLICIES: tuple[str, ...] = ("allow", "ask", "deny")
 BUILTIN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "google", "openrouter", "ollama", "claude-code", "mock")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+# How a shell entry is keyed among the safe commands (beside the bare tool names).
+SHELL_KEY = "shell:"
 
 
 def setting(default: Any = None, *, env: str | None = None, minimum: int | None = None, doc: str = "") -> Any:
@@ -388,6 +392,11 @@ class Settings:
     model_capabilities: Mapping[str, ModelCapabilities] = setting({}, doc="model id -> corrections to its capabilities")
     taint_tracking: bool = setting(
         False, doc="put every run behind the taint gate (a blueprint's [security] can also turn it on)")
+    batch_tool_hint: bool = setting(
+        True, doc="tell each stage's model it may batch independent tool calls (a stage, then the agent, wins)")
+    shell_hint: bool = setting(
+        True, doc="describe the shell to a stage offered `shell` where the platform's shell needs it (none does on "
+                  "the platforms lev_nb runs on)")
     agent_paths: tuple[str, ...] = setting(
         (), doc="more folders of agents, found by name after $LEV_HOME/agents (`lev list` shows them)")
     providers: Providers = field(default_factory=Providers)
@@ -457,17 +466,35 @@ class Settings:
         list when ``[safe_commands] defaults``, ``[safe_commands]`` and
         ``[agent_safe_commands.<agent>]``, and the blueprint's own ``declared_*`` entries where
         :meth:`safe_commands_honoured` says they count."""
-        tools = {t.lower() for t in self.safe_commands.tools}
-        shell = set(DEFAULT_SAFE_SHELL) if self.safe_commands.defaults else set()
-        shell.update(self.safe_commands.shell)
-        own = self.agent_safe_commands.get(agent)
-        if own is not None:
-            tools.update(t.lower() for t in own.tools)
-            shell.update(own.shell)
+        keys = self.safe_command_origins(agent)
+        tools = {k for k in keys if not k.startswith(SHELL_KEY)}
+        shell = {k[len(SHELL_KEY):] for k in keys if k.startswith(SHELL_KEY)}
         if self.safe_commands_honoured(agent):
             tools.update(t.lower() for t in declared_tools)
             shell.update(e for e in declared_shell if not e.startswith(">"))
         return frozenset(tools), frozenset(shell)
+
+    def safe_command_origins(self, agent: str = "") -> dict[str, tuple[str, Source]]:
+        """What runs unasked for ``agent`` by this configuration alone (a blueprint's own block is
+        left out: it depends on the blueprint), each key with the layer that put it there and where
+        that layer is written: ``"default"`` (the built-in read-only list), ``"config"``
+        (``[safe_commands]``) or ``"agent"`` (``[agent_safe_commands.<agent>]``); a narrower layer
+        names a key both list. Shell entries are keyed ``shell:<prefix>``, tools by their name."""
+        keys: dict[str, tuple[str, Source]] = {}
+        if self.safe_commands.defaults:
+            origin = ("default", self.source("safe_commands.defaults"))
+            keys.update((SHELL_KEY + entry, origin) for entry in sorted(DEFAULT_SAFE_SHELL))
+        layers: list[tuple[str, str, SafeCommands | AgentSafeCommands]] = [("config", "safe_commands", self.safe_commands)]
+        own = self.agent_safe_commands.get(agent)
+        if own is not None:
+            layers.append(("agent", f"agent_safe_commands.{agent}", own))
+        for layer, table, entries in layers:
+            for tool in entries.tools:
+                if not tool.lower().startswith(SHELL_KEY):  # a shell entry belongs in `shell`, where it is checked
+                    keys[tool.lower()] = (layer, self.source(f"{table}.tools"))
+            for entry in entries.shell:
+                keys[SHELL_KEY + entry] = (layer, self.source(f"{table}.shell"))
+        return keys
 
     def provider(self, name: str) -> ProviderSettings:
         """The options of provider ``name`` (all defaults when the config says nothing about it)."""

@@ -25,8 +25,6 @@ ALIASES: dict[str, str] = {
 
 _DAEMON = "lev_nb has no daemon: each run lives in the process that started it"
 IGNORED: dict[str, str] = {
-    "batch_tool_hint": "lev_nb does not add tool hints to prompts yet",
-    "shell_hint": "lev_nb does not add tool hints to prompts yet",
     "providers.claude_code_enabled": "lev_nb has no Claude Code provider",
     "providers.claude_code_binary": "lev_nb has no Claude Code provider",
     "providers.claude_code_effort": "lev_nb has no Claude Code provider",

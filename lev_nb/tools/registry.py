@@ -42,6 +42,7 @@ class ToolDef:
     default_policy: PolicyName = "ask"
     inline: bool = False
     run_state: bool = False
+    requires: tuple[str, ...] = ()  # a script tool's @requires capabilities
 
     def spec(self, advertised_name: str | None = None) -> ToolSpec:
         """The ToolSpec sent to the model, under ``advertised_name`` when the stage used an alias."""

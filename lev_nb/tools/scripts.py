@@ -20,7 +20,7 @@ from lev_nb.tools import reaper
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.registry import PolicyName, ToolDef
 from lev_nb.sandbox import Sandbox
-from lev_nb.secrets import ShellEnv, child_environment, looks_like_credential
+from lev_nb.secrets import ShellEnv, child_environment, env_var_allowed
 from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.workspace import Workspace
 
@@ -89,10 +89,11 @@ class RunToolHost:
     def __init__(self, workspace: Workspace, shell_allowed: bool, sandbox: Sandbox | None = None, *,
                  allow_local_network: bool = False, http_timeout_s: float | None = 30.0,
                  refusals: Mapping[str, str | None] | None = None, shell_env: ShellEnv | None = None,
-                 writes: WriteBudget | None = None) -> None:
+                 writes: WriteBudget | None = None, allowed_env: tuple[str, ...] = ()) -> None:
         self.workspace = workspace
         self.writes = writes or WriteBudget()  # [limits] write caps and the free-disk guard
         self.shell_env = shell_env  # [security] shell_env: what shell() commands inherit
+        self.allowed_env = allowed_env  # [security] allow_env_vars: credential-named variables it may read
         self.sandbox = sandbox
         # Host function -> why it is refused (None: permitted); lev_nb.tools.policy.script_host_permissions.
         if refusals is None:
@@ -189,9 +190,10 @@ class RunToolHost:
         import os
 
         self._check("env_var")
-        if looks_like_credential(name):
+        if not env_var_allowed(name, self.allowed_env):
             raise PermissionError(
-                f"[denied] '{name}' looks like a credential, so script tools may not read it"
+                f"[denied] '{name}' looks like a credential, so script tools may not read it unless "
+                "[security] allow_env_vars lists it"
             )
         value = os.environ.get(name)
         if value is None:
@@ -236,7 +238,7 @@ def script_tool_def(tool: ToolScript) -> ToolDef:
             refusals=ctx.extra.get("script_refusals"),
             allow_local_network=bool(ctx.extra.get("allow_local_network")),
             http_timeout_s=ctx.extra.get("http_timeout_s", 30.0), shell_env=ctx.extra.get("shell_env"),
-            writes=ctx.writes,
+            writes=ctx.writes, allowed_env=tuple(ctx.extra.get("allow_env_vars") or ()),
         )
         # run_tool validates the arguments itself; the executor already did, so skip it here.
         return await ctx.blocking(functools.partial(run_tool, tool, args, host, validate_arguments=False))
@@ -247,6 +249,6 @@ def script_tool_def(tool: ToolScript) -> ToolDef:
     description = tool.description or f"Rhai tool '{tool.name}'"
     return ToolDef(
         tool.name, description, tool.parameters_schema, handler=handler, default_policy=policy,
-        readonly=not tool.requires,
+        readonly=not tool.requires, requires=tuple(tool.requires),
     )
 

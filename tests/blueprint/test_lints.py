@@ -45,6 +45,8 @@ def _env_for(bp, spec: dict[str, str]) -> LintEnv:
         from lev_nb.blueprint.lints_own import default_policy
 
         changes["permission_ceiling"] = default_policy
+    if "unavailable" in spec:
+        changes["unavailable_tools"] = {name: "no search engine: set BRAVE_API_KEY" for name in spec["unavailable"].split(",")}
     return LintEnv(**{**env.__dict__, **changes})
 
 
@@ -65,7 +67,7 @@ def test_every_lint_code_has_a_fixture_or_a_direct_test() -> None:
     covered.add("output-missing-submit-tool")  # unreachable through validate; see the direct test below
     covered.add("taint-tracking-invalid")  # the JSON schema refuses its fixture: tests/taint tests it
     assert covered == set(ALL_CODES)
-    assert len(ALL_CODES) == 42
+    assert len(ALL_CODES) == 43
 
 
 def test_output_missing_submit_tool_on_a_blueprint_that_skipped_the_hard_checks() -> None:

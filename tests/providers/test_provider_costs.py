@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from standin import API_KEY, Recorded, Reply, StandIn, message, serve, text, tool_use
 
+from lev_nb.engine.context.hints import BATCH_TOOL_HINT
 from lev_nb.messages import Message, ModelRequest, SystemBlock, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from lev_nb.providers import AnthropicProvider
 from lev_nb.providers.anthropic import build_request_body, cache_marker_positions
@@ -230,8 +231,10 @@ def test_the_stable_region_is_marked_and_later_turns_mark_the_conversation(
 ) -> None:
     run_priced(stand_in, tmp_path, monkeypatch, "claude-haiku-4-5")
     first, second = stand_in.requests[0].body, stand_in.requests[1].body
-    assert first["system"][0]["text"].startswith("## brief")
-    assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
+    # The batch hint leads the stable prefix; the marker closes it, after the pinned brief.
+    assert first["system"][0]["text"] == BATCH_TOOL_HINT and "cache_control" not in first["system"][0]
+    assert first["system"][1]["text"].startswith("## brief")
+    assert first["system"][1]["cache_control"] == {"type": "ephemeral"}
     # The first request of the run has no earlier prefix to reuse; the second, same system, does.
     assert "cache_control" not in json.dumps(first["messages"])
     assert "cache_control" in json.dumps(second["messages"][-1])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
+from lev_nb.engine.context.hints import hint_blocks
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
@@ -443,6 +444,9 @@ class Inference:
         stage = self.state.stage
         provider, provider_name, model_name = self._provider_for(stage)
         blocks, messages = assembled
+        # The batch and shell hints lead stage and routing requests alike, so both share one
+        # cached prefix (a compaction summary builds its own request without them).
+        blocks = [*hint_blocks(stage, self.state.settings, [self.tools.registry.canonical(t) for t in self.tools.offered(stage)]), *blocks]
         system = [block.text for block in blocks]
         system_key = hash(tuple(system))
         flag_cache_breakpoint(messages, system_key != self._last_request_system)

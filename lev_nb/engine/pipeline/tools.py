@@ -31,6 +31,7 @@ from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
 from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy, script_host_permissions
 from lev_nb.tools.registry import ToolDef
+from lev_nb.settings.capabilities import capability_missing
 from lev_nb.tools.scripts import global_tool_defs
 from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
@@ -48,6 +49,13 @@ RUNTIME_INFO_DESCRIPTION = (
     "tokens in use, and whether anybody is there to answer a question (attended) (JSON)."
 )
 SUMMARY_CHARS = 200
+
+
+def search_found_nothing(result: str) -> bool:
+    """Whether a ``web_search`` result holds no hit: empty, ``[]``, or a bracketed note (no
+    engine, a failure, nothing found) rather than a list of results (which opens ``[{``)."""
+    text = result.strip()
+    return not text or text == "[]" or (text.startswith("[") and not text.startswith("[{"))
 
 
 class StageTools:
@@ -80,12 +88,14 @@ class StageTools:
         self.subagents = subagents
         self.recall_child = recall_child  # a resumed run: a child its previous life started
         self.registry = default_registry()
+        # Script tools whose @requires this machine cannot meet (no search key...): name -> why.
+        self.unavailable: dict[str, str] = {}
         for tool in state.plan.script_tools.values():
-            self.registry.register(tool)
+            self._register_script(tool)
         # $LEV_HOME/tools/*.rhai, compiled at spawn; an agent's own tool shadows a global one.
         lev_home = state.store.run_dir.parent.parent
-        for tool in global_tool_defs(lev_home, set(self.registry.names()))[0]:
-            self.registry.register(tool)
+        for tool in global_tool_defs(lev_home, set(self.registry.names()) | set(self.unavailable))[0]:
+            self._register_script(tool)
         # runtime_info answers from the run's state, so a seed may call it like any tool.
         self.registry.register(ToolDef(
             "runtime_info", RUNTIME_INFO_DESCRIPTION, {"type": "object", "properties": {}},
@@ -222,6 +232,14 @@ class StageTools:
             if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
         ]
 
+    def _register_script(self, tool: ToolDef) -> None:
+        """Offer a script tool, unless it needs a capability this machine lacks."""
+        why = capability_missing(tool.requires, self.state.settings)
+        if why is None:
+            self.registry.register(tool)
+        else:
+            self.unavailable[tool.name] = why
+
     def _stage_tools(self, stage: StagePlan) -> list[str]:
         """The stage's ``available_tools`` with the tools of its connectors merged in (each once)."""
         if not stage.connectors:
@@ -242,6 +260,10 @@ class StageTools:
         key = f"{stage.name}\0{len(offered)}\0{self.dynamic.version}"
         cached = self._specs.get(key)
         if cached is None:
+            for name in offered:
+                if name in self.unavailable:
+                    self.state.warn(f"'{name}' is not offered in stage '{stage.name}': {self.unavailable[name]}",
+                                    "tool-unavailable")
             cached = self.registry.specs([t for t in offered if t not in self._mcp_hidden], skip_unknown=True)
             for i, spec in enumerate(cached):
                 if spec.name == "submit_output":
@@ -369,6 +391,9 @@ class StageTools:
     def _account(self, result: ToolResult, counted: set[str]) -> None:
         """Modification tracking as the seeds define it: only successful modifying calls count."""
         canon = self.registry.canonical(result.name)
+        if canon == "web_search":  # meta.json flags: equal counts mean the run never saw the web
+            self.state.meta.flags.searches_run += 1
+            self.state.meta.flags.searches_empty += search_found_nothing(result.content)
         if canon not in counted:
             return
         progress, flags = self.state.progress, self.state.meta.flags

@@ -16,6 +16,7 @@ from lev_nb.engine.plan.types import (
     EdgePlan,
     FanOutPlan,
     GatePlan,
+    MappingPlan,
     ModelChoice,
     NudgePlan,
     OutputSpec,
@@ -24,6 +25,7 @@ from lev_nb.engine.plan.types import (
     SeedPlan,
     PointPlan,
     StagePlan,
+    TransformPlan,
 )
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
 from lev_nb.engine.context.regions import RegionConfig
@@ -69,6 +71,22 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox),
         taint_tracking=_taint_tracking(bp),
+        transforms=_transforms(bp),
+    )
+
+
+def _transforms(bp: Any) -> tuple[TransformPlan, ...]:
+    """The blueprint's ``[[transforms]]``, entries that name both blueprints."""
+    return tuple(
+        TransformPlan(
+            from_blueprint=spec.from_blueprint,
+            to_blueprint=spec.to_blueprint,
+            mappings=tuple(
+                MappingPlan(m.from_region, m.to_region, m.transform or "direct", tuple(m.fields or ()))
+                for m in spec.mappings if m.from_region and m.to_region
+            ),
+        )
+        for spec in bp.transforms if spec.from_blueprint and spec.to_blueprint
     )
 
 
@@ -184,7 +202,14 @@ def _stage_plan(bp: Any, name: str, index: int, window: int) -> StagePlan:
         window_tokens=window,
         sandbox=resolve_sandbox(bp.sandbox, stage.sandbox),
         taint_tracking=stage.security.taint_tracking if stage.security is not None else None,
+        batch_tool_hint=_first_set(stage.batch_tool_hint, bp.agent.batch_tool_hint),
+        shell_hint=_first_set(stage.shell_hint, bp.agent.shell_hint),
     )
+
+
+def _first_set(*levels: bool | None) -> bool | None:
+    """The narrowest level that says something (stage before agent), or None when none does."""
+    return next((level for level in levels if level is not None), None)
 
 
 def _point_plan(point: Any) -> PointPlan:

@@ -181,6 +181,26 @@ class PointPlan:
 
 
 @record
+class MappingPlan:
+    """One region a parent hands its child at spawn (a ``[[transforms.mappings]]`` entry)."""
+
+    from_region: str
+    to_region: str
+    transform: str = "direct"  # direct | summarize | extract
+    fields: tuple[str, ...] = ()  # extract: the keys of a JSON object kept
+
+
+@record
+class TransformPlan:
+    """A ``[[transforms]]`` entry: the regions a ``from_blueprint`` parent hands a
+    ``to_blueprint`` child when it starts it (sub-agent or fan-out worker)."""
+
+    from_blueprint: str
+    to_blueprint: str
+    mappings: tuple[MappingPlan, ...] = ()
+
+
+@record
 class StagePlan:
     """Everything the run loop needs to know about one stage."""
 
@@ -220,6 +240,10 @@ class StagePlan:
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
     # The stage's own [stages.<name>.security] taint_tracking (None: inherits the agent's)
     taint_tracking: bool | None = None
+    # The system-prompt hints as the blueprint sets them (the stage's word, else the agent's);
+    # None: the blueprint is silent and the configuration decides (engine/context/hints.py).
+    batch_tool_hint: bool | None = None
+    shell_hint: bool | None = None
 
     def find_edge(self, condition: str) -> list[EdgePlan]:
         """Edges with the given condition, in declaration order."""
@@ -260,6 +284,7 @@ class RunPlan:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     window_tokens: int = DEFAULT_WINDOW_TOKENS  # the entry stage's model's context window
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)  # the agent's [sandbox]: seed commands
+    transforms: tuple[TransformPlan, ...] = ()  # [[transforms]]: regions handed from parent to child at spawn
     # The agent's [security] taint_tracking (None: no [security] block)
     taint_tracking: bool | None = None
 
