@@ -323,13 +323,23 @@ class Inference:
             except ProviderError as exc:
                 raise _CallFailed(exc) from None
             try:
-                return request, await self._complete(request, provider)
+                response = await self._complete(request, provider)
             except ProviderError as exc:
                 self._record(request, None, error=exc.message)
                 if self._fall_back(request, exc):
                     continue
                 if not await self._stall(request, exc):
                     raise _CallFailed(exc) from None
+                continue
+            self._tell(response)
+            return request, response
+
+    def _tell(self, response: ModelResponse) -> None:
+        """Tell the person what the provider said of this call (it answered, not as asked)."""
+        from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
+
+        for code, message in response.warnings:
+            self.state.warn(message, code if code in WARNING_CODES else DEFAULT_CODE)
 
     async def _stall(self, request: ModelRequest, error: ProviderError) -> bool:
         """Every model the stage may use was refused by its open circuit: wait up to ``[limits]
@@ -485,6 +495,7 @@ class Inference:
             purpose=purpose,  # type: ignore[arg-type]
             stage=stage.name,
             output_format=spec.format if spec else None,
+            output_schema=spec.schema if spec and spec.schema and purpose == "stage" else None,
             extra=params,
             timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
             system_blocks=blocks,

@@ -1,0 +1,111 @@
+"""Structured output: having the model's server hold a stage's final answer to its JSON Schema.
+
+The engine collects a stage's final answer through the ``submit_output`` tool, whose ``content`` is
+a string the engine checks against the stage's output schema. A server that constrains tool
+arguments to their schema (OpenAI's ``strict`` function tools, and the compatible servers that
+copy them) can do better: it can only emit an answer that fits. :func:`constrained_submit_tool`
+builds that tool, with ``content`` typed as the schema itself, when the schema is one strict mode
+can hold (:func:`strict_schema`); the answer then comes back as a JSON value, which
+:func:`unpack_submission` turns into the JSON text the engine's checks read, so the engine sees
+the same ``submit_output`` call whichever way it was asked.
+
+Strict mode takes a subset of JSON Schema: every object lists all its properties as required and
+allows no others, and only some keywords are known. A schema outside that subset is left to the
+engine's own check (the answer is still refused when it does not fit); a schema whose only gap is
+a missing ``additionalProperties`` gets ``false`` added, which narrows what the model may write to
+answers the schema accepts anyway.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from lev_nb.messages import ToolCall, ToolSpec
+
+__all__ = ["SUBMIT_TOOL", "strict_schema", "constrained_submit_tool", "unpack_submission", "is_schema_refusal"]
+
+SUBMIT_TOOL = "submit_output"
+
+# The keywords strict mode compiles (OpenAI's structured-outputs guide, "Supported schemas").
+_KNOWN = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+    "$ref", "$defs", "definitions", "description", "title", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "$schema",
+})
+# Words of a 400 answer that blames the schema or the strict flag, not the rest of the request.
+_SCHEMA_WORDS = ("schema", "strict", "additionalproperties", "json_schema", "response_format", "grammar", "guided")
+
+
+def strict_schema(schema: Any) -> dict[str, Any] | None:
+    """``schema`` as strict mode takes it (a copy, ``additionalProperties: false`` added to each
+    object that did not say), or None when strict mode cannot hold it: an unknown keyword, an
+    object with an optional property, free-form keys or no properties at all."""
+    if not isinstance(schema, dict) or not schema:
+        return None
+    out = copy.deepcopy(schema)
+    return out if _tighten(out) else None
+
+
+def _tighten(node: Any) -> bool:
+    """Check and fix one schema node in place; False when strict mode cannot hold it."""
+    if not isinstance(node, dict):
+        return False
+    if any(key not in _KNOWN for key in node):
+        return False
+    types = node.get("type")
+    is_object = types == "object" or (isinstance(types, list) and "object" in types) or "properties" in node
+    if is_object:
+        properties = node.get("properties")
+        if not isinstance(properties, dict) or not properties:
+            return False
+        if set(node.get("required") or ()) != set(properties):
+            return False
+        extra = node.setdefault("additionalProperties", False)
+        if extra is not False:
+            return False
+        if not all(_tighten(child) for child in properties.values()):
+            return False
+    if "items" in node and not _tighten(node["items"]):
+        return False
+    if "anyOf" in node and not (isinstance(node["anyOf"], list) and all(_tighten(c) for c in node["anyOf"])):
+        return False
+    for key in ("$defs", "definitions"):
+        if key in node and not (isinstance(node[key], dict) and all(_tighten(c) for c in node[key].values())):
+            return False
+    return True
+
+
+def constrained_submit_tool(tool: ToolSpec, schema: Any) -> ToolSpec | None:
+    """The ``submit_output`` tool with ``content`` typed as ``schema`` (strict form), or None when
+    strict mode cannot hold the schema (the tool is then offered as it was)."""
+    held = strict_schema(schema)
+    if held is None:
+        return None
+    artifacts = dict((tool.parameters.get("properties") or {}).get("artifacts") or {"type": "array", "items": {"type": "string"}})
+    artifacts.setdefault("description", "Files you produced for the caller (an empty list when none).")
+    parameters = {
+        "type": "object",
+        "properties": {"content": held, "artifacts": artifacts},
+        "required": ["content", "artifacts"],
+        "additionalProperties": False,
+    }
+    return ToolSpec(tool.name, tool.description, parameters)
+
+
+def unpack_submission(call: ToolCall) -> ToolCall:
+    """A ``submit_output`` call made with the constrained tool, as the engine reads one:
+    ``content`` as JSON text (a JSON value in, its compact text out). Other calls pass as they are."""
+    arguments = call.arguments or {}
+    if call.name != SUBMIT_TOOL or "content" not in arguments or isinstance(arguments["content"], str):
+        return call
+    unpacked = dict(arguments)
+    unpacked["content"] = json.dumps(arguments["content"], ensure_ascii=False)
+    return ToolCall(call.id, call.name, unpacked)
+
+
+def is_schema_refusal(status: int, body: str) -> bool:
+    """True when an HTTP answer says the server would not take the schema or the strict flag (a
+    400 or 422 whose text names them), so the call is worth one more try without them."""
+    return status in (400, 422) and any(word in body.lower() for word in _SCHEMA_WORDS)
