@@ -40,10 +40,10 @@ from lev_nb.providers.base import ProviderError
 from lev_nb.providers.clients import LoopClients
 from lev_nb.providers.structured import (
     SUBMIT_TOOL,
+    SchemaRefused,
+    ask_structured,
     constrained_submit_tool,
     is_schema_refusal,
-    strict_schema,
-    unpack_submission,
 )
 from lev_nb.records import record
 
@@ -166,31 +166,16 @@ class OpenAIProvider:
         as a strict tool whose ``content`` is that schema (:mod:`.structured`), so the server
         itself keeps the answer to it. A server that refuses the schema or the flag (a 400 or 422
         naming them) is asked once more without, is not asked with it again in this process, and
-        the answer carries an ``output-unconstrained`` warning for the person.
+        the answer carries an ``output-unconstrained`` warning for the person
+        (:func:`~lev_nb.providers.structured.ask_structured`).
         """
-        server = (self.base_url or "", request.model or self.model)
-        constrain = (request.output_schema is not None and server not in _UNCONSTRAINED
-                     and any(t.name == SUBMIT_TOOL for t in request.tools)
-                     and strict_schema(request.output_schema) is not None)
-        if not constrain:
-            return await self._send(request, False)
-        try:
-            return await self._send(request, True)
-        except _SchemaRefused as refused:
-            response = await self._send(request, False)
-            _UNCONSTRAINED.add(server)
-            where = f" at {self.base_url}" if self.base_url else ""
-            response.warnings.append((
-                "output-unconstrained",
-                f"the {self.label} server{where} would not hold the final answer of stage '{request.stage}' to its "
-                f"schema as a strict tool ({refused.error.message}); {server[1]} was asked without it, and the "
-                "answer is still checked against the schema",
-            ))
-            return response
+        server = (self.name, self.base_url or "", request.model or self.model)
+        return await ask_structured(request, server, "openai", self.label,
+                                    lambda constrain: self._send(request, constrain))
 
     async def _send(self, request: ModelRequest, constrain: bool) -> ModelResponse:
         """One Chat Completions call; ``constrain``: with the strict ``submit_output`` tool (a
-        refusal of it raises :class:`_SchemaRefused`)."""
+        refusal of it raises :class:`~.structured.SchemaRefused`)."""
         import openai
 
         client = self.client()
@@ -201,12 +186,12 @@ class OpenAIProvider:
         known = {key: body.pop(key) for key in list(body) if key in _SDK_KEYWORDS}
         timeout = request.timeout_s or self.timeout_s
         try:
-            return _unpacked(await self._answer(client, known, body, timeout, request), constrain)
+            return await self._answer(client, known, body, timeout, request)
         except openai.APIStatusError as exc:
             error = classify_openai_error(exc.status_code, _error_body(exc), exc.response.headers, self.label,
                                           self._api_key_env)
             if constrain and is_schema_refusal(exc.status_code, _error_body(exc)):
-                raise _SchemaRefused(error) from None
+                raise SchemaRefused(error) from None
             raise error from None
         except openai.APITimeoutError:
             raise ProviderError("transport", f"the request to the {self.label} API timed out") from None
@@ -257,25 +242,6 @@ class OpenAIProvider:
         except openai.APIConnectionError:
             where = f" at {self.base_url}" if self.base_url else ""
             raise ProviderError("transport", f"could not reach the {self.label} API{where}") from None
-
-
-class _SchemaRefused(Exception):
-    """The server would not take the strict ``submit_output`` tool (its schema or the flag)."""
-
-    def __init__(self, error: ProviderError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
-# (base URL, model) pairs whose server refused a strict submit_output tool: not asked with one again.
-_UNCONSTRAINED: set[tuple[str, str]] = set()
-
-
-def _unpacked(response: ModelResponse, constrain: bool) -> ModelResponse:
-    """With the strict tool, a ``submit_output`` answer's content as the JSON text the engine reads."""
-    if constrain and response.tool_calls:
-        response.tool_calls = [unpack_submission(call) for call in response.tool_calls]
-    return response
 
 
 # The create() keywords lev_nb sends by name; everything else (a stage's own parameters) travels in

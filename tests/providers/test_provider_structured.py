@@ -1,9 +1,9 @@
-"""Structured output on OpenAI-compatible servers: a stage that owes an answer with a JSON Schema
+"""Structured output on OpenAI-compatible servers and on Anthropic: a stage that owes an answer with a JSON Schema
 offers ``submit_output`` as a strict tool whose ``content`` is the schema, so the server holds the
 answer to it; a server that refuses the schema is asked again without it, and the person is told.
 
-The runs go through the real ``openai`` SDK to the Chat Completions stand-in on 127.0.0.1; the
-tests read the tools the server received and the run's final output.
+The runs go through the real ``openai`` and ``anthropic`` SDKs to the Chat Completions and Messages
+stand-ins on 127.0.0.1; the tests read the tools the server received and the run's final output.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from chat_standin import ChatStandIn, Recorded, Reply, chat_error, completion, serve_chat, tool_call
-from standin import API_KEY
+from standin import API_KEY, StandIn, error_body, message, serve, text, tool_use
 
 import lev_nb
 from lev_nb.messages import ToolCall, ToolSpec
@@ -64,6 +64,12 @@ def test_a_schema_strict_mode_can_hold_gets_additional_properties_closed() -> No
     assert "additionalProperties" not in SCHEMA  # the stage's own schema is not touched
     nested = {"type": "array", "items": {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}}}
     assert strict_schema(nested)["items"]["additionalProperties"] is False  # type: ignore[index]
+
+
+def test_numeric_bounds_are_strict_for_openai_but_not_for_anthropic() -> None:
+    bounded = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "minimum": 1}}}
+    assert strict_schema(bounded, "openai") is not None
+    assert strict_schema(bounded, "anthropic") is None
 
 
 @pytest.mark.parametrize("schema", [
@@ -154,3 +160,49 @@ def test_a_stage_without_a_schema_offers_the_tool_unchanged(chat: ChatStandIn, h
     run = lev_nb.load(plain).run("report", home=home, workdir=workdir).wait(60)
     assert run.status == "complete", run.error
     assert "strict" not in submit_tool(chat.requests[0])
+
+
+# ------------------------------------------------------------------------------------ Anthropic
+@pytest.fixture
+def messages_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
+    for server in serve():
+        monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        yield server
+
+
+def anthropic_submit(recorded: Recorded) -> dict[str, Any]:
+    return next(t for t in recorded.body.get("tools", []) if t["name"] == "submit_output")
+
+
+def test_claude_gets_submit_output_as_a_strict_tool(messages_api: StandIn, home: Path, workdir: Path) -> None:
+    toml = AGENT.replace('provider = "openai", model = "gpt-4o-mini"', 'provider = "anthropic", model = "claude-sonnet-4-5"')
+    messages_api.queue(Reply(body=message(tool_use("toolu_1", "submit_output", {"content": ANSWER, "artifacts": []}),
+                                          stop="tool_use")))
+    messages_api.responder = lambda r: Reply(body=message(text("done")))
+    run = lev_nb.load(toml).run("report", home=home, workdir=workdir).wait(60)
+    assert run.status == "complete", run.error
+    tool = anthropic_submit(messages_api.requests[0])
+    assert tool["strict"] is True
+    assert tool["input_schema"]["properties"]["content"] == {**SCHEMA, "additionalProperties": False}
+    assert json.loads(run.result.content) == ANSWER
+
+
+def test_a_claude_model_without_strict_tools_is_asked_without_and_the_person_told(
+        messages_api: StandIn, home: Path, workdir: Path) -> None:
+    toml = AGENT.replace('provider = "openai", model = "gpt-4o-mini"', 'provider = "anthropic", model = "claude-3-haiku"')
+    answers = [message(tool_use("toolu_1", "submit_output", {"content": json.dumps(ANSWER)}), stop="tool_use"),
+               message(text("done"))]
+
+    def answer(recorded: Recorded) -> Reply:
+        if any(t.get("strict") for t in recorded.body.get("tools", [])):
+            return Reply(400, error_body("invalid_request_error",
+                                         "'claude-3-haiku' does not support strict tools (structured outputs)"))
+        return Reply(body=answers.pop(0) if answers else message(text("done")))
+
+    messages_api.responder = answer
+    run = lev_nb.load(toml).run("report", home=home, workdir=workdir).wait(60)
+    assert run.status == "complete", run.error
+    assert [bool(anthropic_submit(r).get("strict")) for r in messages_api.requests][:2] == [True, False]
+    assert [w.code for w in run.warnings] == ["output-unconstrained"]
+    assert json.loads(run.result.content) == ANSWER
