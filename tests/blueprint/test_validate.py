@@ -111,7 +111,7 @@ def test_report_json_shape_for_a_valid_blueprint() -> None:
         "valid": True,
         "blueprint": {"name": "lint-fixture", "version": "1.0.0", "description": "One lint at a time",
                       "entry_stage": None, "stages": ["work", "report"], "accepts_task": False, "inputs": []},
-        "error": None, "findings": [], "errors": 0, "warnings": 0, "notes": 0,
+        "error": None, "findings": [], "errors": 0, "warnings": 0, "notes": 0, "models": None,
     }
 
 
@@ -132,8 +132,9 @@ def test_report_text_and_repr() -> None:
 
 def test_top_level_lazy_exports() -> None:
     from lev_nb.catalog import load as load_by_name_or_path
+    from lev_nb.verdict import validate as validate_here
 
-    assert lev_nb.validate is validate and lev_nb.load is load_by_name_or_path
+    assert lev_nb.validate is validate_here and lev_nb.load is load_by_name_or_path
     assert lev_nb.BlueprintError is BlueprintError
 
 
