@@ -154,6 +154,17 @@ class _CallFailed(Exception):
         self.error = error
 
 
+def _with_suggestion(error: ProviderError, label: str) -> ProviderError:
+    """An unknown-model error that names the catalogued model it is likely a typo of."""
+    from lev_nb.providers.catalogue import closest_model
+
+    provider, _, model = label.partition("/")
+    near = closest_model(provider, model)
+    if near is None:
+        return error
+    return ProviderError(error.kind, f"{error.message} (did you mean {provider}/{near}?)", error.retry_after)
+
+
 def default_model(settings: Settings) -> tuple[str, str]:
     """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
     return settings.default_provider or DEFAULT_PROVIDER, settings.default_model or DEFAULT_MODEL
@@ -413,6 +424,8 @@ class Inference:
         """The Outcome of a call no model could serve: the error edge may catch it, except when
         the account or the network needs setting up, which pauses the run (RunPaused)."""
         reason = error.unusable_reason
+        if error.kind == "unknown_model" and self._last_model:
+            error = _with_suggestion(error, self._last_model)
         if reason in NEEDS_SETUP:
             state = self.state
             stage = state.stage.name
