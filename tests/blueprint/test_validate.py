@@ -161,7 +161,9 @@ def test_cli_json_shape_and_exit_status(lev: Lev, monkeypatch: pytest.MonkeyPatc
     proc = lev("validate", "--json", str(FIXTURES / "lints" / "unparseable-safe-command"))
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
-    assert set(data) == {"valid", "blueprint", "error", "findings", "errors", "warnings", "notes"}
+    assert set(data) == {"valid", "blueprint", "error", "findings", "errors", "warnings", "notes", "models"}
+    assert set(data["models"]) == {"default_provider", "default_model", "stages"}
+    assert set(data["models"]["stages"][0]) == {"stage", "model", "missing_key", "refused", "blueprint_order"}
     assert data["valid"] is False and (data["errors"], data["warnings"], data["notes"]) == (1, 0, 1)
     assert [f["code"] for f in data["findings"]] == ["unparseable-safe-command", "safe-commands-declared"]
     assert set(data["findings"][0]) == {"severity", "code", "stage", "message", "fix"}
