@@ -149,3 +149,13 @@ def test_lev_config_never_prints_a_key_written_in_the_file(lev: Lev, home: Path)
         out = lev(*args)
         assert out.returncode == 0, out.stderr
         assert "secret" not in out.stdout and "(set; hidden)" in out.stdout
+
+
+def test_a_stage_without_a_model_block_is_not_called_unreachable(tmp_path: Path, home: Path) -> None:
+    import lev_nb
+
+    bare = "[agent]\nname = 'bare'\n[stages.only]\nmode = 'output'\nmax_iterations = 3\n[stages.only.transitions]\n"
+    report = lev_nb.validate(bare)  # no key anywhere: the default model is not reachable either
+    assert report.codes.count("stage-missing-model") == 1
+    assert not report.by_code("no-reachable-provider")  # stage-missing-model already says where it runs
+    assert report.models["stages"][0]["missing_key"] == "ANTHROPIC_API_KEY"
