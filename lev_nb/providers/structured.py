@@ -48,6 +48,7 @@ _KNOWN = frozenset({
 # Anthropic's strict tools take no numeric or item-count bounds (only minItems 0 or 1).
 _NOT_ANTHROPIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "maxItems"})
 Dialect = Literal["openai", "anthropic"]
+_LOCAL_REFS = ("#/$defs/", "#/definitions/")
 # Words of a 400 answer that blames the schema or the strict flag, not the rest of the request.
 _SCHEMA_WORDS = ("schema", "strict", "additionalproperties", "json_schema", "response_format", "grammar", "guided",
                  "structured output")
@@ -70,6 +71,9 @@ def _tighten(node: Any, known: frozenset[str]) -> bool:
         return False
     if any(key not in known for key in node):
         return False
+    ref = node.get("$ref")
+    if ref is not None and not (isinstance(ref, str) and ref.startswith(_LOCAL_REFS)):
+        return False  # only refs into the schema's own $defs survive the move under `content`
     if "minItems" in node and known is not _KNOWN and node["minItems"] not in (0, 1):
         return False
     types = node.get("type")
@@ -101,13 +105,17 @@ def constrained_submit_tool(tool: ToolSpec, schema: Any, dialect: Dialect = "ope
     held = strict_schema(schema, dialect)
     if held is None:
         return None
+    held.pop("$schema", None)
+    # A ref resolves against the whole tool schema: the definitions move up to its root.
+    definitions = {key: held.pop(key) for key in ("$defs", "definitions") if key in held}
     artifacts = dict((tool.parameters.get("properties") or {}).get("artifacts") or {"type": "array", "items": {"type": "string"}})
     artifacts.setdefault("description", "Files you produced for the caller (an empty list when none).")
-    parameters = {
+    parameters: dict[str, Any] = {
         "type": "object",
         "properties": {"content": held, "artifacts": artifacts},
         "required": ["content", "artifacts"],
         "additionalProperties": False,
+        **definitions,
     }
     return ToolSpec(tool.name, tool.description, parameters)
 

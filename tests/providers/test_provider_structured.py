@@ -66,6 +66,18 @@ def test_a_schema_strict_mode_can_hold_gets_additional_properties_closed() -> No
     assert strict_schema(nested)["items"]["additionalProperties"] is False  # type: ignore[index]
 
 
+def test_definitions_move_to_the_root_of_the_tool_so_refs_still_resolve() -> None:
+    item = {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}
+    schema = {"type": "object", "required": ["items"], "$defs": {"item": item},
+              "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}}}
+    tool = constrained_submit_tool(ToolSpec("submit_output", "d"), schema)
+    assert tool is not None
+    assert tool.parameters["$defs"]["item"]["additionalProperties"] is False
+    assert "$defs" not in tool.parameters["properties"]["content"]
+    # A ref to the schema's own root would point at the tool's once moved: not strict.
+    assert strict_schema({"anyOf": [{"type": "string"}, {"$ref": "#"}]}) is None
+
+
 def test_numeric_bounds_are_strict_for_openai_but_not_for_anthropic() -> None:
     bounded = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "minimum": 1}}}
     assert strict_schema(bounded, "openai") is not None
