@@ -30,7 +30,13 @@ from lev_nb.messages import (
 )
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.clients import LoopClients
-from lev_nb.providers.structured import SUBMIT_TOOL, SchemaRefused, ask_structured, constrained_submit_tool, is_schema_refusal
+from lev_nb.providers.structured import (
+    SUBMIT_TOOL,
+    SchemaRefused,
+    ask_structured,
+    constrained_submit_tool,
+    is_schema_refusal,
+)
 from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
@@ -424,7 +430,9 @@ def _block_param(block: Block) -> dict[str, Any]:
 
 
 def _tool_param(tool: ToolSpec, output_schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    held = constrained_submit_tool(tool, output_schema, "anthropic") if output_schema and tool.name == SUBMIT_TOOL else None
+    held = None
+    if output_schema and tool.name == SUBMIT_TOOL:
+        held = constrained_submit_tool(tool, output_schema, "anthropic")
     if held is not None:
         return {"name": held.name, "description": held.description, "input_schema": held.parameters, "strict": True}
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}

@@ -108,7 +108,8 @@ def constrained_submit_tool(tool: ToolSpec, schema: Any, dialect: Dialect = "ope
     held.pop("$schema", None)
     # A ref resolves against the whole tool schema: the definitions move up to its root.
     definitions: dict[str, Any] = {key: held.pop(key) for key in ("$defs", "definitions") if key in held}
-    artifacts = dict((tool.parameters.get("properties") or {}).get("artifacts") or {"type": "array", "items": {"type": "string"}})
+    offered = (tool.parameters.get("properties") or {}).get("artifacts")
+    artifacts = dict(offered or {"type": "array", "items": {"type": "string"}})
     artifacts.setdefault("description", "Files you produced for the caller (an empty list when none).")
     parameters: dict[str, Any] = {
         "type": "object",
