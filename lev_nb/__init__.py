@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.resume import ResumeError
     from lev_nb.explain.table import RunTable, runs
     from lev_nb.providers import MockModel, ScriptedModel, register_provider
-    from lev_nb.scripting.checks import validate
+    from lev_nb.verdict import validate
     from lev_nb.notebook.designer import designer
 
 from lev_nb.version import __version__
@@ -43,7 +43,7 @@ __all__ = [
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
 _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
     "load": ("lev_nb.catalog", "load"),
-    "validate": ("lev_nb.scripting.checks", "validate"),
+    "validate": ("lev_nb.verdict", "validate"),
     "Blueprint": ("lev_nb.blueprint", "Blueprint"),
     "BlueprintError": ("lev_nb.blueprint", "BlueprintError"),
     "Report": ("lev_nb.blueprint", "Report"),

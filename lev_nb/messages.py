@@ -156,6 +156,11 @@ class ModelRequest:
 
     ``duties`` (stage turns only) says what the stage still owes: hints the mock model uses to
     shape its answer and to pass the stage's gates.
+
+    ``output_schema`` (stage turns only) is the JSON Schema the ``content`` of the stage's
+    ``submit_output`` call must meet, when the stage owes an answer with one: a provider whose
+    server can constrain a tool's arguments may hold the answer to it
+    (:mod:`lev_nb.providers.structured`); the engine checks the answer either way.
     """
 
     provider: str
@@ -170,6 +175,7 @@ class ModelRequest:
     choices: list[str] = field(default_factory=list)
     allow_done: bool = False
     output_format: str | None = None
+    output_schema: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
     system_blocks: list[SystemBlock] = field(default_factory=list)
@@ -201,12 +207,18 @@ class Usage:
 
 @record(frozen=False)
 class ModelResponse:
-    """What a provider returns: text, tool calls, usage and why it stopped."""
+    """What a provider returns: text, tool calls, usage and why it stopped.
+
+    ``warnings`` holds ``(code, message)`` pairs the provider wants the person told about this
+    call (it answered, but not the way it was asked): the run tells each through
+    ``RunState.warn`` (a code of :data:`lev_nb.engine.run_warnings.WARNING_CODES`, else ``warning``).
+    """
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "complete"
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 def request_text(request: ModelRequest) -> str:

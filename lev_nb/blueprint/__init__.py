@@ -8,8 +8,9 @@ Loading
     ``resolve_manifest(path) -> Path``       PATH itself if a file, else PATH/agent.leviath
     ``BlueprintError(ValueError)``           .message .path .key_path .line .column .hint .kind
                                              (kind: "read" | "parse" | "validation")
-Validation (the format's half; ``lev_nb.validate`` = :func:`lev_nb.scripting.checks.validate`
-adds the script compile checks and is what ``lev validate`` reports)
+Validation (the format's half; :func:`lev_nb.scripting.checks.validate` adds the script compile
+checks, and ``lev_nb.validate`` = :func:`lev_nb.verdict.validate` the install's, which is what
+``lev validate`` reports)
     ``pipeline.validate_source(path_or_blueprint, *, deny_warnings=False, env=None, checks=())``
     ``pipeline.validate_blueprint(bp, ...)``  -> Report; ``checks`` run after the lints
     ``check(bp)``                            raises BlueprintError(kind="validation")

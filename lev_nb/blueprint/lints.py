@@ -682,6 +682,9 @@ def s9_unknown_model(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
 def s10_no_reachable_provider(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:
     if env.available_providers is None or not st.models:
         return []
+    raw = _raw_stage(bp, st.name)
+    if raw is not None and "model" not in raw:
+        return []  # no list of its own: it runs on the default model, as stage-missing-model says
     if any(ref.provider in env.available_providers for ref in st.models):
         return []
     tried = ", ".join(dict.fromkeys(ref.provider for ref in st.models))

@@ -3,7 +3,8 @@
 
 Checks from the layers above are passed in as ``checks``: ``Callable[[Blueprint], list[Finding]]``
 run after the lints. The full verdict of ``lev validate``, which also compiles the blueprint's Rhai
-scripts, is composed this way by :func:`lev_nb.scripting.checks.validate` (``lev_nb.validate``).
+scripts, is composed this way by :func:`lev_nb.scripting.checks.validate` (and
+:func:`lev_nb.verdict.validate`, ``lev_nb.validate``, on top of it).
 A check may also raise :class:`BlueprintError` (kind "validation") to refuse the blueprint, as a
 custom-region script that does not compile does upstream. Functions appended to
 :data:`extra_checks` run after the given ``checks`` on every validation (a hook point for users).

@@ -50,7 +50,10 @@ class Report:
     """What validating one blueprint found.
 
     ``error`` is set ("parse error: ..." / "validation failed: ...") when the blueprint was
-    refused before linting; ``findings`` is then empty and ``errors`` is 1.
+    refused before linting; ``findings`` is then empty and ``errors`` is 1. ``models`` is the
+    model each stage would start on under the user's configuration, when it was asked for and
+    could be read (:func:`lev_nb.verdict.stage_models` gives its shape; the ``models`` key of the
+    ``--json`` object, null otherwise).
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -58,6 +61,7 @@ class Report:
     error: str | None = None
     deny_warnings: bool = False
     exception: BaseException | None = field(default=None, repr=False, compare=False)
+    models: dict[str, Any] | None = None
 
     @property
     def errors(self) -> int:
@@ -110,6 +114,7 @@ class Report:
             "errors": self.errors,
             "warnings": self.warnings if self.error is None else 0,
             "notes": self.notes if self.error is None else 0,
+            "models": self.models if self.error is None else None,
         }
 
     def to_json(self) -> str:

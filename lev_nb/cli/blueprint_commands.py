@@ -28,7 +28,8 @@ def add_validate(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", nargs="?", default=".", help="agent folder or its agent.leviath (default: .)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object instead of text (its 'models' key: the model each stage would start on here)")
     p.add_argument("--deny-warnings", action="store_true", help="fail when there are warnings too")
     p.add_argument("--graph", action="store_true", help="also print the stage graph as Mermaid text (not with --json)")
     p.add_argument("--remote", action="store_true",
@@ -76,7 +77,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from lev_nb.blueprint.pipeline import refusal
     from lev_nb.catalog import load_argument
     from lev_nb.blueprint.script_tools import scan_tools
-    from lev_nb.scripting.checks import validate_blueprint
+    from lev_nb.verdict import models_text, validate_blueprint
 
     env = None
     try:
@@ -100,9 +101,8 @@ def run_validate(args: argparse.Namespace) -> int:
         if is_verbose(args) and env is not None:
             print(_checked_under(report.blueprint, env))
         print(_summary(report, scan_tools(report.blueprint.base_dir)))
-        models = _models_lines(report.blueprint)
-        if models:
-            print(models)
+        if report.models is not None:
+            print(models_text(report.models))
         if report.findings:
             print(report.findings_text())
         if getattr(args, "graph", False):
@@ -138,60 +138,15 @@ def _checked_under(bp: Any, env: Any) -> str:
 
 
 def _lint_env(bp: Any) -> Any:
-    """The lint environment under the user's configuration. A configuration that
-    cannot be read is not a reason to refuse the lint: its checks take their "unknown" forms, and
-    stderr says why."""
-    from lev_nb.settings import ConfigError, current, lint_env
+    """The lint environment under the user's configuration (:func:`lev_nb.verdict.install_env`).
+    A configuration that cannot be read is not a reason to refuse the lint: its checks take their
+    "unknown" forms, and stderr says why."""
+    from lev_nb.verdict import install_env, read_settings
 
-    try:
-        settings = current()
-    except ConfigError as exc:
-        print(f"lev: warning: {exc}; the checks that depend on your configuration are skipped", file=sys.stderr)
-        settings = None
-    env = lint_env(bp, settings)
-    if settings is not None:  # which of the providers the blueprint names this install can reach
-        import dataclasses
-
-        from lev_nb.providers.resolve import is_configured
-
-        named = {ref.provider for st in bp.stages.values() for ref in st.models}
-        env = dataclasses.replace(env, available_providers=frozenset(p for p in named if is_configured(p, settings)))
-    return env
-
-
-def _models_lines(bp: Any) -> str:
-    """"Models this install would use:" with the model each stage starts on under the user's
-    configuration, and the blueprint's own order under it where the two differ ("" when the
-    configuration cannot be read)."""
-    from lev_nb.engine.pipeline.inference import pick_model
-    from lev_nb.engine.plan.build import plan_from_blueprint
-    from lev_nb.providers.resolve import missing_key
-    from lev_nb.settings import ConfigError, current
-
-    try:
-        settings = current()
-    except ConfigError:
-        return ""
-    plan = plan_from_blueprint(bp)
-    width = max([len(stage.name) for stage in plan.stages] + [14]) + 2
-    lines = ["Models this install would use:"]
-    for stage in plan.stages:
-        pick = pick_model(stage, settings)
-        chosen = f"{pick.provider}/{pick.model}"
-        missing = missing_key(pick.provider, settings)
-        if pick.refusal is not None:
-            shown_pick = f"none: {pick.refusal}"
-        elif missing:
-            shown_pick = f"{chosen}  (no key here: set {missing})"
-        else:
-            shown_pick = chosen
-        lines.append(f"  {stage.name.ljust(width)} {shown_pick}")
-        order = [f"{c.provider}/{c.model}" for c in stage.models]
-        if order and order[0] != chosen:
-            shown = ", ".join(order[:3]) + (", ..." if len(order) > 3 else "")
-            lines.append(f"  {' ' * width}   blueprint order: {shown}")
-    lines.append(f"  default_provider = {settings.default_provider}, default_model = {settings.default_model or '(unset)'}")
-    return "\n".join(lines)
+    settings, problem = read_settings()
+    if problem is not None:
+        print(f"lev: warning: {problem}; the checks that depend on your configuration are skipped", file=sys.stderr)
+    return install_env(bp, settings)
 
 
 def run_graph(args: argparse.Namespace) -> int:

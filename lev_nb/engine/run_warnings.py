@@ -38,6 +38,9 @@ The codes (:data:`WARNING_CODES`):
     a launch input fills no region of the blueprint
 ``model-fallback``
     a stage runs on another model than its first choice
+``output-unconstrained``
+    the model's server would not hold the final answer to its schema, so it was asked without
+    (the answer is still checked against the schema)
 ``route-guessed``
     the routing answer named no stage, so the run took the first edge
 ``context-kept``
@@ -96,6 +99,7 @@ WARNING_CODES: dict[str, str] = {
     "seed-failed": "a region's seed could not fill it",
     "input-ignored": "a launch input fills no region of the blueprint",
     "model-fallback": "a stage runs on another model than its first choice",
+    "output-unconstrained": "the model's server would not hold the final answer to its schema, so it was asked without",
     "route-guessed": "the routing answer named no stage, so the run took the first edge",
     "context-kept": "context that should have been summarised or transformed was kept as it was",
     "subagent-lost": "a sub-agent was stopped with its parent, or could not be started again on resume",

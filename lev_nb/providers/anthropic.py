@@ -31,6 +31,13 @@ from lev_nb.messages import (
 )
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.clients import LoopClients
+from lev_nb.providers.structured import (
+    SUBMIT_TOOL,
+    SchemaRefused,
+    ask_structured,
+    constrained_submit_tool,
+    is_schema_refusal,
+)
 from lev_nb.text import estimate_tokens
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
@@ -103,12 +110,22 @@ class AnthropicProvider:
         The answer is streamed (unless the provider was built with ``streaming=False``): each text
         delta goes to ``request.on_text`` as it arrives, tool-use blocks are assembled from their
         JSON deltas, and a stream cut before ``message_stop`` is a transient ``transport`` error.
+        A stage that owes an answer with a JSON Schema strict tools can hold gets ``submit_output``
+        as a strict tool (:func:`~lev_nb.providers.structured.ask_structured`: a model that refuses
+        one is asked again without, and the person is told).
         """
+        api_key, base_url = self._credentials()
+        server = ("anthropic", base_url or "", request.model or self.model)
+        return await ask_structured(request, server, "anthropic", "Anthropic",
+                                    lambda constrain: self._send(request, api_key, base_url, constrain))
+
+    async def _send(self, request: ModelRequest, api_key: str, base_url: str | None, constrain: bool) -> ModelResponse:
+        """One Messages API call; ``constrain``: with the strict ``submit_output`` tool (a refusal
+        of it raises :class:`~lev_nb.providers.structured.SchemaRefused`)."""
         import anthropic
 
-        api_key, base_url = self._credentials()
         client = shared_client(api_key, base_url)
-        body = build_request_body(request, default_model=self.model, cache=self.cache)
+        body = build_request_body(request, default_model=self.model, cache=self.cache, constrain=constrain)
         required = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         optional = {key: body.pop(key) for key in ("system", "tools") if key in body}
         timeout = request.timeout_s or self.timeout_s
@@ -135,7 +152,10 @@ class AnthropicProvider:
                 assembler.feed(event)
             return assembler.response()
         except anthropic.APIStatusError as exc:
-            raise classify_error(exc.status_code, _error_body(exc), exc.response.headers, self._api_key_env) from None
+            error = classify_error(exc.status_code, _error_body(exc), exc.response.headers, self._api_key_env)
+            if constrain and is_schema_refusal(exc.status_code, _error_body(exc)):
+                raise SchemaRefused(error) from None
+            raise error from None
         except anthropic.APITimeoutError:
             raise ProviderError("transport", "the request to the Anthropic API timed out") from None
         except anthropic.APIConnectionError as exc:
@@ -296,9 +316,12 @@ CACHE_BLOCK_STRIDE = 16
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-def build_request_body(request: ModelRequest, *, default_model: str = "", cache: bool = True) -> dict[str, Any]:
+def build_request_body(request: ModelRequest, *, default_model: str = "", cache: bool = True,
+                       constrain: bool = False) -> dict[str, Any]:
     """The Messages API body for ``request``: model, max_tokens, messages, and system / tools /
-    temperature when present, with ``request.extra`` merged over the top.
+    temperature when present, with ``request.extra`` merged over the top. With ``constrain``,
+    ``submit_output`` is a strict tool holding ``content`` to ``request.output_schema``
+    (:mod:`lev_nb.providers.structured`).
 
     With ``cache`` (the default) the body carries up to four prompt-caching markers, placed as
     docs/providers.md#anthropic says (see :func:`cache_marker_positions`).
@@ -320,7 +343,7 @@ def build_request_body(request: ModelRequest, *, default_model: str = "", cache:
     for index in message_marks:
         _mark_message(body["messages"][index])
     if request.tools:
-        body["tools"] = [_tool_param(t) for t in request.tools]
+        body["tools"] = [_tool_param(t, request.output_schema if constrain else None) for t in request.tools]
     if request.temperature is not None:
         body["temperature"] = request.temperature
     body.update(request.extra)
@@ -407,7 +430,12 @@ def _block_param(block: Block) -> dict[str, Any]:
     raise TypeError(f"cannot send a {type(block).__name__} to the Anthropic API")
 
 
-def _tool_param(tool: ToolSpec) -> dict[str, Any]:
+def _tool_param(tool: ToolSpec, output_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    held = None
+    if output_schema and tool.name == SUBMIT_TOOL:
+        held = constrained_submit_tool(tool, output_schema, "anthropic")
+    if held is not None:
+        return {"name": held.name, "description": held.description, "input_schema": held.parameters, "strict": True}
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
 

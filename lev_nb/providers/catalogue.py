@@ -19,7 +19,7 @@ from lev_nb.records import record
 if TYPE_CHECKING:
     from lev_nb.settings import Settings
 
-__all__ = ["CATALOGUE", "ModelInfo", "capabilities", "catalogue_models", "context_window"]
+__all__ = ["CATALOGUE", "ModelInfo", "capabilities", "catalogue_models", "context_window", "closest_model"]
 
 
 @record
@@ -121,3 +121,15 @@ def context_window(provider: str, model: str, settings: Settings | None = None) 
     if info.known or "max_context_tokens" in info.corrected:
         return info.max_context_tokens
     return None
+
+
+def closest_model(provider: str, model: str) -> str | None:
+    """The catalogued model of ``provider`` whose id is nearest to ``model`` (a likely typo's
+    intended id), or None when none is close or the provider has no catalogue."""
+    import difflib
+
+    known = CATALOGUE.get(provider, {})
+    if not known or model in known:
+        return None
+    found = difflib.get_close_matches(model, list(known), n=1, cutoff=0.8)
+    return found[0] if found else None

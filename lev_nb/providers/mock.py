@@ -256,7 +256,7 @@ class MockModel:
         if duty_calls:
             return "Doing what this stage asks for first.", duty_calls
         if "submit_output" in offered and not _submitted(messages):
-            schema = request.extra.get("output_schema")
+            schema = request.output_schema or request.extra.get("output_schema")
             if schema is None:
                 schema = _schema_from_description(offered["submit_output"].description)
             content = sample_output(request.output_format, request.stage, schema)

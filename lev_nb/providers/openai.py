@@ -38,6 +38,13 @@ from lev_nb.messages import (
 from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _is_transport_failure, parse_retry_after
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.clients import LoopClients
+from lev_nb.providers.structured import (
+    SUBMIT_TOOL,
+    SchemaRefused,
+    ask_structured,
+    constrained_submit_tool,
+    is_schema_refusal,
+)
 from lev_nb.records import record
 
 if TYPE_CHECKING:  # the SDK is imported on first use, so `import lev_nb` stays cheap
@@ -154,30 +161,38 @@ class OpenAIProvider:
         The answer is streamed (unless built with ``streaming=False``): each text delta goes to
         ``request.on_text`` as it arrives, tool calls are assembled from their argument deltas,
         and a stream that ends before any choice finished is a transient ``transport`` error.
+
+        A stage that owes an answer with a JSON Schema strict mode can hold gets ``submit_output``
+        as a strict tool whose ``content`` is that schema (:mod:`.structured`), so the server
+        itself keeps the answer to it. A server that refuses the schema or the flag (a 400 or 422
+        naming them) is asked once more without, is not asked with it again in this process, and
+        the answer carries an ``output-unconstrained`` warning for the person
+        (:func:`~lev_nb.providers.structured.ask_structured`).
         """
+        server = (self.name, self.base_url or "", request.model or self.model)
+        return await ask_structured(request, server, "openai", self.label,
+                                    lambda constrain: self._send(request, constrain))
+
+    async def _send(self, request: ModelRequest, constrain: bool) -> ModelResponse:
+        """One Chat Completions call; ``constrain``: with the strict ``submit_output`` tool (a
+        refusal of it raises :class:`~.structured.SchemaRefused`)."""
         import openai
 
         client = self.client()
         body = build_chat_body(request, default_model=self.model, tokens_key=self.completion_tokens_key,
-                               cache_key=self.prompt_cache_key)
+                               cache_key=self.prompt_cache_key, constrain=constrain)
         if not self.send_temperature:
             body.pop("temperature", None)
         known = {key: body.pop(key) for key in list(body) if key in _SDK_KEYWORDS}
         timeout = request.timeout_s or self.timeout_s
         try:
-            if not self.streaming:
-                completion = await client.chat.completions.create(**known, extra_body=body or None, timeout=timeout)
-                return map_completion(completion, self.label)
-            stream = await client.chat.completions.create(
-                **known, stream=True, stream_options={"include_usage": True}, extra_body=body or None, timeout=timeout,
-            )
-            assembler = ChatStreamAssembler(request.on_text, self.label)
-            async for chunk in stream:
-                assembler.feed(chunk)
-            return assembler.response()
+            return await self._answer(client, known, body, timeout, request)
         except openai.APIStatusError as exc:
-            raise classify_openai_error(exc.status_code, _error_body(exc), exc.response.headers, self.label,
-                                        self._api_key_env) from None
+            error = classify_openai_error(exc.status_code, _error_body(exc), exc.response.headers, self.label,
+                                          self._api_key_env)
+            if constrain and is_schema_refusal(exc.status_code, _error_body(exc)):
+                raise SchemaRefused(error) from None
+            raise error from None
         except openai.APITimeoutError:
             raise ProviderError("transport", f"the request to the {self.label} API timed out") from None
         except openai.APIConnectionError as exc:
@@ -199,6 +214,20 @@ class OpenAIProvider:
                     "transport", f"the answer stream from the {self.label} API broke off: {type(exc).__name__}: {exc}"
                 ) from None
             raise
+
+    async def _answer(self, client: AsyncOpenAI, known: dict[str, Any], body: dict[str, Any], timeout: float,
+                      request: ModelRequest) -> ModelResponse:
+        """Send the call and read the answer (streamed or whole); SDK errors pass through."""
+        if not self.streaming:
+            completion = await client.chat.completions.create(**known, extra_body=body or None, timeout=timeout)
+            return map_completion(completion, self.label)
+        stream = await client.chat.completions.create(
+            **known, stream=True, stream_options={"include_usage": True}, extra_body=body or None, timeout=timeout,
+        )
+        assembler = ChatStreamAssembler(request.on_text, self.label)
+        async for chunk in stream:
+            assembler.feed(chunk)
+        return assembler.response()
 
     async def list_models(self) -> list[dict[str, Any]]:
         """The server's ``/v1/models`` list: ``[{id, owned_by}]``; raises ProviderError."""
@@ -240,11 +269,13 @@ def shared_client(api_key: str, base_url: str | None) -> AsyncOpenAI:
 
 # ---------------------------------------------------------------------------------------- request
 def build_chat_body(request: ModelRequest, *, default_model: str = "", tokens_key: str = "max_tokens",
-                    cache_key: bool = False) -> dict[str, Any]:
+                    cache_key: bool = False, constrain: bool = False) -> dict[str, Any]:
     """The Chat Completions body for ``request``: model, messages (the system blocks merged into one
     system message), tools, the answer's cap under ``tokens_key``, temperature, then
     ``request.extra`` over the top. With ``cache_key`` the body names a ``prompt_cache_key`` derived
-    from the stage and its system prompt, so calls that share the prefix land where it is cached."""
+    from the stage and its system prompt, so calls that share the prefix land where it is cached.
+    With ``constrain``, ``submit_output`` is a strict tool holding ``content`` to
+    ``request.output_schema`` when strict mode can hold that schema (:mod:`.structured`)."""
     system = "\n\n".join(text for text in request.system if text)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in request.messages:
@@ -252,7 +283,7 @@ def build_chat_body(request: ModelRequest, *, default_model: str = "", tokens_ke
     body: dict[str, Any] = {"model": request.model or default_model, "messages": messages,
                             tokens_key: request.max_tokens}
     if request.tools:
-        body["tools"] = [_tool_param(t) for t in request.tools]
+        body["tools"] = [_tool_param(t, request.output_schema if constrain else None) for t in request.tools]
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if cache_key and system:
@@ -290,7 +321,11 @@ def _message_params(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_param(tool: ToolSpec) -> dict[str, Any]:
+def _tool_param(tool: ToolSpec, output_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    held = constrained_submit_tool(tool, output_schema) if output_schema and tool.name == SUBMIT_TOOL else None
+    if held is not None:
+        return {"type": "function", "function": {"name": held.name, "description": held.description,
+                                                 "parameters": held.parameters, "strict": True}}
     return {"type": "function",
             "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
 

@@ -27,6 +27,7 @@ from lev_nb.records import record
 
 __all__ = [
     "OPENAI_PRICES_READ_ON",
+    "OPENAI_PRICES_SOURCE",
     "PRICES_READ_ON",
     "PRICES_SOURCE",
     "PUBLISHED_PRICES",
@@ -98,9 +99,24 @@ def _openai(input_: float, output: float, cached: float) -> ModelPricing:
     return ModelPricing(input_, output, cached, input_)
 
 
-#: When the OpenAI rows were read against OpenAI's published API pricing (standard tier).
-OPENAI_PRICES_READ_ON = "2025-08-07"
+#: When the OpenAI rows were last checked, and against what. OpenAI's pricing page itself could not
+#: be read from here; every row below agrees with copies of its standard-tier text table (input,
+#: cached input, output per 1M tokens) kept in public repositories, and the gpt-5-mini and gpt-4.1
+#: rows also with the dated per-token table of GitHub's Copilot documentation (read 2026-12-02).
+#: The gpt-5.1 to gpt-5.5 rows were added on that date from the same Copilot table and two
+#: independent write-ups of OpenAI's page; their long-context tier (over 272K input tokens, twice
+#: the input rate) is not modelled. Newer families billed with a cache-write rate (GPT-5.6) are
+#: not listed: their API model ids could not be confirmed, and an unlisted model is never guessed.
+OPENAI_PRICES_READ_ON = "2026-12-02"
+OPENAI_PRICES_SOURCE = ("OpenAI's published API pricing (standard tier), as copied in public repositories "
+                        "and GitHub's Copilot per-token price table; the page itself was not reachable")
 PUBLISHED_PRICES.update({
+    ("openai", "gpt-5.5"): _openai(5.0, 30.0, 0.50),
+    ("openai", "gpt-5.4"): _openai(2.50, 15.0, 0.25),
+    ("openai", "gpt-5.4-mini"): _openai(0.75, 4.50, 0.075),
+    ("openai", "gpt-5.4-nano"): _openai(0.20, 1.25, 0.02),
+    ("openai", "gpt-5.2"): _openai(1.75, 14.0, 0.175),
+    ("openai", "gpt-5.1"): _openai(1.25, 10.0, 0.125),
     ("openai", "gpt-5"): _openai(1.25, 10.0, 0.125),
     ("openai", "gpt-5-mini"): _openai(0.25, 2.0, 0.025),
     ("openai", "gpt-5-nano"): _openai(0.05, 0.40, 0.005),

@@ -10,7 +10,7 @@
   :class:`Allow`, :class:`Modify`, :class:`Cancel` or :class:`Retry`.
 - Custom context regions (:mod:`.regions`): :func:`compile_region_script` -> :class:`RegionScript`.
 - ``lev validate``'s script compile checks and the full ``validate`` (:mod:`.checks`, imported
-  on its own: ``lev_nb.validate`` is :func:`lev_nb.scripting.checks.validate`).
+  on its own; ``lev_nb.validate`` is :func:`lev_nb.verdict.validate`, which adds the install's checks).
 
 Every kind compiles with the same hardened engine it runs on, with its own operation budget
 (tools 500k, the others 100k). Scripts come from a file (``path``) or from a string (``source``,

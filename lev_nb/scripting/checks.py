@@ -1,6 +1,6 @@
 """``lev validate`` beyond the upstream: compile every Rhai script a blueprint names or discovers.
 
-:func:`validate` is the full verdict of ``lev validate`` (``lev_nb.validate``): the blueprint
+:func:`validate` is the verdict of ``lev validate`` on the blueprint itself: the blueprint
 format's pipeline (:mod:`lev_nb.blueprint.pipeline`: hard checks and lints) with
 :func:`script_findings` added after the lints. Unless an ``env`` is given, the lints run under the
 user's configuration (:func:`lev_nb.settings.configured_lint_env`: read-path grants, safe-commands
@@ -46,11 +46,13 @@ SANDBOX_MOUNT_REFUSED = "sandbox-mount-refused"
 
 
 def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool = False,
-             env: LintEnv | None = None) -> Report:
+             env: pipeline.EnvSpec = None) -> Report:
     """Validate an agent folder, its agent.leviath, TOML text, an agent's name or a loaded :class:`Blueprint`:
     the hard checks, the lints and the script compile checks, as ``lev validate`` reports them.
     Refusals and unreadable manifests are handled as in :func:`~lev_nb.blueprint.pipeline.validate_source`.
-    ``env`` (default: the user's configuration) is the lint environment.
+    ``env`` (default: the user's configuration) is the lint environment, or a function of the
+    blueprint that returns one. (``lev_nb.validate`` is :func:`lev_nb.verdict.validate`, which adds
+    what depends on this install: the configured providers and each stage's model.)
     """
     from lev_nb.catalog import resolve_source
 
@@ -59,7 +61,7 @@ def validate(source: str | os.PathLike[str] | Blueprint, *, deny_warnings: bool 
                                     checks=CHECKS)
 
 
-def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: LintEnv | None = None) -> Report:
+def validate_blueprint(bp: Blueprint, *, deny_warnings: bool = False, env: pipeline.EnvSpec = None) -> Report:
     """:func:`validate` for an already loaded blueprint."""
     lint_env = env if env is not None else configured_lint_env
     return pipeline.validate_blueprint(bp, deny_warnings=deny_warnings, env=lint_env, checks=CHECKS)

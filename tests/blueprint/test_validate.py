@@ -111,7 +111,7 @@ def test_report_json_shape_for_a_valid_blueprint() -> None:
         "valid": True,
         "blueprint": {"name": "lint-fixture", "version": "1.0.0", "description": "One lint at a time",
                       "entry_stage": None, "stages": ["work", "report"], "accepts_task": False, "inputs": []},
-        "error": None, "findings": [], "errors": 0, "warnings": 0, "notes": 0,
+        "error": None, "findings": [], "errors": 0, "warnings": 0, "notes": 0, "models": None,
     }
 
 
@@ -132,8 +132,9 @@ def test_report_text_and_repr() -> None:
 
 def test_top_level_lazy_exports() -> None:
     from lev_nb.catalog import load as load_by_name_or_path
+    from lev_nb.verdict import validate as validate_here
 
-    assert lev_nb.validate is validate and lev_nb.load is load_by_name_or_path
+    assert lev_nb.validate is validate_here and lev_nb.load is load_by_name_or_path
     assert lev_nb.BlueprintError is BlueprintError
 
 
@@ -160,7 +161,9 @@ def test_cli_json_shape_and_exit_status(lev: Lev, monkeypatch: pytest.MonkeyPatc
     proc = lev("validate", "--json", str(FIXTURES / "lints" / "unparseable-safe-command"))
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
-    assert set(data) == {"valid", "blueprint", "error", "findings", "errors", "warnings", "notes"}
+    assert set(data) == {"valid", "blueprint", "error", "findings", "errors", "warnings", "notes", "models"}
+    assert set(data["models"]) == {"default_provider", "default_model", "stages"}
+    assert set(data["models"]["stages"][0]) == {"stage", "model", "missing_key", "refused", "blueprint_order"}
     assert data["valid"] is False and (data["errors"], data["warnings"], data["notes"]) == (1, 0, 1)
     assert [f["code"] for f in data["findings"]] == ["unparseable-safe-command", "safe-commands-declared"]
     assert set(data["findings"][0]) == {"severity", "code", "stage", "message", "fix"}

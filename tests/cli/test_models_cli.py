@@ -112,6 +112,35 @@ def test_validate_prints_the_model_each_stage_would_use(lev: Lev, tmp_path: Path
     assert not [f for f in findings if f["code"] == "no-reachable-provider"]
 
 
+def test_validate_json_carries_each_stages_model(lev: Lev, tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "agent.leviath").write_text(AGENT)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    models = json.loads(lev("validate", "--json", str(tmp_path)).stdout)["models"]
+    assert models == {
+        "default_provider": "anthropic", "default_model": None,
+        "stages": [
+            {"stage": "draft", "model": "openai/gpt-4.1", "missing_key": None, "refused": None,
+             "blueprint_order": ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"]},
+            {"stage": "check", "model": "anthropic/claude-haiku-4-5", "missing_key": "ANTHROPIC_API_KEY",
+             "refused": None, "blueprint_order": ["anthropic/claude-haiku-4-5"]},
+        ],
+    }
+    # A blueprint refused before linting has no models to show.
+    (tmp_path / "agent.leviath").write_text("[agent]\nname = 'x'\n[stages.a]\nbogus = 1\n")
+    assert json.loads(lev("validate", "--json", str(tmp_path)).stdout)["models"] is None
+
+
+def test_the_python_api_gives_what_lev_validate_gives(lev: Lev, tmp_path: Path, monkeypatch) -> None:
+    import lev_nb
+
+    (tmp_path / "agent.leviath").write_text(AGENT)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    report = lev_nb.validate(tmp_path)
+    assert [f.stage for f in report.by_code("no-reachable-provider")] == ["check"]
+    assert report.to_dict() == json.loads(lev("validate", "--json", str(tmp_path)).stdout)
+    assert [row["model"] for row in report.models["stages"]] == ["openai/gpt-4.1", "anthropic/claude-haiku-4-5"]
+
+
 def test_lev_config_never_prints_a_key_written_in_the_file(lev: Lev, home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text('openrouter_api_key = "sk-or-secret-1"\n[providers]\nopenai_api_key = "sk-secret-2"\n'
@@ -120,3 +149,13 @@ def test_lev_config_never_prints_a_key_written_in_the_file(lev: Lev, home: Path)
         out = lev(*args)
         assert out.returncode == 0, out.stderr
         assert "secret" not in out.stdout and "(set; hidden)" in out.stdout
+
+
+def test_a_stage_without_a_model_block_is_not_called_unreachable(tmp_path: Path, home: Path) -> None:
+    import lev_nb
+
+    bare = "[agent]\nname = 'bare'\n[stages.only]\nmode = 'output'\nmax_iterations = 3\n[stages.only.transitions]\n"
+    report = lev_nb.validate(bare)  # no key anywhere: the default model is not reachable either
+    assert report.codes.count("stage-missing-model") == 1
+    assert not report.by_code("no-reachable-provider")  # stage-missing-model already says where it runs
+    assert report.models["stages"][0]["missing_key"] == "ANTHROPIC_API_KEY"

@@ -42,10 +42,13 @@ def test_the_readme_lists_every_notebook() -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_every_notebook_can_switch_to_claude_and_stays_offline_without_a_key(path: Path) -> None:
+def test_every_notebook_can_switch_to_claude_or_openai_and_stays_offline_without_a_key(path: Path) -> None:
     nb = json.loads(path.read_text(encoding="utf-8"))
     cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "ANTHROPIC_API_KEY" in "".join(c["source"])]
     assert cells, f"{path.name} has no cell showing how to switch to Claude"
+    source = "".join(cells[-1]["source"])
+    assert 'os.environ.get("OPENAI_API_KEY")' in source and '"openai/' in source, \
+        f"{path.name} shows Claude but not how to run the same on OpenAI"
     shown = "".join(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", []))
                     for o in cells[-1]["outputs"])
     assert "skipped" in shown

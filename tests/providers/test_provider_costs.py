@@ -128,6 +128,15 @@ def test_published_prices_match_exact_ids_and_dated_snapshots_only() -> None:
     assert price_for("mock", "anything") == ModelPricing(0.0, 0.0, 0.0, 0.0)
 
 
+def test_openai_rows_bill_cached_input_at_its_own_rate_and_no_cache_write() -> None:
+    # gpt-5.4-mini is not gpt-5.4 with a suffix: each family member has its own row.
+    assert price_for("openai", "gpt-5.4-mini") == ModelPricing(0.75, 4.50, 0.075, 0.75)
+    # A dated OpenAI snapshot may be priced apart (gpt-4o-2024-05-13 was): it is not matched to its base.
+    assert price_for("openai", "gpt-5.4-2026-03-05") is None
+    assert price_for("openai", "gpt-4o-mini") == ModelPricing(0.15, 0.60, 0.075, 0.15)
+    assert price_for("openai", "gpt-5.6-sol") is None  # not confirmed: counted, never guessed
+
+
 def test_the_configuration_prices_a_model_and_overrides_the_table() -> None:
     configured = {"claude-sonnet-4-6": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
                   "my-model": {"input_per_mtok": 0.5, "output_per_mtok": 1.5, "cached_input_per_mtok": 0.05}}

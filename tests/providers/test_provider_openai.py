@@ -347,6 +347,20 @@ def test_an_unknown_ollama_model_fails_the_stage_in_one_line(chat: ChatStandIn, 
     assert "\n" not in run.error
 
 
+def test_a_typo_in_a_model_name_is_named_with_the_model_meant(chat: ChatStandIn, lev, tmp_path: Path,
+                                                              workdir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{chat.url}/v1")
+    chat.responder = lambda r: Reply(404, chat_error("The model `gpt-4o-mnii` does not exist or you do not have "
+                                                     "access to it.", "model_not_found"))
+    result = lev("run", str(agent_dir(tmp_path, AGENT)), "--task", "go", "--workdir", str(workdir),
+                 "--model", "openai/gpt-4o-mnii")
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no such model: The model `gpt-4o-mnii` does not exist" in last
+    assert last.endswith("(did you mean openai/gpt-4o-mini?)")
+
+
 def test_a_configured_openai_compatible_server(chat: ChatStandIn, home: Path, workdir: Path, monkeypatch) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(

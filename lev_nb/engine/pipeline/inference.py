@@ -132,6 +132,17 @@ class _CallFailed(Exception):
         self.error = error
 
 
+def _with_suggestion(error: ProviderError, label: str) -> ProviderError:
+    """An unknown-model error that names the catalogued model it is likely a typo of."""
+    from lev_nb.providers.catalogue import closest_model
+
+    provider, _, model = label.partition("/")
+    near = closest_model(provider, model)
+    if near is None:
+        return error
+    return ProviderError(error.kind, f"{error.message} (did you mean {provider}/{near}?)", error.retry_after)
+
+
 def default_model(settings: Settings) -> tuple[str, str]:
     """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
     return settings.default_provider or DEFAULT_PROVIDER, settings.default_model or DEFAULT_MODEL
@@ -302,13 +313,23 @@ class Inference:
             except ProviderError as exc:
                 raise _CallFailed(exc) from None
             try:
-                return request, await self._complete(request, provider)
+                response = await self._complete(request, provider)
             except ProviderError as exc:
                 self._record(request, None, error=exc.message)
                 if self._fall_back(request, exc):
                     continue
                 if not await self._stall(request, exc):
                     raise _CallFailed(exc) from None
+                continue
+            self._tell(response)
+            return request, response
+
+    def _tell(self, response: ModelResponse) -> None:
+        """Tell the person what the provider said of this call (it answered, not as asked)."""
+        from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
+
+        for code, message in response.warnings:
+            self.state.warn(message, code if code in WARNING_CODES else DEFAULT_CODE)
 
     async def _stall(self, request: ModelRequest, error: ProviderError) -> bool:
         """Every model the stage may use was refused by its open circuit: wait up to ``[limits]
@@ -383,6 +404,8 @@ class Inference:
         """The Outcome of a call no model could serve: the error edge may catch it, except when
         the account or the network needs setting up, which pauses the run (RunPaused)."""
         reason = error.unusable_reason
+        if error.kind == "unknown_model" and self._last_model:
+            error = _with_suggestion(error, self._last_model)
         if reason in NEEDS_SETUP:
             state = self.state
             stage = state.stage.name
@@ -468,6 +491,7 @@ class Inference:
             purpose=purpose,  # type: ignore[arg-type]
             stage=stage.name,
             output_format=spec.format if spec else None,
+            output_schema=spec.schema if spec and spec.schema and purpose == "stage" else None,
             extra=params,
             timeout_s=stage.request_timeout_secs or self.state.settings.limits.request_timeout_secs,
             system_blocks=blocks,
