@@ -25,7 +25,6 @@ Python host functions they call are registered with ``lev_nb.rhai.Engine.registe
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import math
@@ -39,6 +38,7 @@ from typing import Any
 
 from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.blocking import run_blocking
 from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
 from lev_nb.records import record
 from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
@@ -549,8 +549,8 @@ class RhaiProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer ``request`` through the script (``stream`` when it has one, else ``inference``)."""
-        script = await asyncio.to_thread(self.script)
-        return await asyncio.to_thread(self._call, script, request)
+        script = await run_blocking(self.script)
+        return await run_blocking(self._call, script, request)
 
     def _call(self, script: ProviderScript, request: ModelRequest) -> ModelResponse:
         chunks = _Chunks(request.on_text)
@@ -576,11 +576,11 @@ class RhaiProvider:
 
     async def count_tokens(self, text: str, model: str = "") -> int:
         """The script's ``count_tokens`` (clamped at 0), else the heuristic."""
-        script = await asyncio.to_thread(self.script)
+        script = await run_blocking(self.script)
         if script.has.get("count_tokens"):
             context = _CallContext(self.settings, timeout_s=None, network=True)
             try:
-                value = await asyncio.to_thread(context.engine().call, script.ast, "count_tokens", script.state,
+                value = await run_blocking(context.engine().call, script.ast, "count_tokens", script.state,
                                                 text, model or self.model)
                 if isinstance(value, int) and not isinstance(value, bool):
                     return max(0, value)
@@ -590,12 +590,12 @@ class RhaiProvider:
 
     async def list_models(self) -> list[dict[str, Any]]:
         """The script's ``list_models`` (entries without a string id skipped); [] without one."""
-        script = await asyncio.to_thread(self.script)
+        script = await run_blocking(self.script)
         if not script.has.get("list_models"):
             return []
         context = _CallContext(self.settings, timeout_s=None, network=True)
         try:
-            value = await asyncio.to_thread(context.engine().call, script.ast, "list_models", script.state)
+            value = await run_blocking(context.engine().call, script.ast, "list_models", script.state)
         except RhaiError as exc:
             raise map_script_error(exc, str(script.path)) from None
         models = []
