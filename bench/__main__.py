@@ -252,8 +252,11 @@ def cold_rows(runs: int) -> list[Row]:
         base, _ = stats([t * 1e3 for t in python])
         for label, cmd, target in (
             ("import lev_nb", [sys.executable, "-c", "import lev_nb"], None),
-            ("lev --help", [lev, "--help"], 150.0),
-            ("lev validate blueprints/triage", [lev, "validate", triage], 300.0),
+            ("lev --help", [lev, "--help"], 20.0),
+            ("lev validate blueprints/triage", [lev, "validate", triage], 100.0),
+            # A first mock run in a new process, to its end (issue 29).
+            ("lev run blueprints/triage --model mock", [lev, "run", triage, "--task", "R-1: the app crashes",
+                                                        "--model", "mock", "--quiet"], 200.0),
         ):
             walls, cpus = timed_process(cmd, runs, env)
             median, spread = stats([t * 1e3 for t in cpus])

@@ -18,14 +18,17 @@ Shapes, each in a fresh process:
   threads' CPU inside RhaiProvider calls: building the request map, Rhai, its HTTP) and the rest
   (the engine), the most calls the server held at once, live memory per run.
 - ``cli``: the four agents' shares as four ``lev run AGENT --count K [--workers W]`` processes
-  started together; drain is the wall time to the last exit, CPU that of every process.
-- ``run_many``: the same shares through ``lev_nb.run_many`` (one call per agent, side by side).
+  started together; drain is the wall time to the last exit (process start-up included), CPU
+  that of every process.
+- ``run_many``: the same shares through ``lev_nb.run_many`` (one call per agent, side by side, each
+  on ``W`` worker processes); drain and CPU as for ``cli``.
 
 The ceiling check: at 1.5 s a call, 100 agents in flight at once must have 100 calls in flight
 (the only limit being ``max_concurrent_inferences``), and drain near the ideal.
 
     python bench/bench_script_provider.py                  # quick: 100 agents at 50 ms and at 1.5 s
-    python bench/bench_script_provider.py --big            # adds 1,000 agents at 50 ms, 1 and 2 workers
+    python bench/bench_script_provider.py --big            # adds 1,000 agents at 50 ms (engine, cli, run_many)
+    python bench/bench_script_provider.py --runs 1000 --shape cli --workers 2   # lev run --count --workers 2
     python bench/bench_script_provider.py --runs 1000 --delay 0.05 --shape engine
 """
 
@@ -263,14 +266,13 @@ def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
     todo: list[tuple[str, int, float, Any]] = [
         ("engine", 100, 0.05, lambda: run_engine(100, 0.05)),
         ("engine", 100, 1.5, lambda: run_engine(100, 1.5)),
-        ("cli", 100, 0.05, lambda: run_cli(100, 0.05, None)),
+        ("cli (4 x lev run --count)", 100, 0.05, lambda: run_cli(100, 0.05, None)),
     ]
     if big:
         todo += [
             ("engine", 1000, 0.05, lambda: run_engine(1000, 0.05)),
-            ("cli", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
-            ("cli --workers 2", 1000, 0.05, lambda: run_cli(1000, 0.05, 2)),
-            ("run_many, 1 process", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
+            ("cli (4 x lev run --count)", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
+            ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
         ]
     return todo
 
