@@ -2,12 +2,14 @@
 
     python -m bench            # full: 100 / 1,000 / 10,000 concurrent runs, more repeats
     python -m bench --quick    # a CI-sized pass (under two minutes on a 2-core machine)
+    python -m bench --only script --big   # the provider-script workload at 1,000 agents too
     bench/run [--quick]        # the same, from any folder
 
 Each figure is printed next to its baseline measured in the same run (median, and the spread as
 min-max over the repeats), with the issue's target and whether it is met. The figures come from
 the benchmark modules beside this file (bench_engine, bench_cli_startup, bench_first_run,
-bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing, bench_runs, bench_schema_import), called as functions. The results, with a description of
+bench_validate, bench_rhai, bench_requests, bench_ps, bench_tracing, bench_runs, bench_schema_import,
+bench_script_provider), called as functions. The results, with a description of
 the machine, go to ``bench/results/<date>-<host>.json`` (``--out DIR`` to write elsewhere).
 """
 
@@ -42,6 +44,7 @@ import bench_ps  # noqa: E402
 import bench_runs  # noqa: E402
 import bench_rhai  # noqa: E402
 import bench_schema_import  # noqa: E402
+import bench_script_provider  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
 
@@ -138,6 +141,46 @@ def concurrent_rows(sizes: list[int], latency: float, pool: int) -> tuple[list[R
     return rows, raw
 
 
+# ------------------------------------------------------------------------------------------------ provider scripts
+def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[str, Any]]]:
+    """The issue-29 workload (bench_script_provider): agents whose model calls go through a Rhai
+    provider script to a latency server; drain, CPU per call (script / engine), calls in flight,
+    memory per run. The 1.5 s shape is the regression check on a fixed ceiling of calls in flight."""
+    repeats = 1 if quick else 3
+    rows, raw = [], []
+    for label, n, delay, fn in bench_script_provider.shapes(big):
+        r = {"shape": label, **bench_script_provider.median_of(fn, repeats)}
+        raw.append(r)
+        group = f"provider script: {label}, {n:,} agents at {delay * 1e3:g} ms"
+        spread = lambda key: tuple(r[f"{key}_spread"])  # noqa: E731
+        drain = Row(group, "drain", "s", r["drain_s"], spread("drain_s"), r["ideal_s"], "ideal (longest run)")
+        if delay >= 1.5:
+            drain.target, drain.target_label = 1.1 * r["ideal_s"], "<= 1.1x ideal"
+            drain.judge(lambda v, t: v <= t)
+        rows.append(drain)
+        cpu = Row(group, "CPU per model call", "ms", r["cpu_per_call_ms"], spread("cpu_per_call_ms"),
+                  None, f"{r['model_calls']:,.0f} calls")
+        if label == "engine" and delay < 1.5:
+            cpu.target, cpu.target_label = 1.6, "<= 1.6 ms"
+            cpu.judge(lambda v, t: v <= t)
+        rows.append(cpu)
+        if "script_cpu_per_call_ms" in r:
+            rows.append(Row(group, "  of which the provider script", "ms", r["script_cpu_per_call_ms"],
+                            spread("script_cpu_per_call_ms")))
+            rows.append(Row(group, "  of which the engine", "ms", r["engine_cpu_per_call_ms"],
+                            spread("engine_cpu_per_call_ms")))
+        flight = Row(group, "most calls in flight", "calls", r["peak_in_flight"], spread("peak_in_flight"), n,
+                     "agents")
+        if delay >= 1.5:
+            flight.target, flight.target_label = float(n), f">= {n} (no ceiling)"
+            flight.judge(lambda v, t: v >= t)
+        rows.append(flight)
+        if "per_run_kib" in r:
+            rows.append(Row(group, "live memory per run", "KiB", r["per_run_kib"], spread("per_run_kib"),
+                            r["base_kib"] / 1024, "MiB of the idle process"))
+    return rows, raw
+
+
 # ------------------------------------------------------------------------------------------------ cold starts
 FIRST_CALL_CHILD = """
 import sys, time
@@ -209,8 +252,11 @@ def cold_rows(runs: int) -> list[Row]:
         base, _ = stats([t * 1e3 for t in python])
         for label, cmd, target in (
             ("import lev_nb", [sys.executable, "-c", "import lev_nb"], None),
-            ("lev --help", [lev, "--help"], 150.0),
-            ("lev validate blueprints/triage", [lev, "validate", triage], 300.0),
+            ("lev --help", [lev, "--help"], 20.0),
+            ("lev validate blueprints/triage", [lev, "validate", triage], 100.0),
+            # A first mock run in a new process, to its end (issue 29).
+            ("lev run blueprints/triage --model mock", [lev, "run", triage, "--task", "R-1: the app crashes",
+                                                        "--model", "mock", "--quiet"], 200.0),
         ):
             walls, cpus = timed_process(cmd, runs, env)
             median, spread = stats([t * 1e3 for t in cpus])
@@ -473,9 +519,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks, print the table, write the JSON; the exit status is 0 either way."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
+    parser.add_argument("--big", action="store_true", help="add the 1,000-agent provider-script shapes")
     parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
     parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
-                                                     "outputs,validate,scaling,ps,tracing,runs")
+                                                     "outputs,validate,scaling,ps,tracing,runs,script")
     args = parser.parse_args(argv)
     quick = args.quick
     repeats = 3 if quick else 7
@@ -506,6 +553,12 @@ def main(argv: list[str] | None = None) -> int:
         return found + slow
 
     section("concurrent", concurrent)
+
+    def script() -> list[Row]:
+        found, raw["script"] = script_provider_rows(quick, args.big)
+        return found
+
+    section("script", script)
     section("cold", lambda: cold_rows(3 if quick else 10))
     section("rhai", lambda: rhai_rows(quick))
     section("outputs", lambda: output_rows(repeats))

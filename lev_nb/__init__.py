@@ -7,7 +7,8 @@ The public API is deliberately small; heavier submodules load on first use so th
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs every `import lev_nb` (and `lev --help`)
 
 if TYPE_CHECKING:
     from typing import Any, Callable

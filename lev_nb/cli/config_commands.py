@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
+
 def add_config(subparsers: argparse._SubParsersAction) -> None:
     """Register ``lev config``."""
     p = subparsers.add_parser(
@@ -26,13 +27,6 @@ def add_config(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--path", action="store_true", help="print the configuration file's path and stop")
     p.set_defaults(func=run_config)
-
-
-def add_launch_options(parser: argparse.ArgumentParser) -> None:
-    """The global ``-c KEY=VALUE`` option: override one setting for this command."""
-    parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a setting for this command, e.g. -c limits.max_concurrent_inferences=4 "
-                             "(highest precedence; repeatable)")
 
 
 def run_config(args: argparse.Namespace) -> int:

@@ -46,8 +46,9 @@ def add_everywhere(parser: argparse.ArgumentParser) -> None:
     """``-v/--verbose`` on ``parser`` and on every command and sub-command below it that does not
     declare it already."""
     if not any("--verbose" in action.option_strings for action in parser._actions):
-        parser.add_argument("-v", "--verbose", action="store_true", default=False,
-                            help="more detail on any command (lev COMMAND --help says what it adds there)")
+        from lev_nb.cli.overview import VERBOSE_HELP
+
+        parser.add_argument("-v", "--verbose", action="store_true", default=False, help=VERBOSE_HELP)
     _below(parser)
 
 

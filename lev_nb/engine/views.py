@@ -13,7 +13,7 @@ to every run as it is created, so a run's events can become spans without the en
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not from typing: `import lev_nb` (and `lev --help`) would import it
 
 if TYPE_CHECKING:
     from typing import Any, Callable

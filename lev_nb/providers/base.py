@@ -7,13 +7,13 @@ docs/providers.md#errors-and-retries lists the error kinds and which of them are
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import Awaitable
 from typing import Any, Protocol, runtime_checkable
 
 from lev_nb.messages import ModelRequest, ModelResponse
+from lev_nb.providers.blocking import run_blocking
 
 __all__ = ["ProviderError", "ERROR_KINDS", "UNUSABLE_REASONS", "Provider", "Replayable", "call_complete"]
 
@@ -129,7 +129,7 @@ async def call_complete(provider: Provider, request: ModelRequest) -> ModelRespo
     if inspect.iscoroutinefunction(complete) or inspect.iscoroutinefunction(getattr(complete, "__call__", None)):
         result: Any = await complete(request)
     else:
-        result = await asyncio.to_thread(complete, request)
+        result = await run_blocking(complete, request)
         if inspect.isawaitable(result):  # a plain function that hands back an awaitable
             result = await result
     if not isinstance(result, ModelResponse):

@@ -8,9 +8,12 @@ that arity. ``// @key value`` comments give metadata (``@max_context_tokens``, `
 
 The script is compiled and ``initialize`` run when a stage first calls it (with no HTTP: the
 ``[model_providers.<name>]`` options, ``base_url``, the key named by ``api_key_env``), and again when
-the file changes. A script that does not load makes the provider unusable, so the stage falls back
-to its next model. Each call runs on a worker thread in a fresh hardened engine (500k operations,
-2 MB strings, 50k arrays and maps, a wall-clock cap of the request's timeout) with the provider
+the file changes (its modification time and size are looked at again at most every
+``RECHECK_S``). A script that does not load makes the provider unusable, so the stage falls back
+to its next model. Each call runs on a thread of its own (lev_nb.providers.blocking: no fixed
+pool, so only ``max_concurrent_inferences`` bounds the calls in flight) in a shared hardened engine (500k
+operations, 2 MB strings, 50k arrays and maps, a wall-clock cap of the request's timeout; one
+engine per cap, its host functions acting for the call on the current thread) with the provider
 host functions: ``parse_json``/``to_json``, ``parse_sse``, ``encode_uri``, ``encode_base64``,
 ``env_var`` (the credential-name rule: ``()`` for a refused or unset name), ``count_tokens_heuristic``,
 and, outside ``initialize``, ``http_get``/``http_post``/``stream_request`` under the address policy of
@@ -25,20 +28,21 @@ Python host functions they call are registered with ``lev_nb.rhai.Engine.registe
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import math
 import os
 import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.blocking import run_blocking
 from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
 from lev_nb.records import record
 from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
@@ -135,9 +139,17 @@ class ProviderScript:
     meta: ProviderMeta
     state: Any
     has: dict[str, bool] = field(default_factory=dict)
+    size: int = -1
+    checked_at: float = 0.0  # time.monotonic() when the file was last seen unchanged
 
 
 # ---------------------------------------------------------------------------------- finding scripts
+# How long a found (or missing) script file, and a loaded script's modification time, are trusted
+# before the file system is asked again: a provider script edited while runs go on is picked up
+# within this time, and the thousands of model calls in between cost no file lookups.
+RECHECK_S = 1.0
+_found: dict[tuple[str, str | None, str], tuple[Path | None, float]] = {}
+
 def _providers_dir() -> Path:
     from lev_nb.settings.paths import lev_home
 
@@ -146,10 +158,24 @@ def _providers_dir() -> Path:
 
 def find_script(name: str, settings: Settings) -> Path | None:
     """The script file of provider ``name``: ``[model_providers.<name>] script`` (a path, or a name
-    in the providers folder), else ``$LEV_HOME/providers/<name>.rhai``; None when there is none."""
+    in the providers folder), else ``$LEV_HOME/providers/<name>.rhai``; None when there is none.
+
+    Every model call asks, so the answer is kept for :data:`RECHECK_S` (a script added, moved or
+    deleted is seen within that time)."""
     if not name or "/" in name or name.startswith("."):
         return None
     script = settings.provider(name).script
+    key = (name, script, str(_providers_dir()))
+    now = time.monotonic()
+    known = _found.get(key)
+    if known is not None and now - known[1] < RECHECK_S:
+        return known[0]
+    path = _locate(script, name)
+    _found[key] = (path, now)
+    return path
+
+
+def _locate(script: str | None, name: str) -> Path | None:
     if script:
         path = Path(script).expanduser()
         if not path.is_absolute():
@@ -167,9 +193,17 @@ def script_window(provider: str, settings: Settings) -> int | None:
     if path is None:
         return None
     try:
-        return parse_meta(path.read_text(encoding="utf-8")).max_context_tokens
+        stat = path.stat()
+        seen = (stat.st_mtime, stat.st_size)
+        known = _windows.get(path)
+        if known is None or known[0] != seen:
+            known = _windows[path] = (seen, parse_meta(path.read_text(encoding="utf-8")).max_context_tokens)
+        return known[1]
     except (OSError, UnicodeDecodeError):
         return None
+
+
+_windows: dict[Path, tuple[tuple[float, int], int]] = {}
 
 
 # ------------------------------------------------------------------------------------- loading
@@ -195,19 +229,25 @@ def _init_config(name: str, settings: Settings) -> dict[str, Any]:
 
 
 def load_provider_script(name: str, path: Path, settings: Settings) -> ProviderScript:
-    """Compile, check and initialise ``path`` (cached until the file or the configuration changes).
+    """Compile, check and initialise ``path`` (cached until the file or the configuration changes;
+    the file's modification time and size are looked at again after :data:`RECHECK_S`).
     Raises ProviderScriptError."""
+    config = _init_config(name, settings)
+    key = (name, str(path), json.dumps(config, sort_keys=True))
+    now = time.monotonic()
+    with _loaded_lock:
+        cached = _loaded.get(key)
+    if cached is not None and now - cached.checked_at < RECHECK_S:
+        return cached
     try:
-        mtime = path.stat().st_mtime
+        stat = path.stat()
+        if cached is not None and (cached.mtime, cached.size) == (stat.st_mtime, stat.st_size):
+            cached.checked_at = now
+            return cached
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProviderScriptError(f"provider script {path}: cannot read it: {exc}") from None
-    config = _init_config(name, settings)
-    key = (name, str(path), json.dumps(config, sort_keys=True))
-    with _loaded_lock:
-        cached = _loaded.get(key)
-        if cached is not None and cached.mtime == mtime:
-            return cached
+    mtime = stat.st_mtime
     label = str(path)
     context = _CallContext(settings, timeout_s=None, network=False)
     engine = context.engine()
@@ -229,7 +269,7 @@ def load_provider_script(name: str, path: Path, settings: Settings) -> ProviderS
         raise ProviderScriptError(f"provider script {label}: initialize failed: {_thrown_message(exc)}") from None
     except NotPlainDataError as exc:
         raise ProviderScriptError(f"provider script {label}: initialize returned a value that is not data: {exc}") from None
-    script = ProviderScript(name, path, mtime, ast, parse_meta(source), state, has)
+    script = ProviderScript(name, path, mtime, ast, parse_meta(source), state, has, size=stat.st_size, checked_at=now)
     with _loaded_lock:
         _loaded[key] = script
     return script
@@ -282,21 +322,10 @@ class _CallContext:
         self.streams: dict[int, Any] = {}
         self.warnings: list[str] = []
 
-    def engine(self) -> Engine:
-        """A fresh hardened provider engine with this call's host functions registered."""
-        timeout_ms = int(self.timeout_s * 1000) + 5000 if self.timeout_s else None
-        engine = Engine(max_operations=MAX_OPERATIONS, max_string_size=MAX_STRING_SIZE,
-                        max_array_size=MAX_COLLECTION_SIZE, max_map_size=MAX_COLLECTION_SIZE, timeout_ms=timeout_ms)
-        engine.register_fn("parse_sse", _parse_sse, arity=1)
-        engine.register_fn("encode_uri", _encode_uri, arity=1)
-        engine.register_fn("encode_base64", _encode_base64, arity=1)
-        engine.register_fn("env_var", self.env_var, arity=1)
-        engine.register_fn("count_tokens_heuristic", _count_tokens_heuristic, arity=2)
-        engine.register_fn("__lev_http", self.http, arity=4)
-        engine.register_fn("__lev_sse_open", self.sse_open, arity=3)
-        engine.register_fn("__lev_sse_next", self.sse_next, arity=1)
-        engine.register_fn("__emit_chunk", self.emit_chunk, arity=1)
-        return engine
+    def engine(self) -> _Bound:
+        """The hardened provider engine for this call's timeout, its host functions bound to this
+        call (see :class:`_Bound`)."""
+        return _Bound(self)
 
     def env_var(self, name: Any) -> str | None:
         """The variable's value; None when unset or refused by the credential-name rule."""
@@ -357,7 +386,89 @@ class _CallContext:
             self.on_chunk(chunk)
 
 
+# ----------------------------------------------------------------------------- shared engines
+# One hardened engine per wall-clock cap, shared by every call: building an engine and registering
+# its host functions cost more than a short script's whole run. The host functions it registers
+# act for the call running on the current thread (a registered function runs on the thread that
+# called the script), which :class:`_Bound` names while the script runs.
+_engines: dict[int | None, Engine] = {}
+_engines_lock = threading.Lock()
+_current = threading.local()
+
+
+def _for_call(method: str) -> Callable[..., Any]:
+    def host(*args: Any) -> Any:
+        return getattr(_current.context, method)(*args)
+
+    host.__name__ = method
+    return host
+
+
+def shared_engine(timeout_s: float | None) -> Engine:
+    """The provider engine whose wall-clock cap suits a call of ``timeout_s`` seconds."""
+    timeout_ms = int(timeout_s * 1000) + 5000 if timeout_s else None
+    engine = _engines.get(timeout_ms)
+    if engine is not None:
+        return engine
+    engine = Engine(max_operations=MAX_OPERATIONS, max_string_size=MAX_STRING_SIZE,
+                    max_array_size=MAX_COLLECTION_SIZE, max_map_size=MAX_COLLECTION_SIZE, timeout_ms=timeout_ms)
+    engine.register_fn("parse_sse", _parse_sse, arity=1)
+    engine.register_fn("encode_uri", _encode_uri, arity=1)
+    engine.register_fn("encode_base64", _encode_base64, arity=1)
+    engine.register_fn("count_tokens_heuristic", _count_tokens_heuristic, arity=2)
+    for name, method, arity in (("env_var", "env_var", 1), ("__lev_http", "http", 4),
+                                ("__lev_sse_open", "sse_open", 3), ("__lev_sse_next", "sse_next", 1),
+                                ("__emit_chunk", "emit_chunk", 1)):
+        engine.register_fn(name, _for_call(method), arity=arity)
+    with _engines_lock:
+        return _engines.setdefault(timeout_ms, engine)
+
+
+class _Bound:
+    """A shared engine seen from one call: ``eval``, ``compile`` and ``call`` run with this call's
+    context as the one the host functions act for."""
+
+    def __init__(self, context: _CallContext) -> None:
+        self.context = context
+        self.engine = shared_engine(context.timeout_s)
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        outer = getattr(_current, "context", None)
+        _current.context = self.context
+        try:
+            return fn(*args)
+        finally:
+            _current.context = outer
+
+    def compile(self, source: str) -> AST:
+        """Compile ``source`` with the shared engine."""
+        return self._run(self.engine.compile, source)
+
+    def call(self, ast: AST, fn_name: str, *args: Any) -> Any:
+        """Call a function of ``ast`` for this call."""
+        return self._run(self.engine.call, ast, fn_name, *args)
+
+    def eval(self, source: str, **variables: Any) -> Any:
+        """Evaluate ``source`` for this call."""
+        return self._run(lambda: self.engine.eval(source, **variables))
+
+
 # ------------------------------------------------------------------------------------ conversion
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the plain data a script receives: maps with string keys, lists, scalars, and
+    anything else as its text (what a JSON round trip with ``default=str`` gave, without one)."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
 def _message_map(message: Message) -> dict[str, Any]:
     content: Any
     if isinstance(message.content, str):
@@ -368,10 +479,10 @@ def _message_map(message: Message) -> dict[str, Any]:
             if isinstance(block, TextBlock):
                 content.append({"type": "text", "text": block.text})
             elif isinstance(block, ToolUseBlock):
-                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)})
+                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": _plain(block.input)})
             elif isinstance(block, ToolResultBlock):
-                content.append({"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
-                                "is_error": block.is_error})
+                content.append({"type": "tool_result", "tool_use_id": block.tool_use_id, "content": str(block.content),
+                                "is_error": bool(block.is_error)})
     data: dict[str, Any] = {"role": message.role, "content": content}
     if message.cache_breakpoint:
         data["cache_breakpoint"] = True
@@ -382,18 +493,19 @@ _CACHE_HINTS = {0: "stable", 1: "until_written", 2: "never"}
 
 
 def request_map(request: ModelRequest, default_model: str = "") -> dict[str, Any]:
-    """The ``request`` map a script receives (docs/rhai.md#provider-scripts)."""
-    return json.loads(json.dumps({
+    """The ``request`` map a script receives (docs/rhai.md#provider-scripts), built as plain data directly."""
+    return {
         "system": [{"text": b.text, "cache_hint": _CACHE_HINTS.get(b.cache_tier, "never"), "region": b.region,
                     "volatility": b.volatility} for b in request.described_system()],
         "messages": [_message_map(m) for m in request.messages],
-        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools],
+        "tools": [{"name": t.name, "description": t.description, "parameters": _plain(t.parameters)}
+                  for t in request.tools],
         "model": request.model or default_model,
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
         "request_timeout_secs": request.timeout_s,
-        "extra": dict(request.extra),
-    }, default=str))
+        "extra": _plain(request.extra),
+    }
 
 
 def _arguments(value: Any) -> dict[str, Any]:
@@ -519,6 +631,13 @@ def map_script_error(exc: RhaiError, label: str) -> ProviderError:
 
 
 # -------------------------------------------------------------------------------------- provider
+# The script each (provider name, configuration object) last loaded: a run's model calls find it
+# here without building the initialize() configuration again. The entry holds the configuration
+# it was made for, so a new object that reuses an old one's id() never matches.
+_ready: dict[tuple[str, int], tuple[Settings, ProviderScript]] = {}
+_READY_MAX = 64
+
+
 class RhaiProvider:
     """A provider whose requests and answers a Rhai script maps (see the module docstring)."""
 
@@ -539,18 +658,35 @@ class RhaiProvider:
     def script(self) -> ProviderScript:
         """The loaded script; ProviderError ``unknown_model`` when it is missing or broken (the
         stage then falls back to its next model)."""
+        ready = self.ready_script()
+        if ready is not None:
+            return ready
         path = find_script(self.name, self.settings)
         if path is None:
             raise ProviderError("unknown_model", f"no provider script for '{self.name}' in {_providers_dir()}")
         try:
-            return load_provider_script(self.name, path, self.settings)
+            script = load_provider_script(self.name, path, self.settings)
         except ProviderScriptError as exc:
             raise ProviderError("unknown_model", str(exc)) from None
+        with _loaded_lock:
+            _ready[(self.name, id(self.settings))] = (self.settings, script)
+            while len(_ready) > _READY_MAX:  # the oldest first: a long session keeps no stale configurations
+                _ready.pop(next(iter(_ready)))
+        return script
+
+    def ready_script(self) -> ProviderScript | None:
+        """The script this provider loaded for the same configuration less than :data:`RECHECK_S`
+        ago (no file system access, no thread needed), else None."""
+        known = _ready.get((self.name, id(self.settings)))
+        if known is None or known[0] is not self.settings:
+            return None
+        script = known[1]
+        return script if time.monotonic() - script.checked_at < RECHECK_S else None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer ``request`` through the script (``stream`` when it has one, else ``inference``)."""
-        script = await asyncio.to_thread(self.script)
-        return await asyncio.to_thread(self._call, script, request)
+        script = self.ready_script() or await run_blocking(self.script)
+        return await run_blocking(self._call, script, request)
 
     def _call(self, script: ProviderScript, request: ModelRequest) -> ModelResponse:
         chunks = _Chunks(request.on_text)
@@ -576,11 +712,11 @@ class RhaiProvider:
 
     async def count_tokens(self, text: str, model: str = "") -> int:
         """The script's ``count_tokens`` (clamped at 0), else the heuristic."""
-        script = await asyncio.to_thread(self.script)
+        script = await run_blocking(self.script)
         if script.has.get("count_tokens"):
             context = _CallContext(self.settings, timeout_s=None, network=True)
             try:
-                value = await asyncio.to_thread(context.engine().call, script.ast, "count_tokens", script.state,
+                value = await run_blocking(context.engine().call, script.ast, "count_tokens", script.state,
                                                 text, model or self.model)
                 if isinstance(value, int) and not isinstance(value, bool):
                     return max(0, value)
@@ -590,12 +726,12 @@ class RhaiProvider:
 
     async def list_models(self) -> list[dict[str, Any]]:
         """The script's ``list_models`` (entries without a string id skipped); [] without one."""
-        script = await asyncio.to_thread(self.script)
+        script = await run_blocking(self.script)
         if not script.has.get("list_models"):
             return []
         context = _CallContext(self.settings, timeout_s=None, network=True)
         try:
-            value = await asyncio.to_thread(context.engine().call, script.ast, "list_models", script.state)
+            value = await run_blocking(context.engine().call, script.ast, "list_models", script.state)
         except RhaiError as exc:
             raise map_script_error(exc, str(script.path)) from None
         models = []

@@ -14,6 +14,9 @@ its end), not each read: a server that drips a byte at a time cannot hold a run 
 redirect to another origin (scheme, host or port) loses the request's credential headers
 (``Authorization``, ``x-api-key``, ...), so a key meant for one server never reaches another.
 
+Connections are kept alive between calls to the same checked address (:class:`_Pool`), and one
+watcher thread expires every call's deadline.
+
 Failures are :class:`ScriptHttpError` with the ``kind`` a provider script sees in the map it can
 catch: ``rate_limited`` (429, with ``retry_after``), ``api`` (another non-2xx status, a refused
 address, an unreadable body) or ``transport`` (the connection failed; retried twice first).
@@ -21,8 +24,10 @@ address, an unreadable body) or ``transport`` (the connection failed; retried tw
 
 from __future__ import annotations
 
+import heapq
 import http.client
 import ipaddress
+import itertools
 import socket
 import ssl
 import threading
@@ -150,20 +155,19 @@ def check_url(url: str, *, allow_local: bool) -> _Target:
 
 
 class _Deadline:
-    """One deadline for a whole call. Reads block on a socket; when the deadline passes, a timer
-    shuts down the sockets of the call's connections, which wakes any read or write at once."""
+    """One deadline for a whole call. Reads block on a socket; when the deadline passes, the
+    watcher thread (one for the process, :class:`_Watcher`) shuts down the sockets of the call's
+    connections, which wakes any read or write at once."""
 
     def __init__(self, timeout: float | None) -> None:
         self.timeout = timeout
         self.at = time.monotonic() + timeout if timeout else None
         self.expired = False
+        self.closed = False
         self._lock = threading.Lock()
         self._connections: list[http.client.HTTPConnection] = []
-        self._timer: threading.Timer | None = None
-        if timeout:
-            self._timer = threading.Timer(timeout, self._expire)
-            self._timer.daemon = True
-            self._timer.start()
+        if self.at is not None:
+            WATCHER.add(self)
 
     def remaining(self) -> float | None:
         """Seconds left (None: no deadline); a ``transport`` ScriptHttpError once none are."""
@@ -186,17 +190,64 @@ class _Deadline:
                 return
         _shut(connection)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
+        """The deadline passed (called by the watcher): shut the call's connections down."""
         with self._lock:
+            if self.closed:
+                return
             self.expired = True
             connections = list(self._connections)
         for connection in connections:
             _shut(connection)
 
     def close(self) -> None:
-        """The call is over: stop the timer."""
-        if self._timer is not None:
-            self._timer.cancel()
+        """The call is over: its connections are no longer this deadline's to shut."""
+        with self._lock:
+            self.closed = True
+            self._connections.clear()
+
+
+class _Watcher:
+    """The one thread that expires deadlines, earliest first (a timer thread per call cost more
+    than the call's own work)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Deadline]] = []
+        self._wake = threading.Condition()
+        self._count = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline: _Deadline) -> None:
+        """Expire ``deadline`` when its time comes (unless it is closed first)."""
+        assert deadline.at is not None
+        with self._wake:
+            heapq.heappush(self._heap, (deadline.at, next(self._count), deadline))
+            if len(self._heap) % 4096 == 0:  # finished calls leave entries behind: drop them now and then
+                self._heap = [entry for entry in self._heap if not entry[2].closed]
+                heapq.heapify(self._heap)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="lev-http-deadlines", daemon=True)
+                self._thread.start()
+            elif self._heap[0][2] is deadline:
+                self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while self._heap and self._heap[0][2].closed:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(wait)
+                    continue
+                due = heapq.heappop(self._heap)[2]
+            due.expire()
+
+
+WATCHER = _Watcher()
 
 
 def _shut(connection: http.client.HTTPConnection) -> None:
@@ -244,6 +295,61 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
+class _Pool:
+    """Idle keep-alive connections, by (scheme, host, port, checked address): a provider script's
+    next call to the same server skips the TCP (and TLS) handshake. A connection goes back only
+    after its answer was read whole and the server did not ask to close it; one idle longer than
+    :data:`KEEP_IDLE_S` is dropped, and one the server closed meanwhile is replaced on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str, int, str], list[tuple[http.client.HTTPConnection, float]]] = {}
+
+    def take(self, key: tuple[str, str, int, str]) -> http.client.HTTPConnection | None:
+        """An idle connection for ``key``, or None."""
+        now = time.monotonic()
+        stale = []
+        found = None
+        with self._lock:
+            idle = self._idle.get(key)
+            while idle:
+                connection, since = idle.pop()
+                if now - since < KEEP_IDLE_S:
+                    found = connection
+                    break
+                stale.append(connection)
+        for connection in stale:
+            connection.close()
+        return found
+
+    def give(self, key: tuple[str, str, int, str], connection: http.client.HTTPConnection) -> None:
+        """Keep ``connection`` for the next call to ``key`` (closed when enough are kept)."""
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < POOL_MAX:
+                idle.append((connection, time.monotonic()))
+                return
+        connection.close()
+
+
+KEEP_IDLE_S = 30.0
+POOL_MAX = 256  # idle connections kept per server address
+POOL = _Pool()
+
+
+def _release(response: http.client.HTTPResponse, reusable: bool) -> None:
+    """Done with ``response``: its connection back to the pool when ``reusable`` and the answer
+    was read to its end on a connection the server keeps open, else closed."""
+    key, connection = getattr(response, "lev_connection", (None, None))
+    if connection is None:
+        return
+    response.lev_connection = (None, None)  # type: ignore[attr-defined]
+    if reusable and key is not None and response.isclosed() and not response.will_close and connection.sock:
+        POOL.give(key, connection)
+    else:
+        connection.close()
+
+
 def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, deadline: _Deadline,
           allow_local: bool) -> http.client.HTTPResponse:
     """Send the request, following redirects (each hop checked; credentials kept only while the
@@ -254,8 +360,11 @@ def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, d
         response = _send(target, method, body, headers, deadline)
         if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
             location = urllib.parse.urljoin(url, response.getheader("location") or "")
-            response.read()
-            response.close()
+            try:
+                response.read()
+                response.close()
+            finally:
+                _release(response, not deadline.expired)
             if response.status in (301, 302, 303) and method != "GET":
                 method, body = "GET", None
             url = location
@@ -268,24 +377,39 @@ def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, d
 
 def _send(target: _Target, method: str, body: str | None, headers: dict[str, str],
           deadline: _Deadline) -> http.client.HTTPResponse:
-    """One request to the first checked address, with two retries on transport faults (all
-    within the call's deadline)."""
+    """One request to the first checked address, on a kept connection when there is one, with two
+    retries on transport faults (all within the call's deadline). A kept connection the server has
+    closed meanwhile is replaced by a new one without counting as a retry."""
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     payload = body.encode("utf-8") if body is not None else None
-    for attempt in range(TRANSPORT_RETRIES + 1):
-        connection = cls(target.host, target.port, target.addresses[0], deadline.remaining())
+    key = (target.scheme, target.host, target.port, target.addresses[0])
+    kept = POOL.take(key)
+    attempt = 0
+    while True:
+        remaining = deadline.remaining()
+        if kept is not None:
+            connection, kept, reused = kept, None, True
+        else:
+            connection, reused = cls(target.host, target.port, target.addresses[0], remaining), False
         deadline.watch(connection)
         try:
+            if reused and connection.sock is not None:
+                connection.sock.settimeout(remaining)
             connection.request(method, target.path, body=payload, headers=headers)
-            return connection.getresponse()
+            response = connection.getresponse()
+            response.lev_connection = (key, connection)  # type: ignore[attr-defined]
+            return response
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             if deadline.expired:
                 raise deadline.error() from None
+            if reused:
+                kept = POOL.take(key)
+                continue
             if attempt == TRANSPORT_RETRIES:
                 raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
-            time.sleep(min(0.2 * (attempt + 1), deadline.remaining() or 1.0))
-    raise AssertionError("unreachable")  # pragma: no cover
+            attempt += 1
+            time.sleep(min(0.2 * attempt, deadline.remaining() or 1.0))
 
 
 def _check_status(response: http.client.HTTPResponse) -> None:
@@ -319,18 +443,23 @@ def request(method: str, url: str, body: str | None = None, headers: dict[str, s
     """Fetch ``url`` and return the body as text; ScriptHttpError on any failure, a ``transport``
     one when the whole call takes longer than ``timeout`` seconds."""
     deadline = _Deadline(timeout)
+    response = None
+    whole = False
     try:
         response = _open(method, url, body, dict(headers or {}), deadline=deadline, allow_local=allow_local)
         _check_status(response)
         _check_content(response)
         data = response.read(BODY_LIMIT + 1)
         response.close()
+        whole = len(data) <= BODY_LIMIT
     except (OSError, http.client.HTTPException) as exc:
         if deadline.expired:
             raise deadline.error() from None
         raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
     finally:
         deadline.close()
+        if response is not None:
+            _release(response, whole and not deadline.expired)
     if deadline.expired:  # a body read to the connection's close: cut short, not whole
         raise deadline.error()
     if len(data) > BODY_LIMIT:
@@ -359,7 +488,11 @@ def _events(url: str, body: str, headers: dict[str, str] | None, deadline: _Dead
             allow_local: bool) -> Iterator[str]:
     try:
         response = _open("POST", url, body, dict(headers or {}), deadline=deadline, allow_local=allow_local)
-        _check_status(response)
+        try:
+            _check_status(response)
+        except ScriptHttpError:
+            _release(response, False)
+            raise
     except (OSError, http.client.HTTPException) as exc:
         if deadline.expired:
             raise deadline.error() from None
@@ -398,3 +531,4 @@ def _events(url: str, body: str, headers: dict[str, str] | None, deadline: _Dead
         raise ScriptHttpError("transport", f"the event stream broke off: {type(exc).__name__}: {exc}") from None
     finally:
         response.close()
+        _release(response, False)

@@ -1,0 +1,335 @@
+"""The provider-script workload: many agents whose every model call goes through a Rhai provider
+script to a model server that answers after a fixed delay (issue 29).
+
+The parts are ours: the provider script bench/providers/benchmock.rhai (OpenAI-shaped: it builds a
+Chat Completions body, POSTs it, reads the answer back), the model server bench/latency_server.py
+(127.0.0.1, a configurable delay, counting the calls it holds at once) and four bench agents in
+bench/agents, mixed 30/30/20/20:
+
+    tool-user    1 stage, 3 tool turns   4 model calls      (30%)
+    one-shot     1 stage, text answer    1 model call       (30%)
+    two-stage    2 stages                3 model calls      (20%)
+    three-stage  3 stages                6 model calls      (20%)
+
+Shapes, each in a fresh process:
+
+- ``engine``: N runs started at once on one engine loop (``start_run``) in one process: drain
+  time (first start to last end), CPU per model call split into the provider-script path (the
+  threads' CPU inside RhaiProvider calls: building the request map, Rhai, its HTTP) and the rest
+  (the engine), the most calls the server held at once, live memory per run.
+- ``cli``: the four agents' shares as four ``lev run AGENT --count K [--workers W]`` processes
+  started together; drain is the wall time to the last exit (process start-up included), CPU
+  that of every process.
+- ``run_many``: the same shares through ``lev_nb.run_many`` (one call per agent, side by side, each
+  on ``W`` worker processes); drain and CPU as for ``cli``.
+
+The ceiling check: at 1.5 s a call, 100 agents in flight at once must have 100 calls in flight
+(the only limit being ``max_concurrent_inferences``), and drain near the ideal.
+
+    python bench/bench_script_provider.py                  # quick: 100 agents at 50 ms and at 1.5 s
+    python bench/bench_script_provider.py --big            # adds 1,000 agents at 50 ms (engine, cli, run_many)
+    python bench/bench_script_provider.py --runs 1000 --shape cli --workers 2   # lev run --count --workers 2
+    python bench/bench_script_provider.py --runs 1000 --delay 0.05 --shape engine
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results" / "script_provider.json"
+SCRIPT = HERE / "providers" / "benchmock.rhai"
+AGENTS = HERE / "agents"
+# (agent folder, weight out of 10, model calls of one run)
+MIX = (("tool-user", 3, 4), ("one-shot", 3, 1), ("two-stage", 2, 3), ("three-stage", 2, 6))
+LONGEST = max(calls for _, _, calls in MIX)
+POOL = 4096  # [limits] max_concurrent_inferences: wide enough that the pool is never the limit
+
+
+# ------------------------------------------------------------------------------------------ the server
+@contextlib.contextmanager
+def latency_server(delay: float) -> Iterator[int]:
+    """bench/latency_server.py in its own process; yields its port."""
+    proc = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--delay", str(delay)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield int(proc.stdout.readline())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def server_call(port: int, path: str) -> dict[str, Any]:
+    """GET /stats or POST /reset on the server."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST" if path == "/reset" else "GET", path)
+    data = json.loads(conn.getresponse().read())
+    conn.close()
+    return data
+
+
+def write_home(home: str, port: int, pool: int = POOL) -> None:
+    """A run store whose config.toml serves ``benchmock`` with the bench script and server."""
+    Path(home, "config.toml").write_text(
+        "[model_providers.benchmock]\n"
+        f"script = {json.dumps(str(SCRIPT))}\n"
+        f"base_url = \"http://127.0.0.1:{port}/v1\"\n"
+        "[security]\nallow_local_network = true\n"
+        f"[limits]\nmax_concurrent_inferences = {pool}\n")
+
+
+def shares(n: int) -> list[tuple[str, int]]:
+    """How many of ``n`` runs each agent gets (30/30/20/20, the rest to the first)."""
+    counts = [(name, n * weight // 10) for name, weight, _ in MIX]
+    counts[0] = (counts[0][0], counts[0][1] + n - sum(c for _, c in counts))
+    return counts
+
+
+def expected_calls(n: int) -> int:
+    """Model calls ``n`` runs of the mix make."""
+    per = {name: calls for name, _, calls in MIX}
+    return sum(per[name] * count for name, count in shares(n))
+
+
+# ----------------------------------------------------------------------------- shape: one engine loop
+def child_engine(n: int, home: str) -> dict[str, Any]:
+    """In a fresh process: n runs of the mix at once on the engine loop; the figures as a dict."""
+    import gc
+
+    import lev_nb
+    from lev_nb.blueprint import load
+    from lev_nb.engine.api import start_run
+    from lev_nb.engine.loop import engine_loop
+    from lev_nb.providers import rhai_provider
+
+    sys.path.insert(0, str(HERE))
+    from bench_engine import live_memory_kib
+
+    script_cpu = [0.0]
+    lock = threading.Lock()
+    call = rhai_provider.RhaiProvider._call
+
+    def timed_call(self: Any, *args: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return call(self, *args)
+        finally:
+            spent = time.thread_time() - start
+            with lock:
+                script_cpu[0] += spent
+
+    rhai_provider.RhaiProvider._call = timed_call  # type: ignore[method-assign]
+    os.environ["LEV_HOME"] = home
+    lev_nb.configure(max_concurrent_inferences=POOL)
+    blueprints = [load(AGENTS / name) for name, count in shares(n) for _ in range(count)]
+    order = [blueprints[(i * 7919) % n] for i in range(n)]  # interleaved, not agent by agent
+    engine_loop()
+    gc.collect()
+    base = live_memory_kib()
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    runs = [start_run(bp, task=f"item {i}: summarise the report", home=home) for i, bp in enumerate(order)]
+    peak = 0
+    watching = time.thread_time()  # this thread's sampling is the bench's own CPU, not lev_nb's
+    while not all(r.done() for r in runs):
+        peak = max(peak, live_memory_kib())
+        time.sleep(0.02)
+    drain = time.perf_counter() - start
+    cpu = time.process_time() - cpu0 - (time.thread_time() - watching)
+    statuses: dict[str, int] = {}
+    for r in runs:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    return {"drain_s": drain, "cpu_s": cpu, "script_cpu_s": script_cpu[0], "statuses": statuses,
+            "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n}
+
+
+def run_engine(n: int, delay: float) -> dict[str, Any]:
+    """The ``engine`` shape once: a fresh process against a fresh server."""
+    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+        write_home(home, port)
+        out = subprocess.run([sys.executable, __file__, "--child", str(n), "--home", home],
+                             capture_output=True, text=True, cwd=ROOT, env=_env(home))
+        if out.returncode:
+            raise SystemExit(f"bench child failed: {out.stderr[-3000:]}")
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+        stats = server_call(port, "/stats")
+    return _finish(found, n, delay, stats)
+
+
+def _finish(found: dict[str, Any], n: int, delay: float, stats: dict[str, Any]) -> dict[str, Any]:
+    calls = stats["calls"]
+    found.update(runs=n, delay_s=delay, model_calls=calls, peak_in_flight=stats["peak"],
+                 cpu_per_call_ms=found["cpu_s"] / max(1, calls) * 1e3,
+                 ideal_s=LONGEST * delay, expected_calls=expected_calls(n))
+    if "script_cpu_s" in found:
+        found["script_cpu_per_call_ms"] = found["script_cpu_s"] / max(1, calls) * 1e3
+        found["engine_cpu_per_call_ms"] = found["cpu_per_call_ms"] - found["script_cpu_per_call_ms"]
+    return found
+
+
+def _env(home: str) -> dict[str, str]:
+    env = dict(os.environ, LEV_HOME=home, PYTHONPATH=str(ROOT))
+    env.pop("LEV_CONFIG", None)
+    return env
+
+
+# ------------------------------------------------------------------------- shapes: processes
+def run_cli(n: int, delay: float, workers: int | None) -> dict[str, Any]:
+    """The four agents' shares as ``lev run AGENT --count K [--workers W]``, started together."""
+    lev = str(Path(sys.executable).parent / "lev")
+    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+        write_home(home, port)
+        start = time.perf_counter()
+        procs = []
+        for name, count in shares(n):
+            cmd = [lev, "run", str(AGENTS / name), "--task", "summarise the report", "--count", str(count), "--quiet"]
+            if workers:
+                cmd += ["--workers", str(workers)]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(home)))
+        cpu = 0.0
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            cpu += usage.ru_utime + usage.ru_stime
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"lev run failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        drain = time.perf_counter() - start
+        stats = server_call(port, "/stats")
+    return _finish({"drain_s": drain, "cpu_s": cpu, "workers": workers or 0}, n, delay, stats)
+
+
+RUN_MANY_CHILD = """
+import json, sys, threading
+import lev_nb
+agents, home, processes = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+failed = []
+def one(path, count):
+    out = lev_nb.run_many(path, ["summarise the report"] * count, processes=processes, concurrency=count,
+                          home=home, show=False)
+    failed.extend(s.error for s in out if not s.ok)
+threads = [threading.Thread(target=one, args=(path, count)) for path, count in agents]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"failed": failed[:3]}))
+"""
+
+
+def run_many_shape(n: int, delay: float, processes: int) -> dict[str, Any]:
+    """The four agents' shares through ``lev_nb.run_many`` (one call per agent, side by side)."""
+    agents = [(str(AGENTS / name), count) for name, count in shares(n)]
+    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+        write_home(home, port)
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", RUN_MANY_CHILD, json.dumps(agents), home, str(processes)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(home), cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        drain = time.perf_counter() - start
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        if os.waitstatus_to_exitcode(status) != 0 or json.loads(out.strip().splitlines()[-1])["failed"]:
+            raise SystemExit(f"run_many failed: {out[-1000:]} {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        stats = server_call(port, "/stats")
+    return _finish({"drain_s": drain, "cpu_s": usage.ru_utime + usage.ru_stime, "processes": processes},
+                   n, delay, stats)
+
+
+# ------------------------------------------------------------------------------------------- runner
+def median_of(fn: Any, repeats: int) -> dict[str, Any]:
+    """``fn()`` ``repeats`` times: the median of every number, the spread of each, the samples."""
+    samples = [fn() for _ in range(repeats)]
+    out: dict[str, Any] = dict(samples[-1])
+    for key, value in samples[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values = [s[key] for s in samples]
+            out[key] = statistics.median(values)
+            out[f"{key}_spread"] = [min(values), max(values)]
+    out["repeats"] = repeats
+    return out
+
+
+def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
+    """(label, runs, delay, what to run) for the default pass or the big one."""
+    todo: list[tuple[str, int, float, Any]] = [
+        ("engine", 100, 0.05, lambda: run_engine(100, 0.05)),
+        ("engine", 100, 1.5, lambda: run_engine(100, 1.5)),
+        ("cli (4 x lev run --count)", 100, 0.05, lambda: run_cli(100, 0.05, None)),
+    ]
+    if big:
+        todo += [
+            ("engine", 1000, 0.05, lambda: run_engine(1000, 0.05)),
+            ("cli (4 x lev run --count)", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
+            ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
+        ]
+    return todo
+
+
+def main() -> None:
+    """Measure, print the table, save the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--big", action="store_true", help="add the 1,000-agent shapes")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per shape (median taken)")
+    parser.add_argument("--runs", type=int, default=0, help="one engine shape of this many agents instead")
+    parser.add_argument("--delay", type=float, default=0.05, help="with --runs: seconds per model call")
+    parser.add_argument("--shape", default="engine", choices=("engine", "cli", "run_many"), help="with --runs")
+    parser.add_argument("--workers", type=int, default=0, help="with --runs and cli/run_many: worker processes")
+    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--home", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child_engine(args.child, args.home)))
+        return
+    if args.runs:
+        n, d, w = args.runs, args.delay, args.workers
+        fn = {"engine": lambda: run_engine(n, d), "cli": lambda: run_cli(n, d, w or None),
+              "run_many": lambda: run_many_shape(n, d, w or 1)}[args.shape]
+        todo = [(args.shape, n, d, fn)]
+    else:
+        todo = shapes(args.big)
+    results = []
+    for label, n, delay, fn in todo:
+        print(f"... {label}: {n} agents at {delay * 1e3:g} ms", file=sys.stderr, flush=True)
+        results.append({"shape": label, **median_of(fn, args.repeats)})
+    print_table(results)
+    save(results)
+
+
+def save(results: list[dict[str, Any]]) -> None:
+    """bench/results/script_provider.json, with the machine's description."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench.__main__ import machine
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"machine": machine(), "results": results}, indent=2) + "\n")
+    print(f"\nsaved {RESULTS.relative_to(ROOT)}")
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    """One line per shape."""
+    print(f"{'shape':<22}{'agents':>7}{'delay':>8}{'drain s':>9}{'ideal':>7}{'CPU/call ms':>12}{'script':>8}"
+          f"{'engine':>8}{'in flight':>10}{'KiB/run':>9}  calls")
+    for r in results:
+        script = f"{r['script_cpu_per_call_ms']:.2f}" if "script_cpu_per_call_ms" in r else "-"
+        engine = f"{r['engine_cpu_per_call_ms']:.2f}" if "engine_cpu_per_call_ms" in r else "-"
+        kib = f"{r['per_run_kib']:.0f}" if "per_run_kib" in r else "-"
+        print(f"{r['shape']:<22}{r['runs']:>7}{r['delay_s'] * 1e3:>6g}ms{r['drain_s']:>9.2f}{r['ideal_s']:>7.2f}"
+              f"{r['cpu_per_call_ms']:>12.2f}{script:>8}{engine:>8}{r['peak_in_flight']:>10}{kib:>9}"
+              f"  {r['model_calls']}/{r['expected_calls']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Threads for model calls that block (a provider script waiting on its HTTP answer, a provider whose
+``complete`` is a plain function), with no fixed number of them.
+
+A shared pool of N threads would make N the most model calls in flight per process, whatever
+``[limits] max_concurrent_inferences`` says (the engine loop's default executor held it at 32).
+Here a call takes an idle thread when one is waiting and starts a new one otherwise, so the
+inference pool's permit, taken before the call, is the only limit. A thread idle for
+:data:`IDLE_EXIT_S` ends, so a burst does not leave its threads behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["IDLE_EXIT_S", "ElasticThreads", "THREADS", "run_blocking"]
+
+T = TypeVar("T")
+IDLE_EXIT_S = 30.0
+_Job = tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]]
+
+
+class _Worker:
+    """One thread with its own inbox; it serves jobs until it has been idle too long."""
+
+    def __init__(self, pool: ElasticThreads) -> None:
+        self.pool = pool
+        self.inbox: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="lev-call", daemon=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                fn, args, future = self.inbox.get(timeout=self.pool.idle_exit_s)
+            except queue.Empty:
+                if self.pool._retire(self):
+                    return
+                continue  # handed a job just as the wait ran out: it is in the inbox
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # noqa: BLE001 - the caller's await re-raises it
+                    future.set_exception(exc)
+            del fn, args, future  # drop the job's references before idling
+            self.pool._idle_again(self)
+
+
+class ElasticThreads:
+    """A thread pool that grows with demand and shrinks when idle (see the module docstring)."""
+
+    def __init__(self, idle_exit_s: float = IDLE_EXIT_S) -> None:
+        self.idle_exit_s = idle_exit_s
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self.threads = 0  # alive now
+        self.busy = 0  # running a job now
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        """Run ``fn(*args)`` on an idle thread, or on a new one when none is idle."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                worker = _Worker(self)
+                self.threads += 1
+                start = True
+            else:
+                start = False
+            self.busy += 1
+        worker.inbox.put((fn, args, future))
+        if start:
+            worker.thread.start()
+        return future
+
+    def _idle_again(self, worker: _Worker) -> None:
+        with self._lock:
+            self.busy -= 1
+            self._idle.append(worker)
+
+    def _retire(self, worker: _Worker) -> bool:
+        """True when ``worker`` was idle and may end; False when a job was just handed to it."""
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                self.threads -= 1
+                return True
+            return False
+
+
+THREADS = ElasticThreads()
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on a thread of :data:`THREADS` in a copy of the caller's context variables
+    (as ``asyncio.to_thread`` runs it), awaited from the running loop."""
+    context = contextvars.copy_context()
+    return await asyncio.wrap_future(THREADS.submit(context.run, fn, *args))

@@ -1,0 +1,43 @@
+"""The provider-script benchmark's parts (bench/bench_script_provider.py, issue 29): its four bench
+agents run to their end through the bench provider script against the latency server, making the
+model calls the benchmark counts on, and one engine-shape measurement reports every figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT))
+    import bench_script_provider
+
+    return bench_script_provider
+
+
+def test_each_bench_agent_makes_its_model_calls_through_the_script(bench, home: Path) -> None:
+    import lev_nb
+
+    home.mkdir()
+    with bench.latency_server(0.0) as port:
+        bench.write_home(str(home), port)
+        for name, _weight, calls in bench.MIX:
+            before = bench.server_call(port, "/stats")["calls"]
+            run = lev_nb.load(bench.AGENTS / name).run("summarise the report", home=home)
+            run.wait(60)
+            assert run.status == "complete", (name, run.status)
+            assert bench.server_call(port, "/stats")["calls"] - before == calls, name
+
+
+def test_the_engine_shape_reports_every_figure(bench) -> None:
+    found = bench.run_engine(10, 0.0)
+    assert found["statuses"] == {"complete": 10}
+    assert found["model_calls"] == found["expected_calls"] == bench.expected_calls(10)
+    for key in ("drain_s", "cpu_per_call_ms", "script_cpu_per_call_ms", "engine_cpu_per_call_ms", "peak_in_flight",
+                "per_run_kib"):
+        assert key in found
+    assert found["script_cpu_per_call_ms"] > 0

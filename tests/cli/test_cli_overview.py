@@ -1,0 +1,37 @@
+"""``lev --help`` is answered from lev_nb.cli.overview without building the full parser (issue 29):
+its command list is the full parser's, and its page is argparse's at every terminal width."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from lev_nb.cli import build_parser
+from lev_nb.cli.overview import COMMAND_SUMMARIES, NARROWEST, overview_parser, overview_text
+
+
+def test_the_summaries_are_the_commands_the_full_parser_registers() -> None:
+    (group,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert [(a.dest, a.help) for a in group._choices_actions] == list(COMMAND_SUMMARIES)
+
+
+@pytest.mark.parametrize("columns", [NARROWEST, 67, 80, 101, 133, 220])
+def test_the_overview_page_is_the_page_argparse_prints(columns: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    full = build_parser().format_help()
+    assert overview_parser().format_help() == full
+    assert overview_text(columns) == full
+
+
+def test_lev_help_builds_no_parser_and_imports_no_command() -> None:
+    code = ("import sys\nfrom lev_nb.cli import main\nassert main(['--help']) == 0\n"
+            "print('LOADED:' + ','.join(m for m in ('argparse', 'typing', 'lev_nb.cli.app', 'lev_nb.cli.run_commands')"
+            " if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"} | {k: v for k, v in __import__("os").environ.items()
+                                                                          if k == "PYTHONPATH"})
+    assert out.returncode == 0, out.stderr
+    assert "usage: lev" in out.stdout and out.stdout.strip().splitlines()[-1] == "LOADED:"

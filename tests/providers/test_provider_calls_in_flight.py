@@ -1,0 +1,120 @@
+"""Model calls that block hold no thread of a fixed set (issue 29): a provider script waiting on its
+HTTP answer, or a plain-function provider, runs on a thread of the elastic pool
+(lev_nb.providers.blocking), so more calls than any old pool width (32) are in flight at once and
+``[limits] max_concurrent_inferences`` is the only limit.
+
+The server answers no call until 40 are waiting together (a barrier), so with a ceiling under 40
+the calls would never all arrive and the barrier would break: the test needs no clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from lev_nb.engine.loop import engine_loop
+from lev_nb.messages import Message, ModelRequest, ModelResponse
+from lev_nb.providers.base import call_complete
+from lev_nb.providers.blocking import ElasticThreads
+from lev_nb.providers.rhai_provider import RhaiProvider
+
+CALLS = 40  # more than the 32 threads the engine loop's default executor has
+
+SCRIPT = r'''
+fn initialize(config) { #{ url: config.base_url } }
+fn inference(state, request) {
+    let reply = parse_json(http_post(state.url, to_json(#{ model: request.model }), #{}));
+    #{ content: reply.text }
+}
+'''
+
+
+@pytest.fixture
+def together() -> Iterator[str]:
+    """A server on 127.0.0.1 that answers once CALLS requests are waiting at the same time."""
+    barrier = threading.Barrier(CALLS, timeout=30)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            try:
+                barrier.wait()
+                body = json.dumps({"text": "together"}).encode()
+            except threading.BrokenBarrierError:
+                body = json.dumps({"text": "alone"}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        barrier.abort()
+        server.shutdown()
+        server.server_close()
+
+
+def test_more_provider_script_calls_are_in_flight_than_any_fixed_pool(home: Path, together: str) -> None:
+    from lev_nb.settings import current
+
+    (home / "providers").mkdir(parents=True)
+    (home / "providers" / "wide.rhai").write_text(SCRIPT, encoding="utf-8")
+    (home / "config.toml").write_text(f'[security]\nallow_local_network = true\n[model_providers.wide]\n'
+                                      f'base_url = "{together}"\n', encoding="utf-8")
+    provider = RhaiProvider("wide", "m", current())
+
+    async def all_at_once() -> list[ModelResponse]:
+        request = ModelRequest(provider="wide", model="m", messages=[Message("user", "hi")])
+        return await asyncio.gather(*(provider.complete(request) for _ in range(CALLS)))
+
+    answers = engine_loop().submit(all_at_once()).result(120)
+    assert [a.text for a in answers] == ["together"] * CALLS
+
+
+def test_a_plain_function_provider_is_not_held_to_a_fixed_pool_either() -> None:
+    barrier = threading.Barrier(CALLS, timeout=30)
+
+    class Blocking:
+        name = "blocking"
+
+        def complete(self, request: ModelRequest) -> ModelResponse:
+            barrier.wait()
+            return ModelResponse(text="together")
+
+    async def all_at_once() -> list[ModelResponse]:
+        request = ModelRequest(provider="blocking", model="m")
+        return await asyncio.gather(*(call_complete(Blocking(), request) for _ in range(CALLS)))
+
+    answers = engine_loop().submit(all_at_once()).result(120)
+    assert {a.text for a in answers} == {"together"}
+
+
+def test_the_pool_reuses_idle_threads_and_lets_them_go() -> None:
+    pool = ElasticThreads(idle_exit_s=0.05)
+    assert pool.submit(lambda: 1).result(10) == 1
+    gate = threading.Event()
+    first = pool.submit(gate.wait, 10)
+    second = pool.submit(gate.wait, 10)  # the first thread is busy: a second one starts
+    assert pool.threads == 2
+    gate.set()
+    assert first.result(10) and second.result(10)
+    failed = pool.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failed.result(10)
+    done = threading.Event()
+    while pool.threads:  # idle threads end on their own
+        done.wait(0.01)
+    assert pool.submit(lambda: "again").result(10) == "again"

@@ -1,0 +1,163 @@
+"""What a provider-script call costs (issue 29): the script is found and compiled once and looked at
+again only after RECHECK_S (a change is still picked up), one shared engine serves every call, the
+request reaches the script as plain data without a JSON round trip, and script HTTP keeps its
+connections alive (a connection the server dropped is replaced without failing the call)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lev_nb.messages import Message, ModelRequest, SystemBlock, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from lev_nb.providers import ProviderError, rhai_provider, script_http
+from lev_nb.providers.rhai_provider import RhaiProvider, request_map, shared_engine
+
+SCRIPT = r'''
+fn initialize(config) { #{ url: config.base_url, tag: config.tag ?? "first" } }
+fn inference(state, request) {
+    let reply = parse_json(http_post(state.url, to_json(#{ n: request.messages.len() }), #{}));
+    #{ content: `${state.tag}:${reply.text}` }
+}
+'''
+
+
+class KeepAlive:
+    """An HTTP/1.1 server on 127.0.0.1 that counts the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                owner.connections += 1
+                super().setup()
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = json.dumps({"text": "ok"}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[KeepAlive]:
+    found = KeepAlive()
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def install(home: Path, url: str, script: str = SCRIPT) -> Path:
+    (home / "providers").mkdir(parents=True, exist_ok=True)
+    path = home / "providers" / "cheap.rhai"
+    path.write_text(script, encoding="utf-8")
+    (home / "config.toml").write_text(f'[security]\nallow_local_network = true\n[model_providers.cheap]\n'
+                                      f'base_url = "{url}"\n', encoding="utf-8")
+    return path
+
+
+def ask(provider: RhaiProvider) -> str:
+    request = ModelRequest(provider="cheap", model="m", messages=[Message("user", "hi")])
+    return asyncio.run(provider.complete(request)).text
+
+
+def test_the_script_file_is_not_looked_at_again_within_the_recheck_time(home: Path, server: KeepAlive,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from lev_nb.settings import current
+
+    monkeypatch.setattr(rhai_provider, "RECHECK_S", 3600.0)
+    path = install(home, server.url)
+    settings = current()
+    assert ask(RhaiProvider("cheap", "m", settings)) == "first:ok"
+    path.unlink()  # no lookup, no read: the compiled script answers
+    assert ask(RhaiProvider("cheap", "m", settings)) == "first:ok"
+    monkeypatch.setattr(rhai_provider, "RECHECK_S", 0.0)  # time to look again: the script is gone
+    with pytest.raises(ProviderError) as caught:
+        ask(RhaiProvider("cheap", "m", settings))
+    assert caught.value.kind == "unknown_model"
+
+
+def test_a_changed_script_is_picked_up_once_looked_at_again(home: Path, server: KeepAlive,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from lev_nb.settings import current
+
+    monkeypatch.setattr(rhai_provider, "RECHECK_S", 0.0)
+    path = install(home, server.url)
+    settings = current()
+    assert ask(RhaiProvider("cheap", "m", settings)) == "first:ok"
+    path.write_text(SCRIPT.replace('"first"', '"second!"'), encoding="utf-8")  # another size, whatever the clock
+    assert ask(RhaiProvider("cheap", "m", settings)) == "second!:ok"
+
+
+def test_one_engine_and_one_kept_connection_serve_many_calls(home: Path, server: KeepAlive) -> None:
+    from lev_nb.settings import current
+
+    install(home, server.url)
+    provider = RhaiProvider("cheap", "m", current())
+    assert [ask(provider) for _ in range(5)] == ["first:ok"] * 5
+    assert server.connections == 1
+    assert shared_engine(30.0) is shared_engine(30.0)
+
+
+def test_a_kept_connection_the_server_dropped_is_replaced(server: KeepAlive) -> None:
+    assert script_http.request("POST", server.url, "{}", allow_local=True) == '{"text": "ok"}'
+    key = next(k for k in script_http.POOL._idle if k[2] == server.server.server_address[1])
+    (connection, _since), = script_http.POOL._idle[key]
+    connection.sock.close()  # the server (or the network) ended the idle connection
+    assert script_http.request("POST", server.url, "{}", allow_local=True) == '{"text": "ok"}'
+    assert server.connections == 2
+
+
+def test_the_request_map_is_the_plain_data_a_json_round_trip_gave() -> None:
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    request = ModelRequest(
+        provider="p", model="m", system=["sys"], system_blocks=[SystemBlock("sys", region="system", cache_tier=0)],
+        messages=[Message("user", "hi"),
+                  Message("assistant", [TextBlock("t"), ToolUseBlock("c1", "tool", {"a": (1, 2), 3: Odd()})]),
+                  Message("user", [ToolResultBlock("c1", "done", is_error=True)])],
+        tools=[ToolSpec("tool", "does", {"type": "object", "properties": {"a": {"type": "array"}}})],
+        extra={"odd": Odd(), "nested": {"t": (1, "x")}},
+    )
+    expected: dict[str, Any] = json.loads(json.dumps({
+        "system": [{"text": "sys", "cache_hint": "stable", "region": "system", "volatility": "rewritten"}],
+        "messages": [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": [{"type": "text", "text": "t"},
+                                                       {"type": "tool_use", "id": "c1", "name": "tool",
+                                                        "input": {"a": (1, 2), 3: Odd()}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "done",
+                                                   "is_error": True}]}],
+        "tools": [{"name": "tool", "description": "does",
+                   "parameters": {"type": "object", "properties": {"a": {"type": "array"}}}}],
+        "model": "m", "max_tokens": request.max_tokens, "temperature": None, "request_timeout_secs": None,
+        "extra": {"odd": Odd(), "nested": {"t": (1, "x")}},
+    }, default=str))
+    assert request_map(request) == expected
