@@ -112,7 +112,8 @@ LAUNCH_HELP = ("override a setting for this command, e.g. -c limits.max_concurre
                "(highest precedence; repeatable)")
 VERSION_HELP = "print the version of lev_nb and exit"
 VERBOSE_HELP = "more detail on any command (lev COMMAND --help says what it adds there)"
-NARROWEST = 60  # columns: below this argparse wraps the usage line too, so it lays the page out
+USAGE = "usage: lev [-h] [--version] [-c KEY=VALUE] [-v] COMMAND ..."
+NARROWEST = len(USAGE) + 2  # columns: below this argparse wraps the usage line too, so it lays the page out
 
 
 def add_launch_options(parser: argparse.ArgumentParser) -> None:
@@ -176,7 +177,7 @@ def overview_text(columns: int) -> str:
             return [head] + [" " * column + line for line in lines]
         return [head.ljust(column) + lines[0]] + [" " * column + line for line in lines[1:]]
 
-    out = ["usage: lev [-h] [--version] [-c KEY=VALUE] [-v] COMMAND ...", "", DESCRIPTION, "", "options:"]
+    out = [USAGE, "", DESCRIPTION, "", "options:"]
     for name, text in options:
         out += entry(2, name, text)
     out += ["", "commands:", "  COMMAND"]
