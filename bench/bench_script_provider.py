@@ -91,7 +91,9 @@ def write_home(home: str, port: int, pool: int = POOL) -> None:
         f"script = {json.dumps(str(SCRIPT))}\n"
         f"base_url = \"http://127.0.0.1:{port}/v1\"\n"
         "[security]\nallow_local_network = true\n"
-        f"[limits]\nmax_concurrent_inferences = {pool}\n")
+        f"[limits]\nmax_concurrent_inferences = {pool}\n"
+        # The workload is the agents' own calls: no extra call per run for a generated title.
+        "[title]\nenabled = false\n")
 
 
 def shares(n: int) -> list[tuple[str, int]]:
