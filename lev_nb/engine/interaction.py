@@ -14,8 +14,9 @@ neutral answer applies (an approval is denied, a question gets no answer).
 
 Whether anybody can answer is decided at launch (``interactive``): ``lev run`` at a terminal
 (stdin is a tty) asks; ``interactive=True`` in Python asks (answer with ``run.respond``);
-``interactive=False`` never asks; the Python default (None) asks from the moment a notebook run
-view of the run is open (``run.widget()``, ``%%lev``), since its forms can answer. A run with
+``interactive=False`` never asks; the Python default (None) asks when the run is started in a
+notebook kernel (from its start, so the first request already offers the question tools; its view,
+``%%lev`` and ``run.wait()`` show the forms), and elsewhere from the moment a run view is open. A run with
 nobody to ask never waits: an ``ask`` tool is denied with the message that says how to
 allow it, a blocking tool gets no answer, an ``ask`` checkpoint ends the run. A child run hands
 its requests to its root run's hub, so whoever watches the root answers them.

@@ -102,6 +102,9 @@ class RequestForm(widgets.VBox):
         parts.append(self.message)
         super().__init__(children=parts)
         self.add_class("lev-request")
+        from lev_nb.notebook.asking import answer_off_main
+
+        answer_off_main(self)  # a click reaches the run while a cell waits in run.wait()
 
     def _button(self, label: str, action: Any, style: str = "") -> widgets.Button:
         button = widgets.Button(description=label, button_style=style, tooltip=label)
