@@ -208,7 +208,7 @@ class RunWidget(_VBox):
         """Assign the parts' values (only changed values are sent to the frontend)."""
         state = self._state
         self._last_draw = time.monotonic()
-        self.header.value = runview.STYLE + _part(runview.header_html(state))
+        self.header.value = _part(runview.header_html(state))
         self.progress.value = _part(runview.progress_html(state) + runview.mcp_html(state))
         self.warnings.value = _part(runview.warnings_html(state))
         parts = list(self.visits.children)
@@ -321,7 +321,9 @@ def is_shown(run: Any) -> bool:
 
 
 def _part(body: str) -> str:
-    return f"<div class='lev-run'>{body}</div>" if body else ""
+    from lev_nb.notebook.viewstyle import inline
+
+    return inline(f"<div class='lev-run'>{body}</div>") if body else ""
 
 
 def _parent_header() -> Any:
