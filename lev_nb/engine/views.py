@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 __all__ = ["provide", "view", "has_view", "run_observer", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW",
-           "RUN_OBSERVER", "PERSON_HERE", "RUN_WAITER", "RUN_AWAITER", "person_here", "EVAL_PROGRESS", "EVAL_BUNDLE", "COMPARE_BUNDLE"]
+           "BATCH_TABLE", "RUN_OBSERVER", "PERSON_HERE", "RUN_WAITER", "RUN_AWAITER", "person_here", "EVAL_PROGRESS", "EVAL_BUNDLE", "COMPARE_BUNDLE"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
 RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
 BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
+BATCH_TABLE = "batch_table"  # (list of RunSummary) -> MIME bundle (a table)
 # (settings, run_id, parent_run_id) -> a callback for the run's events, or None (tracing is off)
 RUN_OBSERVER = "run_observer"
 PERSON_HERE = "person_here"  # () -> bool: a person can answer a run started here (a notebook kernel)
