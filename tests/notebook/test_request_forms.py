@@ -173,8 +173,31 @@ def test_the_view_says_the_run_waits_and_tells_the_answer(engine):
     while view.status != "waiting_input" and time.monotonic() < deadline:
         time.sleep(0.01)
     assert "data-status='waiting_input'" in view.header.value
+    # While it waits, the ASK call-out says so in the present tense.
+    while "Waiting for a person: Name?" not in runview.snapshot_text(view.state) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "! ask: Waiting for a person: Name?" in runview.snapshot_text(view.state)
     form.text.value = "Ada"
     form.send.click()
     run.wait(RUN_TIMEOUT_S)
     text = runview.snapshot_text(view.state)
-    assert "Waited for a person: Name?" in text
+    # Answered, the call-out turns to the past and the answer follows it as a call-out of its own.
+    assert "! ask: Asked a person: Name?\n  ! answer: Answered: Ada" in text
+
+
+def test_an_approval_and_a_denied_tool_are_told_as_call_outs(engine):
+    from lev_nb.notebook import runview
+
+    run, view, _ = start(engine, [call("write_file", path="a.txt", content="hi"),
+                                  call("write_file", path="b.txt", content="ho"), say("ok")])
+    form_of(view).allow_run.click()
+    run.wait(RUN_TIMEOUT_S)
+    text = runview.snapshot_text(view.state)
+    assert "! ask: Asked a person: allow the tool 'write_file'?\n  ! answer: Allowed for this run." in text
+
+    run, view, _ = start(engine, [call("write_file", path="c.txt", content="hi"), say("ok")])
+    form_of(view).deny.click()
+    run.wait(RUN_TIMEOUT_S)
+    lines = [line for line in runview.snapshot_text(view.state).splitlines() if line.startswith("  ! ")]
+    assert lines[1] == "  ! answer: Denied."
+    assert lines[2].startswith("  ! denied: write_file was denied: ")
