@@ -79,8 +79,8 @@ class Request:
 
     ``kind`` is approval | text | choice | confirm | review | edit | checkpoint. An approval names
     the ``tool`` and its ``arguments``; a choice and a checkpoint offer ``options``; review and
-    edit carry the ``document`` (review also a ``title``); a checkpoint names its ``point`` and
-    shows the stage's answer as ``document``. ``created`` is a Unix time.
+    edit carry the ``document`` (review also a ``title``); a checkpoint names its ``point``, shows
+    the stage's answer as ``document`` and says what each option does in ``roles``. ``created`` is a Unix time.
     """
 
     id: str
@@ -95,6 +95,9 @@ class Request:
     title: str | None = None
     point: str | None = None
     run_id: str = ""
+    # A checkpoint's options, what each does: approve | revise (back to the stage with its note)
+    # | edit | end (the run stops); the form says so on its buttons.
+    roles: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON-ready data (meta.json's ``pending`` holds these)."""
@@ -102,7 +105,7 @@ class Request:
             "id": self.id, "kind": self.kind, "run_id": self.run_id, "stage": self.stage,
             "created": self.created, "prompt": self.prompt, "options": list(self.options),
             "tool": self.tool, "arguments": self.arguments, "document": self.document,
-            "title": self.title, "point": self.point,
+            "title": self.title, "point": self.point, **({"roles": list(self.roles)} if self.roles else {}),
         }
 
     @classmethod
@@ -114,6 +117,7 @@ class Request:
             options=tuple(str(o) for o in data.get("options") or ()), tool=data.get("tool"),
             arguments=data.get("arguments"), document=data.get("document"), title=data.get("title"),
             point=data.get("point"), run_id=str(data.get("run_id") or ""),
+            roles=tuple(str(r) for r in data.get("roles") or ()),
         )
 
     def describe(self) -> str:

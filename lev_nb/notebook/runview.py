@@ -88,7 +88,7 @@ def progress_html(state: RunState) -> str:
         mark = ""
         if name == state.current:
             classes += ["current", state.status]
-            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "⏸ "}.get(state.status, "✗ ")
+            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "‖ "}.get(state.status, "✗ ")
         elif name in visited:
             classes.append("visited")
             mark = "✓ "

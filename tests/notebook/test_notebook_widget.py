@@ -150,7 +150,7 @@ def test_a_paused_run_says_why_once_and_its_resumed_run_goes_on() -> None:
     page = runview.snapshot_html(state)
     assert "data-status='paused'" in page and "Paused in " in text_of(page)
     assert text_of(page).count("then `lev resume") == 1
-    assert "⏸" in page and "width:100%" not in page
+    assert "‖ " in page and "width:100%" not in page
     assert f"paused in {run.stage}: " in runview.snapshot_text(state)
     resumed = lev_nb.resume(run.run_id, model="mock").wait(RUN_TIMEOUT_S)
     state = widget_module.follow(resumed, new_state(resumed))

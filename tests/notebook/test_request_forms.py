@@ -201,3 +201,38 @@ def test_an_approval_and_a_denied_tool_are_told_as_call_outs(engine):
     lines = [line for line in runview.snapshot_text(view.state).splitlines() if line.startswith("  ! ")]
     assert lines[1] == "  ! answer: Denied."
     assert lines[2].startswith("  ! denied: write_file was denied: ")
+
+
+CHECKPOINT = """
+[stages.draft]
+mode = "interactive_points"
+max_iterations = 4
+[[stages.draft.interaction_points]]
+name = "approve_plan"
+prompt = "Roll out this plan?"
+style = "multiple_choice"
+options = ["Approve"]
+abort_options = ["Abandon"]
+directives = { "Shorter" = "Cut the plan to three steps." }
+unattended = "ask"
+[stages.draft.transitions]
+"""
+
+
+def test_the_checkpoint_form_says_what_each_button_does(engine):
+    run, view, _ = start(engine, [say("1. ship\n2. watch"), say("done")], toml=CHECKPOINT)
+    form = form_of(view)
+    # Its prompt, not its internal name, and no glyph Debian's fonts lack.
+    assert "Roll out this plan?" in form.title.value and "approve_plan" not in form.title.value
+    assert "⏸" not in form.title.value
+    said = form.children[2].value
+    assert "<b>Approve</b> approves it and moves on" in said and "<b>Abandon</b> ends the run" in said
+    assert "<b>Shorter</b> sends it back to the stage with that instruction" in said
+    styles = {b.description: b.button_style for b in form.buttons}
+    assert styles == {"Approve": "success", "Shorter": "", "Abandon": "danger", "Approve with this note": "",
+                      "End the run": "danger"}
+    assert all(b.layout.width == "auto" for b in form.buttons)  # long labels are not cut off
+    assert form.children[-2].layout.flex_flow == "row wrap"  # and the row wraps in a narrow view
+    form.choices[0].click()
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
