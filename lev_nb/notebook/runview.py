@@ -26,6 +26,7 @@ FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
 OUTPUT_PREVIEW_CHARS = 20_000
 CHILD_ROWS = 20  # child runs listed by name; the rest are counted
+FIRST_ANSWER = "Waiting for the model's first answer."  # a live stage visit before its first turn
 
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
@@ -182,6 +183,8 @@ def visit_html(state: RunState, index: int) -> str:
             items.append(f"<li class='lev-line lev-callout {_e(line.callout)}'>{tag}{_e(text)}{_said(line.detail, collapsed=True)}</li>")
         else:
             items.append(f"<li class='lev-line'>{_e(text)}{_said(line.detail)}</li>")
+    if live and not visit.turns and not visit.tool_calls and state.status == "running":
+        items.append(f"<li class='lev-line lev-waiting'>{_e(FIRST_ANSWER)}</li>")
     body = f"<ul class='lev-lines'>{''.join(items)}</ul>" if items else ""
     transcript = ""
     if visit.transcript:

@@ -57,3 +57,14 @@ def test_a_status_chip_keeps_its_own_colour_over_the_class_style() -> None:
     marked = inline("<span class='lev-chip' style='background-color:#2e7d32'>complete</span>")
     style = re.search(r"style='([^']*)'", marked).group(1)
     assert style.endswith("background-color:#2e7d32") and "color:#fff" in style
+
+
+def test_a_stage_waiting_for_its_first_answer_says_so() -> None:
+    from lev_nb.explain.fold import RunState, Visit
+
+    state = RunState("r-1", ["work"])
+    state.status, state.agent = "running", "a"
+    state.visits.append(Visit("work", 1, None, 0.0))
+    assert runview.FIRST_ANSWER in html.unescape(runview.visit_html(state, 0))
+    state.visits[0].turns = 1
+    assert runview.FIRST_ANSWER not in html.unescape(runview.visit_html(state, 0))
