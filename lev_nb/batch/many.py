@@ -148,7 +148,7 @@ def _seconds(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-class RunSummaries(list):  # type: ignore[type-arg]
+class RunSummaries(list[RunSummary]):
     """``run_many``'s answer: the list of :class:`RunSummary`, one per task in task order; in a
     notebook it displays as a table (``views.BATCH_TABLE``)."""
 

@@ -57,9 +57,9 @@ _subshell: list[str] = []  # the id of the kernel subshell that handles the form
 def _forms_subshell() -> str | None:
     """A kernel subshell (ipykernel 7's own threads for shell messages) for the forms' messages,
     created once; None where the kernel has none (ipykernel 6: jupyter-ui-poll serves instead)."""
-    kernel = getattr(_kernel_shell(), "kernel", None)
-    channel = getattr(kernel, "shell_channel_thread", None)
-    manager = getattr(channel, "manager", None)
+    kernel: Any = getattr(_kernel_shell(), "kernel", None)
+    channel: Any = getattr(kernel, "shell_channel_thread", None)
+    manager: Any = getattr(channel, "manager", None)
     if not getattr(kernel, "_supports_kernel_subshells", False) or not hasattr(manager, "_create_subshell"):
         return None
     with _subshell_lock:
