@@ -114,6 +114,11 @@ def _wire_notebook_views() -> None:
     views.provide(views.OUTPUT_BUNDLE, _notebook_view("lev_nb.notebook.display", "final_output_bundle"))
     views.provide(views.RUN_WIDGET, _notebook_view("lev_nb.notebook.widget", "RunWidget"))
     views.provide(views.BATCH_VIEW, _notebook_view("lev_nb.notebook.batchview", "BatchView"))
+    views.provide(views.BATCH_TABLE, _notebook_view("lev_nb.notebook.batchview", "summaries_bundle"))
+    # A notebook kernel is a person a run can ask, and waiting there keeps the forms answering.
+    views.provide(views.PERSON_HERE, _notebook_view("lev_nb.notebook.asking", "person_here"))
+    views.provide(views.RUN_WAITER, _notebook_view("lev_nb.notebook.asking", "wait"))
+    views.provide(views.RUN_AWAITER, _notebook_view("lev_nb.notebook.asking", "await_run"))
     views.provide(views.EVAL_PROGRESS, _notebook_view("lev_nb.notebook.evalview", "EvalProgressView"))
     views.provide(views.EVAL_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "eval_bundle"))
     views.provide(views.COMPARE_BUNDLE, _notebook_view("lev_nb.notebook.evalview", "compare_bundle"))

@@ -9,6 +9,6 @@ processes, each hosting its own engine loop, and gathers their runs' summaries a
 
 from __future__ import annotations
 
-from lev_nb.batch.many import BatchProgress, RunSummary, run_many
+from lev_nb.batch.many import BatchProgress, RunSummaries, RunSummary, run_many
 
-__all__ = ["BatchProgress", "RunSummary", "run_many"]
+__all__ = ["BatchProgress", "RunSummaries", "RunSummary", "run_many"]

@@ -96,6 +96,31 @@ class BatchProgress:
         """Runs started and not yet ended."""
         return max(0, self.started - self.finished)
 
+    @property
+    def percent(self) -> int:
+        """Finished tasks as a whole percentage of the batch."""
+        return 100 if not self.total else int(100 * self.finished / self.total)
+
+    @property
+    def rate(self) -> float | None:
+        """Tasks finished per second so far (None before the first one)."""
+        return self.finished / self.elapsed_s if self.finished and self.elapsed_s > 0 else None
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds until the batch ends at the rate so far (None before the first task ends)."""
+        rate = self.rate
+        return None if rate is None or self.done else max(0.0, (self.total - self.finished) / rate)
+
+    def pace(self) -> str:
+        """``42% · 2.5 tasks/s · about 12 s left`` (the rate and time left once a task ended)."""
+        parts = [f"{self.percent}%"]
+        if self.rate is not None:
+            parts.append(f"{self.rate:.2g} tasks/s" if self.rate < 10 else f"{self.rate:.0f} tasks/s")
+        if self.eta_s is not None:
+            parts.append(f"about {_seconds(self.eta_s)} left")
+        return " · ".join(parts)
+
     def line(self) -> str:
         """The counts as one line, ``12/40 finished: 3 running, 11 complete, 1 failed, ...``, then
         where the running ones are (``2 in plan, 1 in review``): the notebook view and ``lev run
@@ -114,6 +139,27 @@ class BatchProgress:
                 where.append(f"{rest} elsewhere")
             line += " · " + ", ".join(where)
         return line
+
+
+def _seconds(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class RunSummaries(list[RunSummary]):
+    """``run_many``'s answer: the list of :class:`RunSummary`, one per task in task order; in a
+    notebook it displays as a table (``views.BATCH_TABLE``)."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from lev_nb.engine import views
+
+        text = {"text/plain": repr(list(self))}
+        if not views.has_view(views.BATCH_TABLE):
+            return text
+        return {**text, **views.view(views.BATCH_TABLE, list(self))}
 
 
 class _Backend:
@@ -370,7 +416,7 @@ def run_many(
                 view = views.view(views.BATCH_VIEW, progress)
                 on_progress = _both(view.update, on_progress)
         try:
-            return _drive(backend, spec, _shares(tasks, size), tasks, retries, progress, on_progress)
+            return RunSummaries(_drive(backend, spec, _shares(tasks, size), tasks, retries, progress, on_progress))
         except KeyboardInterrupt:
             _stop(backend)
             raise

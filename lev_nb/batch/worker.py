@@ -154,8 +154,9 @@ def run_share(spec: ShareSpec, items: list[tuple[int, Any]], channel: Channel | 
             finish(summary_of(index, task, run))
 
         try:
+            # A batch shows no forms: its runs ask nobody unless run_many is told interactive=True.
             run = start_run(blueprint, task=task, model=spec.model, home=spec.home, on_complete=done,
-                            **{**spec.options, **inputs})
+                            **{"interactive": False, **spec.options, **inputs})
         except Exception as exc:  # this task cannot start (a launch check, a script): report, go on
             finish(failed(index, task, str(exc) or type(exc).__name__))
             continue

@@ -7,6 +7,7 @@ import dataclasses
 import os
 from typing import Any, Callable, Iterable
 
+from lev_nb.engine import views
 from lev_nb.engine.handle import Run
 from lev_nb.engine.pipeline.inference import RetryPolicy
 from lev_nb.engine.plan.types import OutputSpec
@@ -60,7 +61,8 @@ def start_run(
     requires them. Both are recorded in meta.json and inherited by child runs. ``interactive`` says
     whether somebody can answer the run's requests (``run.pending`` / ``run.respond``): True asks,
     False never asks (an ``ask`` tool is denied with a message that says how to allow it), and the
-    default None asks from the moment a notebook run view of the run is open (its forms answer).
+    default None asks when the run is started in a notebook kernel (its view, ``run.wait()`` and
+    ``%%lev`` show the forms) and otherwise from the moment a run view of it is open.
     ``max_depth`` limits how many levels of sub-agents may start below this run (it wins over the
     blueprint's ``max_child_depth`` and the configuration's; 0: none at all). ``seed_commands=False``
     (``--no-seed-commands``) refuses the blueprint's command seeds for this run and its children.
@@ -125,6 +127,8 @@ def start_run(
     runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run  # before the run starts, so on_complete always receives it
+    if interactive is None and views.person_here():
+        run.attend()  # before the first request: a notebook person is asked from the start
     run.start()
     return run
 

@@ -222,8 +222,9 @@ class Run:
         return None
 
     def attend(self) -> None:
-        """Say that a person watches this run and can answer it (the notebook run view calls it):
-        a run started with ``interactive=None`` (the default) asks them from now on."""
+        """Say that a person watches this run and can answer it: a run started with
+        ``interactive=None`` (the default) asks them from now on. A run started in a notebook
+        kernel is attended from its start (its view, ``run.wait()`` and ``%%lev`` show the forms)."""
         self._runner.interaction.attend()
 
     def respond(self, request_id: str, answer: Any = None, *, choice: int | None = None,
@@ -264,12 +265,22 @@ class Run:
         return self._started().done()
 
     def wait(self, timeout: float | None = None) -> Run:
-        """Block until the run ends or pauses (or ``timeout`` seconds pass: TimeoutError); returns self."""
-        self._started().result(timeout)
+        """Block until the run ends or pauses (or ``timeout`` seconds pass: TimeoutError); returns self.
+
+        In a notebook the wait keeps the run's forms answering (``views.RUN_WAITER``): a click in
+        its view reaches the run while this cell blocks, and a request nobody sees yet shows here."""
+        future = self._started()
+        if not future.done() and views.has_view(views.RUN_WAITER) and views.view(views.RUN_WAITER, self, timeout):
+            return self
+        future.result(timeout)
         return self
 
     def __await__(self) -> Generator[Any, None, Run]:
-        yield from asyncio.wrap_future(self._started()).__await__()
+        future = self._started()
+        waiting = views.view(views.RUN_AWAITER, self) if views.has_view(views.RUN_AWAITER) and not future.done() else None
+        if waiting is not None:
+            yield from waiting.__await__()
+        yield from asyncio.wrap_future(future).__await__()
         return self
 
     def cancel(self) -> None:

@@ -15,8 +15,9 @@ neutral answer applies (an approval is denied, a question gets no answer).
 
 Whether anybody can answer is decided at launch (``interactive``): ``lev run`` at a terminal
 (stdin is a tty) asks; ``interactive=True`` in Python asks (answer with ``run.respond``);
-``interactive=False`` never asks; the Python default (None) asks from the moment a notebook run
-view of the run is open (``run.widget()``, ``%%lev``), since its forms can answer. A run with
+``interactive=False`` never asks; the Python default (None) asks when the run is started in a
+notebook kernel (from its start, so the first request already offers the question tools; its view,
+``%%lev`` and ``run.wait()`` show the forms), and elsewhere from the moment a run view is open. A run with
 nobody to ask never waits: an ``ask`` tool is denied with the message that says how to
 allow it, a blocking tool gets no answer, an ``ask`` checkpoint ends the run. A child run hands
 its requests to its root run's hub, so whoever watches the root answers them.
@@ -80,8 +81,8 @@ class Request:
 
     ``kind`` is approval | text | choice | confirm | review | edit | checkpoint. An approval names
     the ``tool`` and its ``arguments``; a choice and a checkpoint offer ``options``; review and
-    edit carry the ``document`` (review also a ``title``); a checkpoint names its ``point`` and
-    shows the stage's answer as ``document``. ``created`` is a Unix time.
+    edit carry the ``document`` (review also a ``title``); a checkpoint names its ``point``, shows
+    the stage's answer as ``document`` and says what each option does in ``roles``. ``created`` is a Unix time.
     """
 
     id: str
@@ -96,6 +97,9 @@ class Request:
     title: str | None = None
     point: str | None = None
     run_id: str = ""
+    # A checkpoint's options, what each does: approve | revise (back to the stage with its note)
+    # | edit | end (the run stops); the form says so on its buttons.
+    roles: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON-ready data (meta.json's ``pending`` holds these)."""
@@ -103,7 +107,7 @@ class Request:
             "id": self.id, "kind": self.kind, "run_id": self.run_id, "stage": self.stage,
             "created": self.created, "prompt": self.prompt, "options": list(self.options),
             "tool": self.tool, "arguments": self.arguments, "document": self.document,
-            "title": self.title, "point": self.point,
+            "title": self.title, "point": self.point, **({"roles": list(self.roles)} if self.roles else {}),
         }
 
     @classmethod
@@ -115,6 +119,7 @@ class Request:
             options=tuple(str(o) for o in data.get("options") or ()), tool=data.get("tool"),
             arguments=data.get("arguments"), document=data.get("document"), title=data.get("title"),
             point=data.get("point"), run_id=str(data.get("run_id") or ""),
+            roles=tuple(str(r) for r in data.get("roles") or ()),
         )
 
     def describe(self) -> str:

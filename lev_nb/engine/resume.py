@@ -323,5 +323,9 @@ def resume_run(
     runner.blueprint = blueprint
     run = Run(runner)
     runner.handle = run
+    from lev_nb.engine import views
+
+    if interactive is None and views.person_here():
+        run.attend()  # as at launch: a notebook person is asked from the start
     run.start()
     return run

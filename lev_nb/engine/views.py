@@ -9,6 +9,10 @@ left empty (nothing registered), objects fall back to plain text.
 
 One slot is not a display: ``RUN_OBSERVER``, where tracing (:mod:`lev_nb.observability`) is handed
 to every run as it is created, so a run's events can become spans without the engine importing it.
+Two more let a notebook be the person a run asks: ``PERSON_HERE`` says, as a run is created,
+whether somebody can answer it where it was started (a Jupyter kernel, whose run views hold the
+forms), and ``RUN_WAITER`` waits for a run while the forms keep answering (a cell blocked in
+``run.wait()`` or ``await run`` would otherwise hold back the clicks).
 """
 
 from __future__ import annotations
@@ -19,14 +23,19 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 __all__ = ["provide", "view", "has_view", "run_observer", "RUN_BUNDLE", "OUTPUT_BUNDLE", "RUN_WIDGET", "BATCH_VIEW",
-           "RUN_OBSERVER", "EVAL_PROGRESS", "EVAL_BUNDLE", "COMPARE_BUNDLE"]
+           "BATCH_TABLE", "RUN_OBSERVER", "PERSON_HERE", "RUN_WAITER", "RUN_AWAITER", "person_here", "EVAL_PROGRESS", "EVAL_BUNDLE", "COMPARE_BUNDLE"]
 
 RUN_BUNDLE = "run_bundle"  # (run) -> MIME bundle dict
 OUTPUT_BUNDLE = "output_bundle"  # (final output) -> MIME bundle dict
 RUN_WIDGET = "run_widget"  # (run, stages) -> a live view object
 BATCH_VIEW = "batch_view"  # (batch progress) -> a live view object with update(progress)
+BATCH_TABLE = "batch_table"  # (list of RunSummary) -> MIME bundle (a table)
 # (settings, run_id, parent_run_id) -> a callback for the run's events, or None (tracing is off)
 RUN_OBSERVER = "run_observer"
+PERSON_HERE = "person_here"  # () -> bool: a person can answer a run started here (a notebook kernel)
+# (run, timeout) -> True when it waited for the run (else the caller waits plainly); may raise TimeoutError
+RUN_WAITER = "run_waiter"
+RUN_AWAITER = "run_awaiter"  # (run) -> an awaitable that ends with the run, or None (await plainly)
 # The evaluation layer's (lev_nb.eval), which sits above the engine but below the notebook too:
 EVAL_PROGRESS = "eval_progress"  # (title, total) -> a live view with update(progress) and done(evaluation)
 EVAL_BUNDLE = "eval_bundle"  # (evaluation) -> MIME bundle
@@ -61,3 +70,9 @@ def run_observer(settings: Any, run_id: str, parent_run_id: str | None) -> Calla
         return None
     observer: Callable[[Any], None] | None = factory(settings, run_id, parent_run_id)
     return observer
+
+
+def person_here() -> bool:
+    """Whether a person can answer a run started now, where it is started (``PERSON_HERE``)."""
+    factory = _slots.get(PERSON_HERE)
+    return bool(factory()) if factory is not None else False

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
-from lev_nb.explain.story import Line, gate_blocked_text, nudge_text, sentence
+from lev_nb.explain.story import ASKED, ASKING, Line, answer_line, gate_blocked_text, nudge_text, refusal_line, sentence
 from lev_nb.records import record
 from lev_nb.store import TERMINAL_STATUSES
 
@@ -118,6 +118,7 @@ class RunState:
         self.warnings: list[Told] = []  # what the run told the person, in order
         self.mcp_servers: list[dict[str, Any]] = []  # {name, transport, tools, error} of each MCP server used
         self._calls: dict[str, Any] = {}  # call id -> tool_started event, for the result's line
+        self._asks: dict[str, tuple[Visit, int]] = {}  # open request id -> its ASK line (visit, index)
 
     # -- folding events ----------------------------------------------------------------------
     def apply(self, event: Any) -> None:
@@ -164,6 +165,8 @@ class RunState:
             self.status = "waiting_input"
         elif kind == "interaction_resolved" and self.status == "waiting_input":
             self.status = "running"
+        if kind == "interaction_resolved" and self._answer_ask(event):
+            return
         if kind == "model_text":
             # A retried call streams again from the start: begin the text anew.
             self.forming = event.text if event.attempt > 1 and not self.forming else self.forming + event.text
@@ -202,6 +205,10 @@ class RunState:
                 started = self._calls.pop(event.call_id, None)
                 if started is not None:
                     visit.transcript.append(sentence(started))
+                refused = refusal_line(event)
+                if refused is not None:  # a denied or unavailable tool changes the run: a call-out
+                    visit.lines.append((refused, None))
+                    visit.repeat = None
         elif kind == "fan_out_started" and visit is not None and visit.stage in self.workers:
             if self.workers[visit.stage] not in self.worked:
                 self.worked.append(self.workers[visit.stage])
@@ -217,6 +224,8 @@ class RunState:
         if line.transcript:
             visit.transcript.append(line)
             return
+        if kind == "interaction_requested":
+            self._asks[event.request_id] = (visit, len(visit.lines))
         visit.lines.append((line, event.message if kind == "error" else None))
         if kind == "gate_blocked":
             visit.repeat = ("gate", event.target, event.message, event.attempt, event.max_attempts)
@@ -224,6 +233,17 @@ class RunState:
             visit.repeat = ("nudge", event.reason, 1)
         else:
             visit.repeat = None
+
+    def _answer_ask(self, event: Any) -> bool:
+        """Tell how a person's request ended under its ASK line, which turns to the past tense."""
+        visit, index = self._asks.pop(event.request_id, (None, -1))
+        if visit is None or index >= len(visit.lines):
+            return False
+        ask, message = visit.lines[index]
+        visit.lines[index] = (dataclasses.replace(ask, text=ask.text.replace(ASKING, ASKED, 1)), message)
+        visit.lines.insert(index + 1, (answer_line(event), None))
+        visit.repeat = None
+        return True
 
     def _fold_repeat(self, visit: Visit, event: Any) -> bool:
         """Fold a gate block or a nudge that repeats the visit's last line into that line, so

@@ -120,6 +120,35 @@ def nudge_text(reason: str, times: int = 1) -> str:
     return f"Nudged the model{f' {times} times' if times > 1 else ''}: {why}."
 
 
+ASKING = "Waiting for a person:"  # the ASK line while the run waits; ASKED once it was answered
+ASKED = "Asked a person:"
+APPROVALS = {"allow (once)": "Allowed once.", "allow (stage)": "Allowed for this stage.",
+             "allow (run)": "Allowed for this run.", "deny": "Denied."}
+
+
+def answer_line(event: Any) -> Line:
+    """The call-out of how a person's request ended: the approval given, the option or text
+    answered, a decline, or no answer."""
+    answer = event.answer or ""
+    if answer in APPROVALS:
+        return Line(APPROVALS[answer], callout="answer")
+    if event.outcome == "answered":
+        return Line(f"Answered: {clip(answer, 160)}" if answer else "Acknowledged.", callout="answer")
+    said = {"declined": "The person declined.", "timed_out": "Nobody answered in time.",
+            "cancelled": "The question was withdrawn (the run stopped)."}
+    return Line(said.get(event.outcome, event.outcome), callout="answer" if event.outcome == "declined" else "warning")
+
+
+def refusal_line(event: Any) -> Line | None:
+    """A call-out for a tool call that did not run (denied, or not available in the stage), else None."""
+    summary = (event.summary or "").strip()
+    if event.ok or not summary.startswith(("[denied]", "[unavailable]")):
+        return None
+    kind, _, why = summary.partition("]")
+    verb = "was denied" if kind == "[denied" else "is not available"
+    return Line(f"{event.tool} {verb}: {clip(why.strip(), 200)}", callout="denied")
+
+
 def sentence(event: Any) -> Line:
     """The sentence for one run event (see the module docstring)."""
     kind = event.kind
@@ -200,12 +229,9 @@ def sentence(event: Any) -> Line:
         summary = f": {clip(event.summary, 120)}" if event.summary else ""
         return Line(f"Hook {event.hook} changed {event.target}{summary}.")
     if kind == "interaction_requested":
-        return Line(f"Waited for a person: {clip(event.prompt, 160)}", callout="ask")
+        return Line(f"{ASKING} {clip(event.prompt, 160)}", callout="ask")
     if kind == "interaction_resolved":
-        said = {"answered": f"Answered: {clip(event.answer, 120)}" if event.answer else "Answered.",
-                "declined": "The person declined.", "timed_out": "Nobody answered in time.",
-                "cancelled": "The question was withdrawn (the run stopped)."}
-        return Line(said.get(event.outcome, event.outcome), transcript=event.outcome == "answered")
+        return answer_line(event)
     if kind == "message":
         if event.status == "queued":
             return Line(f"A message waits for a stage that accepts messages: {clip(event.text, 120)}")
@@ -214,12 +240,12 @@ def sentence(event: Any) -> Line:
         what = "a worker of" if event.child_kind == "worker" else "the sub-agent"
         return Line(f"Started {what} {event.agent} ({event.child_id}): {clip(first_line(event.task), 100)}")
     if kind == "child_ended":
-        what = "Worker" if event.child_kind == "worker" else "Sub-agent"
+        what = "The worker" if event.child_kind == "worker" else "The sub-agent"
         error = f": {clip(event.error, 160)}" if event.error else ""
         return Line(f"{what} {event.child_id} ended {event.status}{error}.",
                     callout=None if event.status == "complete" else "warning")
     if kind == "children_awaited":
-        return Line(f"Waiting for {plural(event.outstanding, 'sub-agent')} to finish before leaving the stage.")
+        return Line(f"Waiting for {plural(event.outstanding, 'run')} it started to finish before leaving the stage.")
     if kind == "paused":
         return Line(f"Run paused: {clip(event.reason, 300)}", callout="warning")
     if kind == "resumed":

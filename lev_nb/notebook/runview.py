@@ -2,7 +2,8 @@
 from its events) drawn as HTML and text. The warnings the run told are a call-out above the stages,
 drawn with inline styles so it shows even where a notebook's ``<style>`` is dropped (an untrusted
 saved notebook). The ``*_html`` functions draw it with JupyterLab's CSS
-variables (so it reads in light and dark themes, with plain fallbacks for viewers without them);
+variables (see :mod:`lev_nb.notebook.viewstyle`: inline styles with theme-neutral colours, so it reads in
+light and dark themes and where a notebook's ``<style>`` is stripped);
 the live widget shows the same parts, and :func:`snapshot_html` / :func:`snapshot_text` are the static views a saved
 notebook, nbconvert or GitHub show.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from lev_nb.explain.fold import Child, RunState, Told, Visit, told
 from lev_nb.explain.story import clip, first_line, format_count, format_elapsed, plural
+from lev_nb.notebook.viewstyle import inline
 
 __all__ = ["RunState", "Visit", "Child", "Told", "snapshot_html", "snapshot_text", "warnings_html", "STYLE"]
 
@@ -24,6 +26,7 @@ FORMING_CHARS = 600  # the end of the answer being streamed, shown while the run
 PREVIEW_CHARS = 160  # transcript entries longer than this get a "show more"
 OUTPUT_PREVIEW_CHARS = 20_000
 CHILD_ROWS = 20  # child runs listed by name; the rest are counted
+FIRST_ANSWER = "Waiting for the model's first answer."  # a live stage visit before its first turn
 
 # Status chips carry their own colours (white text at >= 4.5:1), so they read in any theme.
 CHIP_COLOURS = {
@@ -31,67 +34,9 @@ CHIP_COLOURS = {
     "cancelled": "#a34f00", "waiting_input": "#6a1b9a", "paused": "#8e24aa",
 }
 
-STYLE = """<style>
-.lev-run{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:var(--jp-ui-font-size1,13px);
- line-height:1.45;color:var(--jp-ui-font-color1,#1b1b1b);text-align:left;max-width:64em}
-.lev-run *{line-height:1.45}
-.lev-run .lev-head{display:flex;flex-wrap:wrap;align-items:center;gap:.25em .6em}
-.lev-run .lev-agent{font-weight:600;font-size:1.1em}
-.lev-run .lev-id{font-family:var(--jp-code-font-family,monospace);font-size:.9em;color:var(--jp-ui-font-color2,#555)}
-.lev-run .lev-chip{display:inline-block;border-radius:1em;padding:0 .65em;font-size:.85em;font-weight:600;color:#fff}
-.lev-run .lev-task{margin:.2em 0}
-.lev-run .lev-title{margin:.2em 0;font-weight:600}
-.lev-run .lev-facts{display:flex;flex-wrap:wrap;gap:.1em 1.2em;color:var(--jp-ui-font-color2,#555);font-size:.92em}
-.lev-run .lev-facts b{color:var(--jp-ui-font-color1,#1b1b1b);font-weight:600}
-.lev-run .lev-bar{height:6px;border-radius:3px;margin:.45em 0;background:var(--jp-layout-color3,#ddd);overflow:hidden}
-.lev-run .lev-bar>span{display:block;height:100%;background:var(--jp-brand-color1,#1976d2)}
-.lev-run .lev-bar.complete>span{background:var(--jp-success-color1,#388e3c)}
-.lev-run .lev-bar.error>span,.lev-run .lev-bar.cancelled>span{background:var(--jp-error-color1,#d32f2f)}
-.lev-run .lev-stages{display:flex;flex-wrap:wrap;gap:.3em;margin:.2em 0 .3em}
-.lev-run .lev-stage{border:1px solid var(--jp-border-color1,#bdbdbd);border-radius:.3em;padding:0 .45em;
- color:var(--jp-ui-font-color2,#555);font-size:.92em}
-.lev-run .lev-stage.visited{color:var(--jp-ui-font-color1,#1b1b1b);background:var(--jp-layout-color2,#eee)}
-.lev-run .lev-stage.current{color:var(--jp-ui-font-color1,#1b1b1b);border-color:var(--jp-brand-color1,#1976d2);
- box-shadow:0 0 0 1px var(--jp-brand-color1,#1976d2);font-weight:600}
-.lev-run .lev-stage.current.error,.lev-run .lev-stage.current.cancelled{border-color:var(--jp-error-color1,#d32f2f);
- box-shadow:0 0 0 1px var(--jp-error-color1,#d32f2f)}
-.lev-run .lev-stage.current.complete{border-color:var(--jp-success-color1,#388e3c);box-shadow:0 0 0 1px var(--jp-success-color1,#388e3c)}
-.lev-run .lev-visit{margin:.5em 0 0;padding-left:.6em;border-left:2px solid var(--jp-border-color2,#e0e0e0)}
-.lev-run .lev-visit.current{border-left-color:var(--jp-brand-color1,#1976d2)}
-.lev-run .lev-visit-head{font-weight:600}
-.lev-run .lev-visit-head span{font-weight:normal;color:var(--jp-ui-font-color2,#555)}
-.lev-run ul.lev-lines{list-style:none;margin:.15em 0;padding:0}
-.lev-run ul.lev-lines li{margin:.1em 0}
-.lev-run li.lev-callout{border-left:3px solid var(--jp-warn-color1,#f57c00);padding:0 .45em;background:var(--jp-layout-color2,#f3f3f3)}
-.lev-run li.lev-callout.error,.lev-run li.lev-callout.rejected{border-left-color:var(--jp-error-color1,#d32f2f)}
-.lev-run li.lev-callout.nudge{border-left-color:var(--jp-info-color1,#0097a7)}
-.lev-run .lev-tag{font-size:.78em;font-weight:700;letter-spacing:.04em;text-transform:uppercase;margin-right:.45em;
- color:var(--jp-ui-font-color2,#555)}
-.lev-run details{margin:.15em 0}
-.lev-run details>summary{cursor:pointer;color:var(--jp-ui-font-color2,#555)}
-.lev-run .lev-transcript ol{margin:.2em 0;padding-left:1.6em}
-.lev-run .lev-transcript li{margin:.15em 0}
-.lev-run .lev-said{font-family:var(--jp-code-font-family,monospace);font-size:.88em;white-space:pre-wrap;
- color:var(--jp-ui-font-color1,#1b1b1b);margin:.05em 0 0}
-.lev-run .lev-output{margin-top:.7em;border:1px solid var(--jp-border-color1,#bdbdbd);border-radius:4px;padding:.4em .7em}
-.lev-run .lev-output-head{font-weight:600;margin-bottom:.3em}
-.lev-run .lev-output-head span{font-weight:normal;color:var(--jp-ui-font-color2,#555)}
-.lev-run .lev-output pre{white-space:pre-wrap;margin:0;max-height:28em;overflow:auto;
- font-family:var(--jp-code-font-family,monospace);font-size:.9em;color:var(--jp-content-font-color1,#1b1b1b)}
-.lev-run .lev-output table{border-collapse:collapse;font-size:.92em}
-.lev-run .lev-output th,.lev-run .lev-output td{border:1px solid var(--jp-border-color2,#e0e0e0);padding:.15em .5em;text-align:left}
-.lev-run .lev-error{margin-top:.7em;border-left:4px solid var(--jp-error-color1,#d32f2f);padding:.3em .7em;
- background:var(--jp-layout-color2,#f3f3f3)}
-.lev-run .lev-error b{color:var(--jp-ui-font-color1,#1b1b1b)}
-.lev-run .lev-forming{margin-top:.5em;padding:.3em .7em;white-space:pre-wrap;color:var(--jp-ui-font-color2,#555);
- border-left:4px solid var(--jp-brand-color1,#1976d2)}
-.lev-run .lev-forming .lev-label{font-weight:600;text-transform:uppercase;font-size:.8em}
-.lev-run .lev-children{margin-top:.6em}
-.lev-run .lev-children-head{font-weight:600}
-.lev-run .lev-children-head span{font-weight:normal;color:var(--jp-ui-font-color2,#555)}
-.lev-run .lev-child{display:flex;flex-wrap:wrap;align-items:center;gap:.2em .6em;margin:.15em 0}
-.lev-run .lev-child .lev-chip{font-size:.78em}
-</style>"""
+# The view's look: inline styles only (lev_nb.notebook.viewstyle), so a saved notebook reads the
+# same untrusted in JupyterLab, on GitHub and in nbviewer. STYLE stays for callers that prepend it.
+STYLE = ""
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -109,14 +54,24 @@ def header_html(state: RunState, now: float | None = None) -> str:
         ("tool calls", format_count(state.tool_calls)),
         ("tokens in / out", f"{format_count(state.tokens_in)} / {format_count(state.tokens_out)}"),
     ]
+    more = task_more_lines(state.task)
+    more_html = f" <span class='lev-more-lines'>(+{plural(more, 'line')})</span>" if more else ""
+    # Spaces between the parts, so the header reads as words even where no style applies.
     return (
-        f"<div class='lev-head'><span class='lev-agent'>{_e(state.agent or 'run')}</span>"
-        f"<span class='lev-id'>{_e(state.run_id)}</span>"
-        f"<span class='lev-chip lev-status' data-status='{_e(state.status)}' style='background:{colour}'>{_e(state.status)}</span></div>"
+        f"<div class='lev-head'><span class='lev-agent'>{_e(state.agent or 'run')}</span> "
+        f"<span class='lev-id'>{_e(state.run_id)}</span> "
+        f"<span class='lev-chip lev-status' data-status='{_e(state.status)}' style='background-color:{colour}'>{_e(state.status)}</span></div>"
         + (f"<div class='lev-title'>{_e(state.title)}</div>" if state.title else "")
-        + (f"<div class='lev-task'>{_e(task)}</div>" if task else "")
-        + "<div class='lev-facts'>" + "".join(f"<span>{_e(k)} <b>{_e(v)}</b></span>" for k, v in facts) + "</div>"
+        + (f"<div class='lev-task'>{_e(task)}{more_html}</div>" if task else "")
+        + "<div class='lev-facts'>" + " ".join(f"<span><span class='lev-fact'>{_e(k)}</span> <b>{_e(v)}</b></span>"
+                                               for k, v in facts) + "</div>"
     )
+
+
+def task_more_lines(task: str | None) -> int:
+    """How many lines of a multi-line task the header's first line leaves out."""
+    lines = [line for line in (task or "").strip().splitlines() if line.strip()]
+    return max(0, len(lines) - 1)
 
 
 def progress_html(state: RunState) -> str:
@@ -124,7 +79,8 @@ def progress_html(state: RunState) -> str:
     percent = round(state.progress() * 100)
     bar = (
         f"<div class='lev-bar {_e(state.status)}' role='progressbar' aria-valuenow='{percent}' "
-        f"aria-valuemin='0' aria-valuemax='100' title='{percent}%'><span style='width:{percent}%'></span></div>"
+        f"aria-valuemin='0' aria-valuemax='100' title='{percent}%'><span class='lev-fill {_e(state.status)}' "
+        f"style='width:{percent}%'></span></div>"
     )
     names = state.stages or state.visited
     visited = set(state.visited)
@@ -134,12 +90,12 @@ def progress_html(state: RunState) -> str:
         mark = ""
         if name == state.current:
             classes += ["current", state.status]
-            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "⏸ "}.get(state.status, "✗ ")
+            mark = "▶ " if not state.finished else {"complete": "✓ ", "paused": "‖ "}.get(state.status, "✗ ")
         elif name in visited:
             classes.append("visited")
             mark = "✓ "
         chips.append(f"<span class='{' '.join(classes)}'>{_e(mark + name)}</span>")
-    return bar + f"<div class='lev-stages'>{''.join(chips)}</div>"
+    return bar + f"<div class='lev-stages'>{' '.join(chips)}</div>"
 
 
 def _said(text: str, collapsed: bool = False) -> str:
@@ -149,13 +105,13 @@ def _said(text: str, collapsed: bool = False) -> str:
     if not text:
         return ""
     if collapsed:
-        return f"<details class='lev-more'><summary>show more</summary><div class='lev-said'>{_e(text)}</div></details>"
+        return f"<details class='lev-more lev-details'><summary class='lev-summary'>show more</summary><div class='lev-said'>{_e(text)}</div></details>"
     if len(text) <= PREVIEW_CHARS:
         return f"<div class='lev-said'>{_e(text)}</div>"
     cut = text[:PREVIEW_CHARS].rsplit(" ", 1)[0] if " " in text[:PREVIEW_CHARS] else text[:PREVIEW_CHARS]
     return (
         f"<div class='lev-said'>{_e(cut)}…</div>"
-        f"<details class='lev-more'><summary>show more</summary><div class='lev-said'>{_e(text)}</div></details>"
+        f"<details class='lev-more lev-details'><summary class='lev-summary'>show more</summary><div class='lev-said'>{_e(text)}</div></details>"
     )
 
 
@@ -219,23 +175,25 @@ def visit_html(state: RunState, index: int) -> str:
     if took is not None:
         meta.append(format_elapsed(max(0.0, took - visit.started)))
     number = f" (visit {visit.number})" if visit.number > 1 else ""
-    head = f"<div class='lev-visit-head'>{_e(visit.stage)}{_e(number)} <span>· {_e(', '.join(meta))}</span></div>"
+    head = f"<div class='lev-visit-head'>{_e(visit.stage)}{_e(number)} <span class='lev-dim'>· {_e(', '.join(meta))}</span></div>"
     items = []
     for line in told(state, visit):
         text = line.text
         if line.callout:
             tag = f"<span class='lev-tag'>{_e(line.callout)}</span>"
-            items.append(f"<li class='lev-callout {_e(line.callout)}'>{tag}{_e(text)}{_said(line.detail, collapsed=True)}</li>")
+            items.append(f"<li class='lev-line lev-callout {_e(line.callout)}'>{tag}{_e(text)}{_said(line.detail, collapsed=True)}</li>")
         else:
-            items.append(f"<li>{_e(text)}{_said(line.detail)}</li>")
+            items.append(f"<li class='lev-line'>{_e(text)}{_said(line.detail)}</li>")
+    if live and not visit.turns and not visit.tool_calls and state.status == "running":
+        items.append(f"<li class='lev-line lev-waiting'>{_e(FIRST_ANSWER)}</li>")
     body = f"<ul class='lev-lines'>{''.join(items)}</ul>" if items else ""
     transcript = ""
     if visit.transcript:
-        entries = "".join(f"<li>{_e(t.text)}{_said(t.detail)}</li>" for t in visit.transcript)
+        entries = "".join(f"<li class='lev-line'>{_e(t.text)}{_said(t.detail)}</li>" for t in visit.transcript)
         opened = " open" if live else ""
         transcript = (
-            f"<details class='lev-transcript'{opened}><summary>transcript · {len(visit.transcript)} "
-            f"entr{'ies' if len(visit.transcript) != 1 else 'y'}</summary><ol>{entries}</ol></details>"
+            f"<details class='lev-transcript lev-details'{opened}><summary class='lev-summary'>transcript · {len(visit.transcript)} "
+            f"entr{'ies' if len(visit.transcript) != 1 else 'y'}</summary><ol class='lev-entries'>{entries}</ol></details>"
         )
     classes = "lev-visit current" if live else "lev-visit"
     return f"<div class='{classes}'>{head}{body}{transcript}</div>"
@@ -251,7 +209,7 @@ def output_html(state: RunState) -> str:
     fmt = (out.format or "").strip().lower()
     note = " · truncated" if out.truncated else ""
     head = (
-        f"<div class='lev-output-head'>Final output <span>· {_e(out.format or 'text')} from {_e(out.stage)}{_e(note)}</span></div>"
+        f"<div class='lev-output-head'>Final output <span class='lev-dim'>· {_e(out.format or 'text')} from {_e(out.stage)}{_e(note)}</span></div>"
     )
     return f"<div class='lev-output' data-format='{_e(fmt)}'>{head}{render_content(out.content, fmt)}</div>"
 
@@ -263,10 +221,11 @@ def render_content(content: str, fmt: str) -> str:
     if fmt == "csv":
         table = csv_table_html(content)
         if table is not None:
-            return table
+            return table.replace("<table>", "<table class='lev-table'>").replace("<th>", "<th class='lev-cell'>").replace(
+                "<td>", "<td class='lev-cell'>")
     elif fmt == "json":
         try:
-            return f"<pre>{_e(json.dumps(json.loads(content), indent=2, ensure_ascii=False))}</pre>"
+            return f"<pre class='lev-pre'>{_e(json.dumps(json.loads(content), indent=2, ensure_ascii=False))}</pre>"
         except (ValueError, RecursionError):
             pass
     elif fmt in ("markdown", "md"):
@@ -278,7 +237,7 @@ def render_content(content: str, fmt: str) -> str:
         if pretty is not None:
             content = pretty
     shown = content if len(content) <= OUTPUT_PREVIEW_CHARS else content[:OUTPUT_PREVIEW_CHARS] + "\n…"
-    return f"<pre>{_e(shown)}</pre>"
+    return f"<pre class='lev-pre'>{_e(shown)}</pre>"
 
 
 def markdown_html(text: str) -> str | None:
@@ -316,8 +275,8 @@ def child_row_html(child: Child) -> str:
     kind = "sub-agent" if child.kind == "agent" else "worker"
     error = f" <span class='lev-id'>{_e(clip(child.error, 120))}</span>" if child.error else ""
     return (
-        f"<span class='lev-chip' data-status='{_e(child.status)}' style='background:{colour}'>{_e(child.status)}</span>"
-        f"<span>{_e(child.agent)} <span class='lev-id'>({_e(kind)})</span></span>"
+        f"<span class='lev-chip lev-child-chip' data-status='{_e(child.status)}' style='background-color:{colour}'>{_e(child.status)}</span> "
+        f"<span>{_e(child.agent)} <span class='lev-id'>({_e(kind)})</span></span> "
         f"<span class='lev-id'>{_e(child.run_id)}</span>{error}"
     )
 
@@ -329,7 +288,7 @@ def children_head_html(state: RunState) -> str:
     n = len(state.children)
     return (
         f"<div class='lev-children-head'>Started {n} run{'s' if n != 1 else ''} "
-        f"<span>· {_e(child_counts(state))}</span></div>"
+        f"<span class='lev-dim'>· {_e(child_counts(state))}</span></div>"
     )
 
 
@@ -359,7 +318,8 @@ def snapshot_html(state: RunState, now: float | None = None) -> str:
     parts += [visit_html(state, i) for i in range(len(state.visits))]
     parts.append(forming_html(state))
     parts += [children_html(state), output_html(state), error_html(state)]
-    return f"{STYLE}<div class='lev-run' data-status='{_e(state.status)}' data-run-id='{_e(state.run_id)}'>{''.join(parts)}</div>"
+    body = f"<div class='lev-run' data-status='{_e(state.status)}' data-run-id='{_e(state.run_id)}'>{''.join(parts)}</div>"
+    return inline(body)
 
 
 def snapshot_text(state: RunState, now: float | None = None) -> str:

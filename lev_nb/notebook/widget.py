@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +40,8 @@ try:  # ipywidgets is optional: the text fallback covers a console without it
 except ImportError:  # pragma: no cover - exercised by monkeypatching _widgets in the tests
     _widgets = None
     _VBox = object
+
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()  # views displayed live, until their run ends
 
 MIN_INTERVAL_S = 0.25  # at most this often a redraw while events pour in
 TICK_S = 1.0  # the elapsed time moves on this often while the run waits on a model
@@ -205,7 +208,7 @@ class RunWidget(_VBox):
         """Assign the parts' values (only changed values are sent to the frontend)."""
         state = self._state
         self._last_draw = time.monotonic()
-        self.header.value = runview.STYLE + _part(runview.header_html(state))
+        self.header.value = _part(runview.header_html(state))
         self.progress.value = _part(runview.progress_html(state) + runview.mcp_html(state))
         self.warnings.value = _part(runview.warnings_html(state))
         parts = list(self.visits.children)
@@ -290,9 +293,11 @@ class RunWidget(_VBox):
             if self._state.finished:
                 display(self.snapshot(), raw=True)
                 return
+            _follow_cells()
             handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
             if handle is not None:
                 self._displays.append((handle.display_id, _parent_header()))
+                _LIVE.add(self)
 
     def _publish_final(self) -> None:
         """Replace every live display of this view by the final snapshot (once)."""
@@ -300,6 +305,7 @@ class RunWidget(_VBox):
             if self._published or not self._state.finished:
                 return
             self._published = True
+            _LIVE.discard(self)
             displays, self._displays = list(self._displays), []
             bundle = self.snapshot()
         for display_id, parent in displays:
@@ -309,8 +315,15 @@ class RunWidget(_VBox):
         return f"<RunWidget {self._run.run_id} {self._state.status}>"
 
 
+def is_shown(run: Any) -> bool:
+    """Whether a live view of ``run`` is displayed in the notebook (its forms can answer)."""
+    return any(view.run is run for view in list(_LIVE))
+
+
 def _part(body: str) -> str:
-    return f"<div class='lev-run'>{body}</div>" if body else ""
+    from lev_nb.notebook.viewstyle import inline
+
+    return inline(f"<div class='lev-run'>{body}</div>") if body else ""
 
 
 def _parent_header() -> Any:
@@ -326,22 +339,60 @@ def _parent_header() -> Any:
 
 def _update_display(bundle: dict[str, str], display_id: str, parent: Any) -> None:
     """``update_display`` sent as part of the message ``parent`` (the cell that showed the view),
-    so JupyterLab updates that cell's output even when the run ends after the cell finished."""
+    so JupyterLab updates that cell's output even when the run ends after the cell finished; and
+    again as part of the cell executing now, if another: nbclient (nbconvert --execute, nbval,
+    papermill) reads only the executing cell's messages, and updates the display wherever it is."""
     from IPython import get_ipython
     from IPython.display import update_display
 
     shell = get_ipython()
     publisher = getattr(shell, "display_pub", None) if shell is not None else None
-    token = None
-    if parent and hasattr(publisher, "set_thread_parent"):
-        token = publisher.set_thread_parent(parent)  # type: ignore[union-attr]
-    try:
-        update_display(bundle, raw=True, display_id=display_id)
-    except Exception:  # the kernel went away: nothing to update
-        pass
-    finally:
-        if token is not None:
-            publisher.reset_thread_parent(token)  # type: ignore[union-attr]
+    parents = [parent]
+    current = _executing_parent(shell)
+    if current is not None and _msg_id(current) != _msg_id(parent):
+        parents.append(current)
+    for one in parents:
+        token = None
+        if one and hasattr(publisher, "set_thread_parent"):
+            token = publisher.set_thread_parent(one)  # type: ignore[union-attr]
+        try:
+            update_display(bundle, raw=True, display_id=display_id)
+        except Exception:  # the kernel went away: nothing to update
+            pass
+        finally:
+            if token is not None:
+                publisher.reset_thread_parent(token)  # type: ignore[union-attr]
+
+
+_cell: list[Any] = [None]  # the header of the cell the kernel executes now (see _follow_cells)
+
+
+def _follow_cells() -> None:
+    """Keep the header of each cell as it starts executing (read on the main thread, where it is
+    the cell's own; a run's thread would read the header of the cell that started the run)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "_lev_follows_cells", False):
+        return
+
+    def started(*_args: Any) -> None:
+        _cell[0] = dict(getattr(shell.display_pub, "parent_header", None) or {}) or None
+
+    shell.events.register("pre_run_cell", started)
+    shell._lev_follows_cells = True
+    started()
+
+
+def _executing_parent(_shell: Any) -> Any:
+    """The header of the cell being executed (or the last one), or None."""
+    return _cell[0]
+
+
+def _msg_id(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return None
+    return (message.get("header") or message).get("msg_id")
 
 
 class RunText:

@@ -17,7 +17,7 @@ def test_run_displays_a_summary_with_status_path_and_output(tmp_path: Path) -> N
     assert plain.startswith(f"triage · {run.run_id} · complete")
     assert "path: read → check → table" in plain
     assert "final output (csv) from table:" in plain
-    assert "<table>" in bundle["text/html"] and run.run_id in bundle["text/html"]
+    assert "<table class='lev-table'" in bundle["text/html"] and run.run_id in bundle["text/html"]
 
 
 def test_events_print_as_one_readable_line(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ def test_the_view_shows_the_bar_the_counts_and_the_dashboard(monkeypatch: pytest
     monkeypatch.setattr(batchview.BatchView, "_show", staticmethod(shown.append))
     progress = BatchProgress(total=10, workers=2, dashboard="http://127.0.0.1:8787/status")
     view = batchview.BatchView(progress)
-    assert shown == [view.box]
+    assert shown == [view]
     progress.started, progress.complete, progress.failed, progress.retried = 6, 3, 1, 2
     view.update(progress)
     assert (view.bar.value, view.bar.max) == (4, 10)
@@ -58,9 +58,24 @@ def test_run_many_in_a_real_kernel_shows_one_progress_view(tmp_path, monkeypatch
         " processes=2)\n"
         "print([s.status for s in out])"
     )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell), nbformat.v4.new_code_cell("out")])
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = nb.cells[0].outputs
-    widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widgets) == 1  # one combined view for the whole batch
+    views = [o for o in outputs if "lev batch" in o.get("data", {}).get("text/plain", "")]
+    assert len(views) == 1  # one combined view for the whole batch
+    # Saved, it is the final snapshot alone (no widget a reopened notebook cannot find), and says how it went.
+    assert "application/vnd.jupyter.widget-view+json" not in views[0]["data"]
+    assert "100% · " in views[0]["data"]["text/plain"] and "width:100%" in views[0]["data"]["text/html"]
+    assert "2/2 finished" in views[0]["data"]["text/plain"]
     assert any("['complete', 'complete']" in o.get("text", "") for o in outputs), outputs
+    # The summaries display as a table.
+    [table] = nb.cells[1].outputs
+    assert "<table" in table["data"]["text/html"] and table["data"]["text/html"].count("<td") == 12
+
+
+def test_the_counts_tell_the_percentage_the_rate_and_the_time_left() -> None:
+    progress = BatchProgress(total=10, started=6, complete=3, failed=1, elapsed_s=8.0)
+    assert progress.pace() == "40% · 0.5 tasks/s · about 12 s left"
+    assert "40% · 0.5 tasks/s" in batchview.counts_html(progress)
+    progress.done = True
+    assert "left" not in progress.pace()

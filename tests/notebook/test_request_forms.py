@@ -173,11 +173,69 @@ def test_the_view_says_the_run_waits_and_tells_the_answer(engine):
     while view.status != "waiting_input" and time.monotonic() < deadline:
         time.sleep(0.01)
     assert "data-status='waiting_input'" in view.header.value
+    # While it waits, the ASK call-out says so in the present tense.
+    while "Waiting for a person: Name?" not in runview.snapshot_text(view.state) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "! ask: Waiting for a person: Name?" in runview.snapshot_text(view.state)
     form.text.value = "Ada"
     form.send.click()
     run.wait(RUN_TIMEOUT_S)
     text = runview.snapshot_text(view.state)
-    assert "Waited for a person: Name?" in text
+    # Answered, the call-out turns to the past and the answer follows it as a call-out of its own.
+    assert "! ask: Asked a person: Name?\n  ! answer: Answered: Ada" in text
+
+
+def test_an_approval_and_a_denied_tool_are_told_as_call_outs(engine):
+    from lev_nb.notebook import runview
+
+    run, view, _ = start(engine, [call("write_file", path="a.txt", content="hi"),
+                                  call("write_file", path="b.txt", content="ho"), say("ok")])
+    form_of(view).allow_run.click()
+    run.wait(RUN_TIMEOUT_S)
+    text = runview.snapshot_text(view.state)
+    assert "! ask: Asked a person: allow the tool 'write_file'?\n  ! answer: Allowed for this run." in text
+
+    run, view, _ = start(engine, [call("write_file", path="c.txt", content="hi"), say("ok")])
+    form_of(view).deny.click()
+    run.wait(RUN_TIMEOUT_S)
+    lines = [line for line in runview.snapshot_text(view.state).splitlines() if line.startswith("  ! ")]
+    assert lines[1] == "  ! answer: Denied."
+    assert lines[2].startswith("  ! denied: write_file was denied: ")
+
+
+CHECKPOINT = """
+[stages.draft]
+mode = "interactive_points"
+max_iterations = 4
+[[stages.draft.interaction_points]]
+name = "approve_plan"
+prompt = "Roll out this plan?"
+style = "multiple_choice"
+options = ["Approve"]
+abort_options = ["Abandon"]
+directives = { "Shorter" = "Cut the plan to three steps." }
+unattended = "ask"
+[stages.draft.transitions]
+"""
+
+
+def test_the_checkpoint_form_says_what_each_button_does(engine):
+    run, view, _ = start(engine, [say("1. ship\n2. watch"), say("done")], toml=CHECKPOINT)
+    form = form_of(view)
+    # Its prompt, not its internal name, and no glyph Debian's fonts lack.
+    assert "Roll out this plan?" in form.title.value and "approve_plan" not in form.title.value
+    assert "⏸" not in form.title.value
+    said = form.children[2].value
+    assert "<b>Approve</b> approves it and moves on" in said and "<b>Abandon</b> ends the run" in said
+    assert "<b>Shorter</b> sends it back to the stage with that instruction" in said
+    styles = {b.description: b.button_style for b in form.buttons}
+    assert styles == {"Approve": "success", "Shorter": "", "Abandon": "danger", "Approve with this note": "",
+                      "End the run": "danger"}
+    assert all(b.layout.width == "auto" for b in form.buttons)  # long labels are not cut off
+    assert form.children[-2].layout.flex_flow == "row wrap"  # and the row wraps in a narrow view
+    form.choices[0].click()
+    run.wait(RUN_TIMEOUT_S)
+    assert run.status == "complete", run.error
 
 
 def test_the_taint_gate_is_a_form_like_any_approval(engine, workdir: Path):

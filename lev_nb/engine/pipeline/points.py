@@ -94,6 +94,7 @@ class InteractionPoints:
             request = hub.request(
                 "checkpoint", f"{state.run_id}-point-{point.name}", str(progress.point_rounds),
                 prompt=point.prompt, options=labels, document=body, point=point.name,
+                roles=tuple(_role(label, point) for label in labels),
             )
             answer = await hub.ask(request)  # a journaled answer is replayed, whoever can answer now
             if answer.outcome in ("timed_out", "cancelled"):
@@ -140,6 +141,17 @@ class InteractionPoints:
                     "latest one, including the user's changes."
                 )
             return False
+
+
+def _role(label: str, point: PointPlan) -> str:
+    """What choosing ``label`` does, by the rules :meth:`InteractionPoints.hold` applies."""
+    if _matches(label, point.abort_options):
+        return "end"
+    if _matches(label, point.edit_options):
+        return "edit"
+    if any(_matches(label, (key,)) for key, _ in point.directives):
+        return "revise"
+    return "approve"
 
 
 def _matches(label: str, options: tuple[str, ...]) -> bool:

@@ -1,0 +1,185 @@
+"""Asking a person in a real Jupyter kernel, the documented default way (issue 27): a run started
+in a kernel asks from its start, with no race against its view; a cell blocked in ``run.wait()``
+or ``await run`` still gets the view's clicks (sent here as the browser sends them: a comm message
+to the button's model); and a notebook executed headless (nbclient, what nbconvert and nbval use)
+saves the final state of a view whose run ended during a later cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ROOT
+
+TIMEOUT_S = 120
+
+SETUP = '''
+import lev_nb
+TOML = """
+[agent]
+name = "asker"
+[stages.work]
+available_tools = ["write_file", "ask_user_text"]
+allow_blocking_tools = true
+nudge = { enabled = false }
+[stages.work.transitions]
+"""
+def call(name, **arguments):
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+'''
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Any]:
+    """A python3 kernel loading this tree, with a private LEV_HOME; yields its blocking client."""
+    jupyter_client = pytest.importorskip("jupyter_client.manager")
+    pytest.importorskip("jupyter_ui_poll")
+    env = dict(os.environ, LEV_HOME=str(tmp_path / "home"),
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        run_cell(kc, SETUP + f"import os\nos.chdir({str(tmp_path)!r})")
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def run_cell(kc: Any, code: str) -> str:
+    """Run ``code``; return what it printed (raising on an error)."""
+    printed: list[str] = []
+
+    def keep(msg: dict[str, Any]) -> None:
+        note_button(kc, msg)
+        if msg["msg_type"] == "stream":
+            printed.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+
+    kc.execute_interactive(code, timeout=TIMEOUT_S, output_hook=keep)
+    return "".join(printed)
+
+
+def note_button(kc: Any, msg: dict[str, Any]) -> None:
+    """Remember each button the kernel opened, by its label (the last one of a label wins)."""
+    state = msg["content"].get("data", {}).get("state", {}) if msg["msg_type"] == "comm_open" else {}
+    if state.get("_model_name") == "ButtonModel":
+        kc.buttons = {**getattr(kc, "buttons", {}), state.get("description", ""): msg["content"]["comm_id"]}
+
+
+def click_while_busy(kc: Any, code: str, label: str) -> tuple[str, list[dict[str, Any]]]:
+    """Start ``code`` (a cell that blocks), click the button ``label`` once its widget appears,
+    as the browser does, and return what the cell printed and the displays it made."""
+    msg_id = kc.execute(code)
+    printed: list[str] = []
+    displays: list[dict[str, Any]] = []
+    buttons: dict[str, str] = dict(getattr(kc, "buttons", {}))  # a form shown by an earlier cell
+    clicked = False
+    placed = label in buttons
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        note_button(kc, msg)
+        if kind == "comm_open":
+            buttons.update(getattr(kc, "buttons", {}))
+        elif kind == "comm_msg" and label in buttons and "children" in content.get("data", {}).get("state", {}):
+            placed = True  # the form is built and placed in its view: a person can see it now
+        elif kind == "stream" and msg["parent_header"].get("msg_id") == msg_id:
+            printed.append(content["text"])
+        elif kind == "display_data" and msg["parent_header"].get("msg_id") == msg_id:
+            displays.append(content)
+        elif kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_id") == msg_id:
+            return "".join(printed), displays
+        if not clicked and placed:
+            comm = kc.session.msg("comm_msg", {"comm_id": buttons[label],
+                                               "data": {"method": "custom", "content": {"event": "click"}}})
+            kc.shell_channel.send(comm)
+            clicked = True
+    raise AssertionError(f"the cell did not finish; buttons seen: {sorted(buttons)}")
+
+
+def test_a_run_started_in_a_kernel_asks_from_its_start_without_a_view(kernel: Any) -> None:
+    """The first model request already offers the question tool, and an approval waits (it is
+    not denied) though no view is open yet."""
+    printed = run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('write_file', path='a.txt', content='hi'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='write it', model=model)\n"
+        "request = run.next_request(60)\n"
+        "offered = sorted(t.name for t in model.requests[0].tools)\n"
+        "print(run.interactive, run.status, request.kind, request.tool, 'ask_user_text' in offered)"
+    ))
+    assert printed.split() == ["True", "waiting_input", "approval", "write_file", "True"]
+
+
+def test_run_wait_in_the_next_cell_shows_the_form_and_takes_its_click(kernel: Any) -> None:
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('write_file', path='a.txt', content='hi'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='write it', model=model)"
+    ))
+    printed, displays = click_while_busy(
+        kernel, "run.wait(60)\nprint(run.status)",
+        "Allow for this run")
+    assert printed.split()[0] == "complete"
+    # Nobody saw the request, so the waiting cell showed the run's view with its form.
+    assert any("application/vnd.jupyter.widget-view+json" in d["data"] for d in displays)
+    said = run_cell(kernel, "print([(e.outcome, e.source, e.answer) for e in run.events "
+                            "if e.kind == 'interaction_resolved'])")
+    assert said.strip().startswith("[('answered', 'notebook', ")
+
+
+def test_a_click_in_the_view_of_an_earlier_cell_reaches_a_run_blocked_in_wait(kernel: Any) -> None:
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('ask_user_text', prompt='Which colour?'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='ask me', model=model)\n"
+        "run.widget()"
+    ))
+    run_cell(kernel, "run.next_request(60)")  # the form is in the first cell's view now
+    printed, displays = click_while_busy(kernel, "run.wait(60)\nprint(run.status)", "Decline")
+    assert printed.strip() == "complete"
+    assert not any("application/vnd.jupyter.widget-view+json" in d["data"] for d in displays)  # one view is enough
+
+
+def test_await_run_keeps_the_forms_answering(kernel: Any) -> None:
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('write_file', path='c.txt', content='hi'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='write it', model=model)"
+    ))
+    printed, _ = click_while_busy(kernel, "await run\nprint(run.status)", "Allow for this stage")
+    assert printed.strip() == "complete"
+
+
+def test_nbclient_saves_the_final_state_of_a_view_whose_run_ends_in_a_later_cell(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell(
+            "model = lev_nb.ScriptedModel([call('write_file', path='d.txt', content='hi'), {'text': 'ok'}])\n"
+            "run = lev_nb.run(TOML, task='write it', model=model)\n"
+            "request = run.next_request(60)\n"
+            "run.widget()"),
+        nbformat.v4.new_code_cell("run.respond(request.id, 'allow')\nrun.wait(60).status"),
+    ]
+    nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    [view] = nb.cells[1].outputs
+    assert view["data"]["text/plain"].splitlines()[0].endswith(" · complete"), view["data"]["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" not in view["data"]  # the snapshot alone
+    assert json.loads(json.dumps(nb.cells[2].outputs[0]["data"]))["text/plain"] == "'complete'"
