@@ -714,8 +714,11 @@ def test_no_sub_agent_starts_once_an_ancestor_is_stopping(tmp_path, home, workdi
     (link,) = run._runner.subagents.links.values()
     assert link.runner.tree_spawn_refusal() is None  # may start one (and it is counted)
     run.cancel()  # the flag is set at once; the cancellation reaches the child a moment later
+    child_told = link.runner._cancel_requested  # on a busy machine the child may have heard already
     refusal = link.runner.tree_spawn_refusal()
-    assert refusal is not None and f"its ancestor run '{run.run_id}' is stopping" in refusal
+    ancestor = f"its ancestor run '{run.run_id}' is stopping"
+    assert refusal is not None
+    assert ("this run is stopping" in refusal) if child_told else (ancestor in refusal or "this run is stopping" in refusal)
     held.opened.set()
     run.wait(RUN_TIMEOUT_S)
     assert run.status == "cancelled"
