@@ -139,7 +139,9 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     rhai_provider.RhaiProvider._call = timed_call  # type: ignore[method-assign]
     os.environ["LEV_HOME"] = home
     lev_nb.configure(max_concurrent_inferences=POOL)
-    blueprints = [load(AGENTS / name) for name, count in shares(n) for _ in range(count)]
+    # Each agent loaded once and started many times, as `lev run --count` and run_many do.
+    loaded = {name: load(AGENTS / name) for name, _ in shares(n)}
+    blueprints = [loaded[name] for name, count in shares(n) for _ in range(count)]
     order = [blueprints[(i * 7919) % n] for i in range(n)]  # interleaved, not agent by agent
     engine_loop()
     gc.collect()

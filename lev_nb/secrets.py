@@ -16,6 +16,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # A name containing one of these words is a credential (ANTHROPIC_API_KEY, GITHUB_TOKEN, DB_PASS,
 # MYSQL_PWD, SLACK_WEBHOOK_URL, SENTRY_DSN, ...).
@@ -150,10 +151,33 @@ def _shaped_like_secret_value(name: str) -> bool:
     return upper in _SECRET_VALUE_NAMES or any(word in upper for word in _SECRET_VALUE_WORDS)
 
 
+def environ_stamp() -> tuple[Any, ...]:
+    """A fingerprint of this process's environment, equal for as long as nothing in it changes:
+    its entries as os.environ keeps them (bytes), so checking it decodes nothing."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+# (environment fingerprint, declared names, the answer) of the last configured_secrets() call:
+# every run asks when it starts, and decoding and testing every variable each time added up.
+_secrets_seen: tuple[tuple[Any, ...], frozenset[str], tuple[str, ...]] | None = None
+
+
 def configured_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The secret values of ``environ`` (default: this process's environment) long enough to
     redact, longest first (so a secret containing another is replaced whole)."""
-    source = os.environ if environ is None else environ
+    global _secrets_seen
+    if environ is None:
+        stamp, declared, seen = environ_stamp(), _declared, _secrets_seen
+        if seen is not None and seen[1] is declared and seen[0] == stamp:
+            return seen[2]
+        found = _secret_values(os.environ)
+        _secrets_seen = (stamp, declared, found)
+        return found
+    return _secret_values(environ)
+
+
+def _secret_values(source: Mapping[str, str]) -> tuple[str, ...]:
     values = {
         value for name, value in source.items()
         if holds_secret_value(name) and len(value) >= MIN_SECRET_LENGTH

@@ -31,7 +31,7 @@ from lev_nb.blueprint.errors import did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
-from lev_nb.secrets import SHELL_ENV_MODES, declare_credentials
+from lev_nb.secrets import SHELL_ENV_MODES, declare_credentials, environ_stamp
 
 from .errors import ConfigError, ConfigWarning
 from .mcp_servers import ServerEntryError, entry_line, parse_servers
@@ -534,7 +534,8 @@ def current() -> Settings:
     global _cache
     path = config_path()
     with _lock:
-        key = (str(path), _stamp(path), tuple(sorted(_env_values().items())), _generation)
+        # The whole environment's fingerprint (cheaper to take than the variables read from it).
+        key = (str(path), _stamp(path), environ_stamp(), _generation)
         if _cache is not None and _cache[0] == key:
             return _cache[1]
         settings = load(path, session=_session, launch=_launch)

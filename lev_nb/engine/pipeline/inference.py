@@ -263,6 +263,10 @@ class Inference:
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
         self._picks: dict[str, ModelPick] = {}  # stage -> its starting model (pick_model)
+        # The stage and the run's settings never change, so a stage's candidates and the provider of
+        # each model are worked out once per run (each took file lookups on every call).
+        self._candidates: dict[str, list[ModelPick]] = {}  # stage -> model_candidates(...)[0]
+        self._providers: dict[tuple[str, str], Provider] = {}  # provider/model -> the provider
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
@@ -429,7 +433,9 @@ class Inference:
     # -- building and sending -----------------------------------------------------------------
     def _usable_pick(self, stage: StagePlan) -> ModelPick | None:
         """The stage's first candidate not found unusable in this run."""
-        picks, _ = model_candidates(stage, self.state.settings)
+        picks = self._candidates.get(stage.name)
+        if picks is None:
+            picks = self._candidates[stage.name] = model_candidates(stage, self.state.settings)[0]
         return next((p for p in picks if (p.provider, p.model) not in self._unusable), None)
 
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
@@ -453,7 +459,11 @@ class Inference:
         elif pick.note is not None and stage.name not in self._noted:
             self._noted.add(stage.name)
             self.state.warn(pick.note, "model-fallback")
-        return provider_for(pick.provider, pick.model, self.state.settings), pick.provider, pick.model
+        key = (pick.provider, pick.model)
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = provider_for(pick.provider, pick.model, self.state.settings)
+        return provider, pick.provider, pick.model
 
     async def _assemble(self) -> tuple[list[Any], list[Any]]:
         """The request's system blocks and messages. A run with custom-region scripts renders them
