@@ -277,6 +277,7 @@ def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
             ("engine", 1000, 0.05, lambda: run_engine(1000, 0.05)),
             ("cli (4 x lev run --count)", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
             ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
+            ("run_many (4 x 2 processes)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 2)),
         ]
     return todo
 
