@@ -33,9 +33,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "engine.json"
 
+# The same call 200 times would earn a loop nudge a turn (which the bare loop has no match for):
+# the figure is the engine's turn, so the watch is off here.
 STAGE_BLUEPRINT = """
 [agent]
 name = "bench"
+[repetition_detection]
+enabled = false
 [stages.work]
 mode = "autonomous"
 model = { provider = "mock", model = "m" }
