@@ -8,6 +8,7 @@ environment is honoured at once. Nothing heavy is imported, so the run store can
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -26,12 +27,29 @@ def lev_home(home: str | os.PathLike[str] | None = None) -> Path:
     (read at call time)."""
     if home is not None:
         return Path(home)
-    env = os.environ.get(HOME_ENV) or os.environ.get(UPSTREAM_HOME_ENV)
-    return Path(env) if env else Path.home() / ".lev"
+    environ = os.environ
+    return _home(environ.get(HOME_ENV) or environ.get(UPSTREAM_HOME_ENV), environ.get("HOME"))
 
 
 def config_path() -> Path:
     """The user's configuration file: ``$LEV_CONFIG`` (or ``$LEVIATH_CONFIG_PATH``) if set, else
     ``config.toml`` in :func:`lev_home`."""
     env = os.environ.get(CONFIG_ENV) or os.environ.get(UPSTREAM_CONFIG_ENV)
-    return Path(env) if env else lev_home() / CONFIG_FILE
+    return _path(env) if env else _config_in(lev_home())
+
+
+# The paths are asked for many times a run (the store, the settings cache key, the sandbox); built
+# once per distinct value (Paths are immutable), they cost a dictionary lookup.
+@functools.lru_cache(maxsize=32)
+def _home(env: str | None, user_home: str | None) -> Path:
+    return Path(env) if env else Path.home() / ".lev"
+
+
+@functools.lru_cache(maxsize=32)
+def _path(text: str) -> Path:
+    return Path(text)
+
+
+@functools.lru_cache(maxsize=32)
+def _config_in(home: Path) -> Path:
+    return home / CONFIG_FILE
