@@ -47,8 +47,21 @@ def fault(name: str) -> Callable[[Callable[[Path], Row]], Callable[[Path], Row]]
     return register
 
 
+# The scratch folder of the fault running in this process (set by :func:`one`).
+_SCRATCH: Path | None = None
+
+
+def _placeholders(text: str) -> str:
+    """``text`` with no path of this machine: the scratch folder reads as TMP, a run's folder as RUN."""
+    if _SCRATCH is not None:
+        text = text.replace(str(_SCRATCH), "TMP")
+    return re.sub(r"TMP/home/runs/[\w.-]+", "RUN", text)
+
+
 def _short(text: Any, width: int = 110) -> str:
-    text = " ".join(str(text).split())
+    """``text`` on one line, its machine paths replaced first (a cut path could not be found after),
+    then cut to ``width``."""
+    text = _placeholders(" ".join(str(text).split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -806,15 +819,12 @@ def _webhook(tmp: Path) -> Row:
 
 def one(name: str) -> Row:
     """Run fault ``name`` in this process (a child of :func:`main`)."""
+    global _SCRATCH
     with tempfile.TemporaryDirectory(prefix="lev-fault-") as folder:
-        tmp = Path(folder)
+        tmp = _SCRATCH = Path(folder)
         os.environ["LEV_HOME"] = str(tmp / "home")
         row = FAULTS[name](tmp)
-    # No path of this machine in the table: the scratch folder reads as TMP, a run's folder as RUN.
-    def clean(text: str) -> str:
-        return re.sub(r"TMP/home/runs/[\w.-]+", "RUN", text.replace(str(tmp), "TMP"))
-
-    return {k: clean(v) if isinstance(v, str) else v for k, v in row.items()}
+    return {k: _placeholders(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 def _verdict(held: bool | None, yes: str, no: str) -> str:

@@ -13,13 +13,17 @@ rest of lev_nb: every layer's exceptions can use it (this is the lowest layer).
 from __future__ import annotations
 
 import sys
-from typing import Any, Awaitable, TypeVar
+from pathlib import Path
+from typing import Any, Awaitable, Literal, TypeVar
 
 from lev_nb.records import record
 
 T = TypeVar("T")
 
-__all__ = ["CALLEE_ERRORS", "CalleeExit", "contained", "CleanError", "Problem", "UsageError", "clean_block", "render_traceback"]
+__all__ = [
+    "CALLEE_ERRORS", "CalleeExit", "contained", "CleanError", "ErrorKind", "LocatedError", "Problem", "UsageError",
+    "clean_block", "render_traceback",
+]
 
 # What code lev_nb calls on a run's behalf (a provider, a tool, a hook, a callback, a subscriber)
 # may raise and lev_nb catches, so that only that run fails: SystemExit and KeyboardInterrupt too,
@@ -95,6 +99,67 @@ def location(path: object, line: int | None, column: int | None, unnamed: str) -
         if column is not None:
             where += f":{column}"
     return where
+
+
+ErrorKind = Literal["read", "parse", "validation"]
+
+
+class LocatedError(ValueError):
+    """A user's file that cannot be used (a blueprint, a configuration), told with where it went wrong.
+
+    Attributes: ``message`` (bare, without the location), ``path`` (the file or None), ``key_path``
+    (e.g. ``stages.plan.model``), ``line`` / ``column`` (1-based, where known), ``hint`` (a "did you
+    mean" or what to do), ``kind`` ("read": unreadable, "parse": not TOML, "validation": a rule of
+    the format) and ``origin`` (a source that is not a file, named instead of file and line). The
+    text is ``where: key.path: message (hint)``. Subclasses name text without a file (``unnamed``)
+    and their usual ``kind``.
+    """
+
+    unnamed = "<text>"
+    default_kind: ErrorKind = "validation"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        key_path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+        kind: ErrorKind | None = None,
+        origin: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = Path(path) if path is not None else None
+        self.key_path = key_path
+        self.line = line
+        self.column = column
+        self.hint = hint
+        self.kind: ErrorKind = kind if kind is not None else self.default_kind
+        self.origin = origin
+        super().__init__(self._render())
+
+    def _where(self) -> str | None:
+        """The origin, else ``file[:line[:col]]``; None leaves the location out of the text."""
+        if self.origin is not None:
+            return self.origin
+        return location(self.path, self.line, self.column, self.unnamed)
+
+    def _render(self) -> str:
+        where = self._where()
+        text = f"{where}: " if where is not None else ""
+        if self.key_path:
+            text += f"{self.key_path}: "
+        text += self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    @property
+    def detail(self) -> str:
+        """The message with its hint, without the location prefix (what ``lev validate`` prints)."""
+        return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
 class CleanError:

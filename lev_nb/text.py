@@ -1,4 +1,5 @@
-"""Text helpers every layer shares: cutting on UTF-8 character boundaries and the one token estimate.
+"""Text helpers every layer shares: cutting on UTF-8 character boundaries, the one token estimate,
+and the one way a span of time is written for people.
 
 Budgets in lev_nb are counted in UTF-8 bytes (files, tool results, final outputs) or in estimated
 tokens (context regions); lev_nb estimates a token as four bytes, rounded up. A cut never
@@ -10,7 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown", "without_surrogates"]
+__all__ = [
+    "estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown",
+    "format_elapsed", "without_surrogates",
+]
 
 # A surrogate code point in a Python str is always a lone one (a JSON pair decodes to one character).
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -68,3 +72,21 @@ def clip_shown(text: str, limit: int) -> str:
     """``text`` as shown to a person: its first ``limit`` characters, and a note of its length
     when it was longer."""
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def format_elapsed(seconds: float, *, rough: bool = False) -> str:
+    """A span of time for people: 12.3 s, 4 min 05 s, 1 h 02 min.
+
+    ``rough`` rounds to one unit, for an estimate that should not look precise (a batch's time
+    left): 45 s, 3 min, 1.5 h."""
+    if rough:
+        if seconds < 90:
+            return f"{seconds:.0f} s"
+        if seconds < 5400:
+            return f"{seconds / 60:.0f} min"
+        return f"{seconds / 3600:.1f} h"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"

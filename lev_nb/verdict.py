@@ -22,7 +22,7 @@ from lev_nb.blueprint.model import Blueprint
 from lev_nb.blueprint.report import Report
 from lev_nb.settings import ConfigError, Settings, current, lint_env
 
-__all__ = ["validate", "validate_blueprint", "install_env", "read_settings", "stage_models", "models_text"]
+__all__ = ["validate", "validate_blueprint", "install_env", "read_settings", "stage_models", "start_models", "models_text"]
 
 
 def read_settings() -> tuple[Settings | None, str | None]:
@@ -35,14 +35,40 @@ def read_settings() -> tuple[Settings | None, str | None]:
 
 def install_env(bp: Blueprint, settings: Settings | None) -> LintEnv:
     """The lint environment of ``bp`` under ``settings`` (None: the "unknown" form), with the
-    providers the blueprint names that are configured here (:func:`~lev_nb.providers.resolve.is_configured`)."""
+    providers the blueprint names that are configured here (:func:`~lev_nb.providers.resolve.is_configured`)
+    and the model each stage would start on (the engine's own choice, :func:`start_models`)."""
+    from lev_nb.engine.pipeline.inference import default_model
     from lev_nb.providers.resolve import is_configured
 
     env = lint_env(bp, settings)
     if settings is None:
         return env
     named = {ref.provider for st in bp.stages.values() for ref in st.models}
-    return dataclasses.replace(env, available_providers=frozenset(p for p in named if is_configured(p, settings)))
+    provider, model = default_model(settings)
+    starts: dict[str, str | None] = {}
+
+    def start_model(stage: str) -> str | None:  # asked only of a blueprint that passed the hard checks
+        if not starts:
+            starts.update(start_models(bp, settings))
+        return starts.get(stage)
+
+    return dataclasses.replace(env, available_providers=frozenset(p for p in named if is_configured(p, settings)),
+                               default_model=f"{provider}/{model}", start_model=start_model)
+
+
+def start_models(bp: Blueprint, settings: Settings) -> dict[str, str | None]:
+    """stage -> the ``provider/model`` it would start on under ``settings``, or None when that
+    model's provider is not configured here (or none is allowed): the run would stop at launch."""
+    from lev_nb.engine.pipeline.inference import pick_model
+    from lev_nb.engine.plan.build import plan_from_blueprint
+    from lev_nb.providers.resolve import is_configured
+
+    out: dict[str, str | None] = {}
+    for stage in plan_from_blueprint(bp).stages:
+        pick = pick_model(stage, settings)
+        usable = pick.refusal is None and is_configured(pick.provider, settings)
+        out[stage.name] = f"{pick.provider}/{pick.model}" if usable else None
+    return out
 
 
 def stage_models(bp: Blueprint, settings: Settings) -> dict[str, Any]:

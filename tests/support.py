@@ -20,6 +20,19 @@ RUN_TIMEOUT_S = 60  # generous: a hung run fails the test instead of blocking th
 Lev = Callable[..., subprocess.CompletedProcess[str]]  # the ``lev`` fixture: the command line in this process
 AGENT_HEADER = '[agent]\nname = "engine-test"\n'
 
+# Stage tables many engine tests run (``blueprint`` and the ``engine`` fixture add the [agent] header).
+# One stage that may list the workdir; an answer without a tool call is nudged.
+WORK_STAGE = '[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n'
+# The same with nudges off: its first answer without a tool call ends the stage.
+QUIET_WORK_STAGE = ('[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n'
+                    "[stages.work.transitions]\n")
+# One output stage that answers through submit_output, nudges off.
+OUTPUT_STAGE = ('[stages.answer]\nmode = "output"\navailable_tools = ["submit_output"]\nnudge = { enabled = false }\n'
+                "[stages.answer.transitions]\n")
+# One stage that runs shell commands (and writes files) without asking.
+SHELL_STAGE = ('[stages.work]\navailable_tools = ["shell"]\n'
+               'tool_permissions = { shell = "allow", write_file = "allow" }\n[stages.work.transitions]\n')
+
 
 def blueprint(text: str) -> Any:
     """Load a blueprint from TOML text; an ``[agent]`` header is added when the text has none."""

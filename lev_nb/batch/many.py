@@ -35,6 +35,7 @@ from typing import Any
 
 from lev_nb.batch.worker import ShareSpec, failed, split_task
 from lev_nb.records import record
+from lev_nb.text import format_elapsed
 
 __all__ = ["BatchProgress", "RunSummary", "run_many"]
 
@@ -118,7 +119,7 @@ class BatchProgress:
         if self.rate is not None:
             parts.append(f"{self.rate:.2g} tasks/s" if self.rate < 10 else f"{self.rate:.0f} tasks/s")
         if self.eta_s is not None:
-            parts.append(f"about {_seconds(self.eta_s)} left")
+            parts.append(f"about {format_elapsed(self.eta_s, rough=True)} left")
         return " · ".join(parts)
 
     def line(self) -> str:
@@ -139,14 +140,6 @@ class BatchProgress:
                 where.append(f"{rest} elsewhere")
             line += " · " + ", ".join(where)
         return line
-
-
-def _seconds(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class RunSummaries(list[RunSummary]):

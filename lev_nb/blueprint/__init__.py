@@ -81,50 +81,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import model as _model
 from .errors import BlueprintError
 from .loader import load, load_text, resolve_manifest
-from .model import (
-    AgentInfo,
-    Blueprint,
-    CallerInput,
-    Compaction,
-    ContextConfig,
-    Edge,
-    FileTracking,
-    Gate,
-    Hooks,
-    InteractionPoint,
-    ModelRef,
-    ModelSpec,
-    Nudge,
-    OutputSpec,
-    ReadPaths,
-    Region,
-    RegionMapping,
-    RepetitionDetection,
-    RoutingOverride,
-    SafeCommands,
-    Sandbox,
-    Security,
-    Seed,
-    SeedTool,
-    Stage,
-    StageContext,
-    ToolRouting,
-    TransformConfig,
-    TransformSpec,
-    default_layout,
-)
+from .model import *  # noqa: F403  (the public models: model.__all__)
 
 __all__ = [
-    "AgentInfo", "Blueprint", "BlueprintError", "CallerInput", "Compaction", "ContextConfig",
-    "Edge", "FileTracking", "Finding", "Gate", "Hooks", "InteractionPoint", "LintEnv", "ModelRef",
-    "ModelSpec", "Nudge", "OutputSpec", "ReadPaths", "Region", "RegionMapping", "Report",
-    "RepetitionDetection", "RoutingOverride", "SafeCommands", "Sandbox", "Security", "Seed",
-    "SeedTool", "Stage", "StageContext", "ToolRouting", "TransformConfig", "TransformSpec",
-    "check", "default_layout", "extra_checks", "load", "load_text", "resolve_manifest",
-    "script_tool_names", "json_schema",
+    "BlueprintError", "Finding", "LintEnv", "Report", "check", "extra_checks", "load", "load_text",
+    "resolve_manifest", "script_tool_names", "json_schema",
 ]
+__all__ += _model.__all__
 
 _LAZY = {
     "check": ("checks", "check"),

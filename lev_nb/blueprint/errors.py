@@ -5,15 +5,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Literal
 
-from lev_nb.errors import CleanError, Problem, location
-
-ErrorKind = Literal["read", "parse", "validation"]
+from lev_nb.errors import CleanError, ErrorKind, LocatedError, Problem
 
 
-class BlueprintError(CleanError, ValueError):
+class BlueprintError(CleanError, LocatedError):
     """A blueprint that cannot be used: unreadable, not TOML, or breaking a rule of the format.
 
     In a notebook it shows as one block: the message, the file:line:col and key path, the hint.
@@ -24,42 +20,15 @@ class BlueprintError(CleanError, ValueError):
     (the bare message without the location prefix).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | Path | None = None,
-        key_path: str | None = None,
-        line: int | None = None,
-        column: int | None = None,
-        hint: str | None = None,
-        kind: ErrorKind = "parse",
-    ) -> None:
-        self.message = message
-        self.path = Path(path) if path is not None else None
-        self.key_path = key_path
-        self.line = line
-        self.column = column
-        self.hint = hint
-        self.kind = kind
-        super().__init__(self._render())
+    unnamed = "<blueprint>"
+    default_kind: ErrorKind = "parse"
 
-    def _render(self) -> str:
-        where = self._location()
-        text = f"{where}: " if where is not None else ""
-        if self.key_path:
-            text += f"{self.key_path}: "
-        text += self.message
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
-
-    def _location(self) -> str | None:
+    def _where(self) -> str | None:
         """``file[:line[:col]]`` (``<blueprint>`` for text); None when the message already names the
         file and no line is known, so a missing file is named once."""
         if self.path is not None and self.line is None and self._message_names_path():
             return None
-        return location(self.path, self.line, self.column, "<blueprint>")
+        return super()._where()
 
     def _message_names_path(self) -> bool:
         assert self.path is not None
@@ -70,16 +39,11 @@ class BlueprintError(CleanError, ValueError):
 
     def problem(self) -> Problem:
         """The notebook's clean block: the message, where (file:line:col, key path), the hint."""
-        location = self._location()
+        location = self._where()
         if location == "<blueprint>":  # text without a line: nothing to point at
             location = None
         places = [p for p in (location, f"key {self.key_path}" if self.key_path else None) if p]
         return Problem(self.message, ", ".join(places) or None, self.hint)
-
-    @property
-    def detail(self) -> str:
-        """The message with its hint, without the file prefix (what ``lev validate`` prints)."""
-        return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -56,6 +56,11 @@ class LintEnv:
     known_models: frozenset[tuple[str, str]] = frozenset()
     model_windows: dict[tuple[str, str], int] = field(default_factory=dict)
     available_providers: frozenset[str] | None = None
+    # The configured default model (``provider/model``), and per stage the model it would start on
+    # here (the default or a [providers] fallback_order entry) or None when that one's provider is
+    # not configured either; both None when the configuration is unknown (no-reachable-provider).
+    default_model: str | None = None
+    start_model: Callable[[str], str | None] | None = None
     read_path_granted: Callable[[str], bool | None] | None = None
     read_paths_grant_error: str | None = None
     read_paths_allow_blueprint: bool = False
@@ -688,9 +693,24 @@ def s10_no_reachable_provider(bp: Blueprint, st: Stage, env: LintEnv) -> list[Fi
     if any(ref.provider in env.available_providers for ref in st.models):
         return []
     tried = ", ".join(dict.fromkeys(ref.provider for ref in st.models))
-    return [_f("no-reachable-provider", "warning",
-               f"names no provider this install can reach (tried {tried}), so it falls back to your default model",
-               "configure one of these providers, or add a model from one you have", stage=st.name)]
+    unreachable = f"names no provider this install can reach (tried {tried})"
+    fix = "configure one of these providers, or add a model from one you have"
+    default = env.default_model
+    start = env.start_model(st.name) if env.start_model is not None and st.model.allow_user_default else None
+    if not st.model.allow_user_default:
+        message = f"{unreachable}, and allow_user_default = false forbids a fallback, so it cannot start"
+    elif env.start_model is None or default is None:
+        message = f"{unreachable}, so it falls back to your default model"
+    elif start == default:
+        message = f"{unreachable}, so it falls back to your default model ({default})"
+    elif start is not None:
+        message = (f"{unreachable}, nor your default model ({default}), so it falls back to {start} from "
+                   "[providers] fallback_order")
+    else:
+        message = (f"{unreachable}, nor your default model ({default}) or a [providers] fallback_order entry, "
+                   "so it cannot start until one of them is configured")
+        fix = "configure one of these providers or your default model's, or add a model from one you have"
+    return [_f("no-reachable-provider", "warning", message, fix, stage=st.name)]
 
 
 def s11_output_missing_submit(bp: Blueprint, st: Stage, env: LintEnv) -> list[Finding]:

@@ -30,6 +30,15 @@ RegionKind = Literal[
 ]
 SeedKind = Literal["caller", "glob", "files", "literal", "rhai", "command", "tools"]
 
+# The public models, re-exported by the package (``from lev_nb.blueprint import Stage``): listed once here.
+__all__ = [
+    "AgentInfo", "Blueprint", "CallerInput", "Compaction", "ContextConfig", "Edge", "FileTracking",
+    "Gate", "Hooks", "InteractionPoint", "ModelRef", "ModelSpec", "Nudge", "OutputSpec", "ReadPaths",
+    "Region", "RegionMapping", "RepetitionDetection", "RoutingOverride", "SafeCommands", "Sandbox",
+    "Security", "Seed", "SeedTool", "Stage", "StageContext", "ToolRouting", "TransformConfig",
+    "TransformSpec", "default_layout",
+]
+
 
 _M = TypeVar("_M", bound=BaseModel)
 # Per model class: alias -> field name, and (name, default, factory, factory_takes_data) per field.

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lev_nb.cli.dispatch import fail
+
 if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 FILTERS = ("all", "agents", "blueprints")
@@ -75,11 +77,6 @@ def add_pack(subparsers: SubParsers) -> None:
     p.set_defaults(func=run_pack)
 
 
-def _fail(command: str, exc: Exception) -> int:
-    print(f"lev {command}: {exc}", file=sys.stderr)
-    return 1
-
-
 def _agent_info(manifest: Path) -> dict[str, Any]:
     """Name, version and description of one manifest, read leniently (a broken one still lists)."""
     import tomllib
@@ -141,7 +138,7 @@ def run_add(args: argparse.Namespace) -> int:
     try:
         done = install(args.package)
     except BundleError as exc:
-        return _fail("add", exc)
+        return fail("add", exc)
     verb = "Replaced" if done.replaced else "Installed"
     print(f"{verb} agent '{done.name}' v{done.version} in {done.path}")
     asks = capabilities(done.blueprint)
@@ -161,7 +158,7 @@ def run_remove(args: argparse.Namespace) -> int:
     try:
         folder = uninstall(args.name)
     except BundleError as exc:
-        return _fail("remove", exc)
+        return fail("remove", exc)
     print(f"Removed agent '{args.name}' ({folder})")
     return 0
 
@@ -174,7 +171,7 @@ def run_create(args: argparse.Namespace) -> int:
     try:
         folder = create(args.name, args.template)
     except UsageError as exc:
-        return _fail("create", exc)
+        return fail("create", exc)
     print(f"Created {folder}/ (template {args.template}): agent.leviath, .gitignore, .env.example")
     print(f"Next: lev validate {folder}  |  lev graph {folder}  |  lev run {folder} --task \"...\" --model mock")
     return 0
@@ -187,7 +184,7 @@ def run_pack(args: argparse.Namespace) -> int:
     try:
         done = pack(args.path, args.output)
     except (BundleError, OSError) as exc:
-        return _fail("pack", exc)
+        return fail("pack", exc)
     print(f"Packed agent '{done.name}' v{done.version}: {len(done.files)} files, {done.size:,} bytes -> {done.path}")
     if done.skipped:
         print(f"Left out: {', '.join(done.skipped)}")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping
 from typing import Any
 
+from lev_nb.cli.dispatch import settings_or_none
 
 
 def add_config(subparsers: argparse._SubParsersAction) -> None:
@@ -31,15 +31,13 @@ def add_config(subparsers: argparse._SubParsersAction) -> None:
 
 def run_config(args: argparse.Namespace) -> int:
     """``lev config [path] [--json] [--path]``; returns the exit status."""
-    from lev_nb.settings import ConfigError, config_path, current, rows
+    from lev_nb.settings import config_path, rows
 
     if args.path or args.action == "path":
         print(config_path())
         return 0
-    try:
-        settings = current()
-    except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+    settings = settings_or_none()
+    if settings is None:
         return 1
     if args.json:
         data = {

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any
 
+from lev_nb.cli.dispatch import fail
 from lev_nb.cli.verbosity import is_verbose
 
 SHOW_EPILOG = """\
@@ -103,11 +104,6 @@ def add_kill(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     kill.set_defaults(func=cmd_kill)
 
 
-def _err(command: str, text: str) -> int:
-    print(f"lev {command}: {text}", file=sys.stderr)
-    return 1
-
-
 def _open(command: str, run_id: str) -> Any:
     """The run's record, or the exit status after saying why there is none."""
     from lev_nb.explain.record import RecordUnreadable, open_run
@@ -115,7 +111,7 @@ def _open(command: str, run_id: str) -> Any:
     try:
         return open_run(run_id)
     except RecordUnreadable as exc:
-        return _err(command, str(exc))
+        return fail(command, str(exc))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -167,7 +163,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         return record
     request = last_request(record.transcript())
     if request is None:
-        return _err("context", f"run {record.run_id} has made no model request yet (status: {record.meta.get('status')})")
+        return fail("context", f"run {record.run_id} has made no model request yet (status: {record.meta.get('status')})")
     if args.json:
         print(json.dumps(context_json(record.run_id, request), indent=2, ensure_ascii=False))
     else:
@@ -207,7 +203,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         return record
     done = cancel(record, _who())
     if not done.ok:
-        return _err("cancel", done.message)
+        return fail("cancel", done.message)
     print(done.message)
     return 0
 
@@ -221,6 +217,6 @@ def cmd_kill(args: argparse.Namespace) -> int:
         return record
     done = kill(record, force=args.force)
     if not done.ok:
-        return _err("kill", done.message)
+        return fail("kill", done.message)
     print(done.message)
     return 0

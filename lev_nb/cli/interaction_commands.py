@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import select
-import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from lev_nb.cli.dispatch import fail
 from lev_nb.text import clip_shown
 
 ANSWER_WAIT_S = 5.0  # how long `lev respond` waits to see the run take its answer
@@ -81,11 +81,6 @@ def add_respond(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     respond.set_defaults(func=cmd_respond)
 
 
-def _err(command: str, text: str) -> int:
-    print(f"lev {command}: {text}", file=sys.stderr)
-    return 1
-
-
 def _live_store(run_id: str) -> tuple[Any, dict[str, Any]] | str:
     """The store and meta.json of a live run, or the message saying why it is not one."""
     from lev_nb.cli.run_status import status_text
@@ -122,14 +117,14 @@ def cmd_msg(args: argparse.Namespace) -> int:
     """``lev msg RUN_ID TEXT``: leave a message in a live run's inbox."""
     found = _live_store(args.run_id)
     if isinstance(found, str):
-        return _err("msg", found)
+        return fail("msg", found)
     store, meta = found
     try:
         text = _read_at(args.text, "the message")
     except ValueError as exc:
-        return _err("msg", str(exc))
+        return fail("msg", str(exc))
     if not text.strip():
-        return _err("msg", "the message is empty")
+        return fail("msg", "the message is empty")
     store.post_inbox({"type": "message", "text": text})
     print(f"message sent to run {store.run_id}; the model sees it at the run's next step in a stage that accepts messages")
     return 0
@@ -143,7 +138,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
         return _list_all(args.json)
     found = _live_store(args.run_id)
     if isinstance(found, str):
-        return _err("respond", found)
+        return fail("respond", found)
     store, meta = found
     pending = [Request.from_dict(p) for p in meta.get("pending") or []]
     if args.request_id is None:
@@ -152,15 +147,15 @@ def cmd_respond(args: argparse.Namespace) -> int:
     request = next((r for r in pending if r.id == args.request_id), None)
     if request is None:
         known = ", ".join(r.id for r in pending) or "none"
-        return _err("respond", f"run '{store.run_id}' has no open request '{args.request_id}' (open: {known})")
+        return fail("respond", f"run '{store.run_id}' has no open request '{args.request_id}' (open: {known})")
     scope = "stage" if args.stage else "run" if args.run else None
     if scope and not args.approve:
-        return _err("respond", "--stage and --run go with --approve")
+        return fail("respond", "--stage and --run go with --approve")
     if (args.approve or args.deny) and request.kind != "approval":
-        return _err("respond", f"request '{request.id}' is a {request.kind} request, not a tool approval; "
+        return fail("respond", f"request '{request.id}' is a {request.kind} request, not a tool approval; "
                                "give the answer as text (or --choice N, --decline)")
     if request.kind == "approval" and not (args.approve or args.deny or args.decline or args.answer):
-        return _err("respond", f"request '{request.id}' asks whether to allow '{request.tool}': answer with "
+        return fail("respond", f"request '{request.id}' asks whether to allow '{request.tool}': answer with "
                                "--approve (add --stage or --run to allow it for longer) or --deny")
     try:
         answer: Any = _read_at(args.answer, "the answer") if args.answer is not None else None
@@ -168,7 +163,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
             answer = bool(args.approve)
         taken = make_answer(request, answer, choice=args.choice, scope=scope, decline=args.decline, source="inbox")
     except (InteractionError, ValueError) as exc:
-        return _err("respond", str(exc))
+        return fail("respond", str(exc))
     store.post_inbox({
         "type": "response", "request_id": request.id, "answer": answer, "choice": args.choice,
         "scope": scope, "decline": args.decline,
@@ -182,7 +177,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
     if resolved and (resolved.get("outcome"), theirs) != (taken.outcome, mine):
         # Two answers raced (another `lev respond`, the terminal, the notebook): the run took the
         # other one and only warned about ours in its record.
-        return _err("respond", f"request '{request.id}' of run {store.run_id} was settled by another answer "
+        return fail("respond", f"request '{request.id}' of run {store.run_id} was settled by another answer "
                                f"first ({theirs}, from {resolved.get('source') or 'elsewhere'}); yours was not used")
     print(f"answered {request.id} of run {store.run_id}: {mine}")
     return 0

@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any
 
+from lev_nb.cli.dispatch import settings_or_none
+
 # `--arg -y` passes "-y" through to the server's command line: joined as `--arg=-y` before argparse.
 _VALUE_OPTIONS = ("--arg", "--env", "--header")
 
@@ -144,19 +146,9 @@ def run_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings() -> Any:
-    from lev_nb.settings import ConfigError, current
-
-    try:
-        return current()
-    except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return None
-
-
 def run_list(args: argparse.Namespace) -> int:
     """``lev mcp list [--json]``."""
-    settings = _settings()
+    settings = settings_or_none()
     if settings is None:
         return 1
     servers = settings.mcp_servers
@@ -197,7 +189,7 @@ def run_test(args: argparse.Namespace) -> int:
     """``lev mcp test NAME [--json]``: start the server and list its tools; exit 1 if it cannot start."""
     from lev_nb.blueprint.errors import did_you_mean
 
-    settings = _settings()
+    settings = settings_or_none()
     if settings is None:
         return 1
     server = settings.mcp_server(args.name)

@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from lev_nb.cli.dispatch import chosen_action, settings_or_none
+
 
 def add_models(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``lev models``."""
@@ -42,16 +44,11 @@ def add_models(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_models(args: argparse.Namespace) -> int:
     """``lev models list|show``; returns the exit status."""
-    from lev_nb.settings import ConfigError, current
-
-    action = getattr(args, "models_action", None)
+    action = chosen_action(args, "models", ("list", "show"))
     if action is None:
-        print("lev models: say list or show (lev models --help)", file=sys.stderr)
         return 2
-    try:
-        settings = current()
-    except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+    settings = settings_or_none()
+    if settings is None:
         return 1
     if action == "list":
         return _list(args, settings)

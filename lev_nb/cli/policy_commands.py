@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
+
+from lev_nb.cli.dispatch import chosen_action, fail
 
 LEVEL_CHOICES = "public|internal|private"
 
@@ -42,18 +43,12 @@ def add_policy(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     policy.set_defaults(func=run_policy)
 
 
-def _err(message: str) -> int:
-    print(f"lev policy: {message}", file=sys.stderr)
-    return 1
-
-
 def run_policy(args: argparse.Namespace) -> int:
     """``lev policy list|add|test``; returns the exit status."""
     from lev_nb.taint import PolicyError
 
-    action = getattr(args, "policy_action", None)
+    action = chosen_action(args, "policy", ("list", "add", "test"))
     if action is None:
-        print("lev policy: say list, add or test (lev policy --help)", file=sys.stderr)
         return 2
     try:
         if action == "list":
@@ -62,7 +57,7 @@ def run_policy(args: argparse.Namespace) -> int:
             return _add(args)
         return _test(args)
     except PolicyError as exc:
-        return _err(str(exc))
+        return fail("policy", str(exc))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -115,7 +110,7 @@ def _test(args: argparse.Namespace) -> int:
     from lev_nb.taint import LEVELS, TaintGate, load_policy, load_rules, rules_dir
 
     if args.taint not in LEVELS:
-        return _err(f"--taint {args.taint!r} is not a sensitivity label (one of {', '.join(LEVELS)})")
+        return fail("policy", f"--taint {args.taint!r} is not a sensitivity label (one of {', '.join(LEVELS)})")
     gate = TaintGate(load_policy(), load_rules(rules_dir()))
     cls = gate.classify(args.tool)
     arguments: dict[str, Any] = {"target": args.target} if args.target else {}

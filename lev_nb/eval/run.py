@@ -24,6 +24,7 @@ from lev_nb.eval.checks import Answer, Check, Verdict, as_check
 from lev_nb.eval.datasets import Case, fit_cases, read_rows, rows_hash
 from lev_nb.eval.evaluation import CaseResult, Evaluation
 from lev_nb.eval.judge import Judge, run_coroutine
+from lev_nb.store import parse_stamp
 
 __all__ = ["evaluate", "blueprint_hash"]
 
@@ -177,10 +178,8 @@ def _results(runs: list[Case], repeats: int, summaries: list[Any], home: Any) ->
 
 
 def _duration(meta: dict[str, Any]) -> float | None:
-    try:
-        start = datetime.fromisoformat(str(meta["started_at"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(meta["updated_at"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError):
+    start, end = parse_stamp(meta.get("started_at")), parse_stamp(meta.get("updated_at"))
+    if start is None or end is None:
         return None
     return max(0.0, (end - start).total_seconds())
 

@@ -19,13 +19,12 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from lev_nb.engine import events as ev
 from lev_nb.explain.record import RunRecord
 from lev_nb.records import record
-from lev_nb.store import EVENTS, TERMINAL_STATUSES, RecordBusy, encode_line, encode_meta, utc_now
+from lev_nb.store import EVENTS, TERMINAL_STATUSES, RecordBusy, encode_line, encode_meta, parse_stamp, utc_now
 from lev_nb.store.listing import OWNED_STATUSES, owner_gone, pid_alive, scan_runs
 
 __all__ = ["Stopped", "cancel", "kill", "CANCEL_WAIT_S", "KILL_WAIT_S"]
@@ -163,11 +162,8 @@ def _claimed_at(meta: dict[str, Any]) -> float | None:
         stamps.append(resumed["at"][-1])
     found = []
     for stamp in stamps:
-        if isinstance(stamp, str):
-            try:
-                found.append(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
-            except ValueError:
-                continue
+        if (moment := parse_stamp(stamp)) is not None:
+            found.append(moment.timestamp())
     return max(found) if found else None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import field
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any
 
 from lev_nb.engine import events as ev
@@ -23,6 +23,7 @@ from lev_nb.explain.story import (
     table_lines,
 )
 from lev_nb.records import record
+from lev_nb.store import parse_stamp
 
 __all__ = ["RunStory", "StageRow", "story_of", "story_text", "ANSWER_LINES"]
 
@@ -98,9 +99,8 @@ def _stage_rows(meta: dict[str, Any], state: RunState) -> list[StageRow]:
 def _when(stamp: Any) -> str:
     if not isinstance(stamp, str):
         return "?"
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
+    moment = parse_stamp(stamp)
+    if moment is None:
         return stamp
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lev_nb.records import record
+from lev_nb.text import format_elapsed  # one home (lev_nb.text); the explain layer re-exports it
 
 __all__ = ["Line", "sentence", "first_line", "clip", "format_count", "format_bytes", "format_elapsed", "format_cost", "plural",
            "table_lines"]
@@ -78,15 +79,6 @@ def format_bytes(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f} kB"
     return f"{n / 1_000_000:.1f} MB"
-
-
-def format_elapsed(seconds: float) -> str:
-    """12.3 s, 4 min 05 s, 1 h 02 min."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
 def format_cost(cost: Any, tokens: int = 0) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from lev_nb.explain.fields import as_cost, as_dict, as_int
 from lev_nb.explain.story import format_cost, format_elapsed, table_lines
 from lev_nb.records import record
-from lev_nb.store import META, TERMINAL_STATUSES
+from lev_nb.store import META, TERMINAL_STATUSES, parse_stamp
 from lev_nb.store.listing import OWNED_STATUSES, abandoned, pid_alive, read_meta, run_folder_paths, run_seconds
 
 __all__ = ["RunRow", "RunTable", "runs", "forget", "total_tokens", "COLUMNS"]
@@ -72,22 +72,13 @@ def total_tokens(meta: dict[str, Any]) -> int:
     return sum(v for k in _TOKEN_KEYS if isinstance(v := source.get(k), int) and not isinstance(v, bool))
 
 
-def _moment(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _span(meta: dict[str, Any], gone: bool) -> tuple[datetime | None, datetime | None]:
     """When the run started, and when it stopped: its last record, for a finished or paused run
     or one whose process is ``gone``; now, for a run still going."""
-    started = _moment(meta.get("started_at"))
+    started = parse_stamp(meta.get("started_at"))
     status = meta.get("status")
     if gone or status in TERMINAL_STATUSES or status == "paused":
-        return started, _moment(meta.get("updated_at"))
+        return started, parse_stamp(meta.get("updated_at"))
     return started, datetime.now(timezone.utc)
 
 
@@ -178,7 +169,7 @@ def _since_seconds(since: datetime | timedelta | str | float | None) -> float | 
     if isinstance(since, timedelta):
         return (datetime.now(timezone.utc) - since).timestamp()
     if isinstance(since, str):
-        moment = _moment(since)
+        moment = parse_stamp(since)
         if moment is None:
             raise ValueError(f"since={since!r} is not a time; give a datetime, a timedelta or an ISO time "
                              "such as '2026-12-01T09:00'")

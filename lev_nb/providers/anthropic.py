@@ -282,6 +282,8 @@ class StreamAssembler:
 
 
 def _field(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]`` (an SDK object or its dict form; the OpenAI provider reads
+    its answers through this too); None when absent."""
     if value is None:
         return None
     if isinstance(value, dict):

@@ -35,7 +35,7 @@ from lev_nb.messages import (
     ToolUseBlock,
     Usage,
 )
-from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _is_transport_failure, parse_retry_after
+from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _field, _is_transport_failure, parse_retry_after
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.clients import LoopClients
 from lev_nb.providers.structured import (
@@ -436,14 +436,6 @@ def map_completion(completion: Any, label: str = "OpenAI") -> ModelResponse:
     return ModelResponse(text=_field(message, "content") or "", tool_calls=calls,
                          usage=usage_from(_field(completion, "usage")),
                          finish_reason=_finish(_field(choices[0], "finish_reason"), calls))
-
-
-def _field(value: Any, name: str) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
 
 
 def _int(value: Any) -> int:

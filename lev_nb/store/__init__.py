@@ -26,7 +26,7 @@ from lev_nb.store.files import (
     write_atomic,
 )
 from lev_nb.store.listing import RunEntry, RunNotFound, find_run, list_runs, owner_gone, pid_alive, scan_runs
-from lev_nb.store.meta import RUN_STATUSES, TERMINAL_STATUSES, RunFlags, RunMeta, new_run_id, utc_now
+from lev_nb.store.meta import RUN_STATUSES, TERMINAL_STATUSES, RunFlags, RunMeta, new_run_id, parse_stamp, utc_now
 
 __all__ = [
     "EVENTS",
@@ -51,6 +51,7 @@ __all__ = [
     "pid_alive",
     "scan_runs",
     "new_run_id",
+    "parse_stamp",
     "read_jsonl",
     "encode_line",
     "encode_meta",

@@ -21,7 +21,7 @@ from typing import Any
 
 from lev_nb.records import record
 from lev_nb.store.files import META, RunStore, runs_dir
-from lev_nb.store.meta import TERMINAL_STATUSES
+from lev_nb.store.meta import TERMINAL_STATUSES, parse_stamp
 
 __all__ = ["list_runs", "scan_runs", "run_folder_paths", "run_seconds", "read_meta", "RunEntry", "find_run", "RunNotFound", "pid_alive", "owner_gone",
            "abandoned", "ABANDONED_AFTER_S"]
@@ -72,25 +72,15 @@ def abandoned(meta: dict[str, Any]) -> bool:
         return True
     if status == "waiting_input":
         return False
-    when = _when(meta.get("updated_at"))
+    when = parse_stamp(meta.get("updated_at"))
     if when is None:
         return False
     return (datetime.now(timezone.utc) - when).total_seconds() > ABANDONED_AFTER_S
 
 
-def _when(stamp: Any) -> datetime | None:
-    """A record's ISO time (``...Z`` as RunStore writes it), or None when it is not one."""
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _sort_key(entry: dict[str, Any], folder: Path) -> float:
     """When the run started, as unix seconds (the folder's mtime if meta.json does not say)."""
-    started = _when(entry.get("started_at"))
+    started = parse_stamp(entry.get("started_at"))
     if started is not None:
         return started.timestamp()
     try:

@@ -35,6 +35,17 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def parse_stamp(stamp: Any) -> datetime | None:
+    """A record's ISO time (``...Z`` as :func:`utc_now` writes it) as a datetime, or None when
+    ``stamp`` is not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def new_run_id(agent_name: str, now: float | None = None) -> str:
     """``<agent name, other than [A-Za-z0-9-] -> '-'>-<unix seconds>-<12 hex>``."""
     safe = re.sub(r"[^A-Za-z0-9-]", "-", agent_name) or "agent"

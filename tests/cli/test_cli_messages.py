@@ -109,6 +109,11 @@ def test_no_api_key_is_one_message_naming_the_stages(lev: Lev, home: Path) -> No
     no_record(home)
 
 
+@pytest.mark.parametrize(("command", "actions"), [("models", "list or show"), ("policy", "list, add or test")])
+def test_a_command_without_its_action_names_the_actions(lev: Lev, command: str, actions: str) -> None:
+    assert one_line(lev(command), 2) == f"lev {command}: say {actions} (lev {command} --help)"
+
+
 def test_an_unknown_provider_lists_the_known_ones(lev: Lev, home: Path) -> None:
     out = lev("run", TRIAGE, "--task", "hi", "--model", "antropic/claude-x")
     assert one_line(out, 2) == (

@@ -74,9 +74,10 @@ def test_config_path(lev: Lev, home: Path, args: tuple[str, ...]) -> None:
     assert proc.returncode == 0 and proc.stdout == f"{home / 'config.toml'}\n"
 
 
-def test_a_malformed_file_is_one_located_error_line(lev: Lev, home: Path) -> None:
+@pytest.mark.parametrize("args", [("config",), ("models", "list"), ("mcp", "list")])
+def test_a_malformed_file_is_one_located_error_line(lev: Lev, home: Path, args: tuple[str, ...]) -> None:
     path = write_config(home, '[limits]\nmax_concurrent_inferences = "four"\n')
-    proc = lev("config")
+    proc = lev(*args)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == (f"Error: {path}:2:1: limits.max_concurrent_inferences: expected a whole number, "
                            "got a string ('four')\n")

@@ -112,6 +112,42 @@ def test_validate_prints_the_model_each_stage_would_use(lev: Lev, tmp_path: Path
     assert not [f for f in findings if f["code"] == "no-reachable-provider"]
 
 
+@pytest.mark.parametrize(("config", "says"), [
+    ("", "names no provider this install can reach (tried anthropic), nor your default model "
+         "(anthropic/claude-sonnet-4-6) or a [providers] fallback_order entry, so it cannot start until one of "
+         "them is configured"),
+    ('default_provider = "openai"\ndefault_model = "gpt-4.1"\n',
+     "names no provider this install can reach (tried anthropic), so it falls back to your default model "
+     "(openai/gpt-4.1)"),
+    ('[providers]\nfallback_order = ["openai/gpt-4.1-mini"]\n',
+     "names no provider this install can reach (tried anthropic), nor your default model "
+     "(anthropic/claude-sonnet-4-6), so it falls back to openai/gpt-4.1-mini from [providers] fallback_order"),
+])
+def test_no_reachable_provider_says_where_the_stage_goes(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        config: str, says: str) -> None:
+    import lev_nb
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    report = lev_nb.validate(AGENT)
+    (finding,) = report.by_code("no-reachable-provider")
+    assert finding.stage == "check" and finding.message == says
+    # What the lint says is where the run starts: the model the stage's row names, or none usable.
+    (row,) = [r for r in report.models["stages"] if r["stage"] == "check"]
+    assert (row["missing_key"] is None) == ("falls back" in says)
+
+
+def test_no_reachable_provider_with_no_fallback_allowed(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lev_nb
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    strict = AGENT.replace('model = "claude-haiku-4-5" }', 'model = "claude-haiku-4-5", allow_user_default = false }')
+    (finding,) = lev_nb.validate(strict).by_code("no-reachable-provider")
+    assert finding.message == ("names no provider this install can reach (tried anthropic), and allow_user_default "
+                               "= false forbids a fallback, so it cannot start")
+
+
 def test_validate_json_carries_each_stages_model(lev: Lev, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "agent.leviath").write_text(AGENT)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

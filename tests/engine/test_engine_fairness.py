@@ -16,20 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import RUN_TIMEOUT_S, call, calls, say
+from support import OUTPUT_STAGE, QUIET_WORK_STAGE, RUN_TIMEOUT_S, call, calls, say
 
 from lev_nb.scripting import RegionScript, Validator
 from lev_nb.tools import builtin
 from lev_nb.tools.context import BLOCKING_PER_RUN
-
-QUICK = '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
-OUTPUT_STAGE = """
-[stages.answer]
-mode = "output"
-available_tools = ["submit_output"]
-nudge = { enabled = false }
-[stages.answer.transitions]
-"""
 
 
 class Gate:
@@ -60,7 +51,7 @@ def gate() -> Any:
 
 def _quick_run_finishes_while_held(engine, run_a, gate: Gate) -> None:
     assert gate.entered.wait(RUN_TIMEOUT_S)
-    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    run_b, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), say("done")])
     assert run_b.status == "complete", run_b.error
     assert not run_a.done()  # A is still inside its slow part
     gate.release()
@@ -170,7 +161,7 @@ def test_one_runs_blocking_calls_leave_threads_for_another(engine, gate: Gate, m
 
     monkeypatch.setattr(builtin, "_read_one", read_one)
     many = calls(*[("read_file", {"path": f"held-{i}.txt"}) for i in range(40)])
-    run_a, _ = engine.start(QUICK.replace('["list_dir"]', '["read_file"]'), [many, say("done")])
+    run_a, _ = engine.start(QUIET_WORK_STAGE.replace('["list_dir"]', '["read_file"]'), [many, say("done")])
     _quick_run_finishes_while_held(engine, run_a, gate)
     assert gate.held == 40  # every call ran, BLOCKING_PER_RUN at a time
     assert BLOCKING_PER_RUN < 32
@@ -196,7 +187,7 @@ def test_runs_waiting_for_a_person_s_approval_hold_no_worker_thread(engine) -> N
 
     waiting = _forty_waiting_runs_leave_list_dir_alone(engine, interactive=True)
     requests = [next_request(run) for run in waiting]
-    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    run_b, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), say("done")])
     assert run_b.status == "complete", run_b.error
     assert all(not run.done() for run in waiting)
     for run, request in zip(waiting, requests):
@@ -221,7 +212,7 @@ def test_a_launch_approver_waiting_for_a_person_holds_no_shared_worker_thread(en
         waiting = _forty_waiting_runs_leave_list_dir_alone(engine, approver=approver)
         for _ in waiting:
             assert asked.acquire(timeout=RUN_TIMEOUT_S)
-        run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+        run_b, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), say("done")])
         assert run_b.status == "complete", run_b.error
         assert all(not run.done() for run in waiting)
     finally:
@@ -279,7 +270,8 @@ max_tokens = 5000
 
 
 def test_a_slow_on_write_of_a_seed_does_not_stall_other_runs(engine, slow_writes: Gate, tmp_path: Path) -> None:
-    bp = scripted_agent(tmp_path, BOARD.format(extra='seed = { literal = "SLOW seed" }') + CONVERSATION + QUICK)
+    seeded = BOARD.format(extra='seed = { literal = "SLOW seed" }')
+    bp = scripted_agent(tmp_path, seeded + CONVERSATION + QUIET_WORK_STAGE)
     run_a, _ = engine.start(bp, [say("done")])
     _quick_run_finishes_while_held(engine, run_a, slow_writes)
 
@@ -288,7 +280,7 @@ def test_a_slow_on_write_of_a_hook_modification_does_not_stall_other_runs(
     engine, slow_writes: Gate, tmp_path: Path
 ) -> None:
     hook = 'fn on_stage_enter(ctx) { #{action: "modify", value: #{board: "SLOW from the hook"}} }'
-    body = BOARD.format(extra="") + CONVERSATION + QUICK.replace(
+    body = BOARD.format(extra="") + CONVERSATION + QUIET_WORK_STAGE.replace(
         "[stages.work.transitions]", '[stages.work.hooks]\non_stage_enter = "hooks/h.rhai"\n[stages.work.transitions]')
     run_a, _ = engine.start(scripted_agent(tmp_path, body, {"hooks/h.rhai": hook}), [say("done")])
     _quick_run_finishes_while_held(engine, run_a, slow_writes)
@@ -348,7 +340,7 @@ def test_a_slow_on_write_of_a_checkpoint_document_does_not_stall_other_runs(
     """
     run_a, _ = engine.start(scripted_agent(tmp_path, body), [say("SLOW plan")], interactive=True)
     assert slow_writes.entered.wait(RUN_TIMEOUT_S)  # the plan is being written into the board
-    run_b, _ = engine.run(QUICK, [call("list_dir", path="."), say("done")])
+    run_b, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), say("done")])
     assert run_b.status == "complete", run_b.error
     assert not run_a.done()
     slow_writes.release()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import call, events_of, fail, request_text, say
+from support import OUTPUT_STAGE, call, events_of, fail, request_text, say
 
 REGIONS = """
 [context.regions.system]
@@ -82,13 +82,6 @@ def test_required_region_not_enforced_without_context_write(engine):
 
 
 # ------------------------------------------------------------------------------ owed outputs
-OUTPUT_STAGE = """
-[stages.answer]
-mode = "output"
-available_tools = ["submit_output"]
-nudge = { enabled = false }
-[stages.answer.transitions]
-"""
 
 
 def test_output_stage_submission_completes_the_run(engine):

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from support import call, events_of, kinds, purposes, request_text, say
+from support import WORK_STAGE, call, events_of, kinds, purposes, request_text, say
 
 from lev_nb.engine.plan.types import DEFAULT_NUDGE_TEXT
 
-ONE_STAGE = """
-[stages.work]
-available_tools = ["list_dir"]
-[stages.work.transitions]
-"""
-
 
 def test_tool_batch_then_text_ends_the_stage(engine):
-    run, model = engine.run(ONE_STAGE, [call("list_dir", path="."), say("all done")])
+    run, model = engine.run(WORK_STAGE, [call("list_dir", path="."), say("all done")])
     assert run.status == "complete", run.error
     assert run.stage_history == ["work"]
     assert purposes(model) == ["stage", "stage"]
@@ -26,7 +20,7 @@ def test_tool_batch_then_text_ends_the_stage(engine):
 
 
 def test_text_only_turn_is_nudged_up_to_the_default_max(engine):
-    run, model = engine.run(ONE_STAGE, [say("t1"), say("t2"), say("t3"), say("t4")])
+    run, model = engine.run(WORK_STAGE, [say("t1"), say("t2"), say("t3"), say("t4")])
     assert run.status == "complete", run.error
     nudges = events_of(run, "nudge")
     assert [n.reason for n in nudges] == ["text_only"] * 3
@@ -39,7 +33,7 @@ def test_text_only_turn_is_nudged_up_to_the_default_max(engine):
 
 
 def test_nudge_stops_once_the_stage_has_used_a_tool(engine):
-    run, model = engine.run(ONE_STAGE, [say("thinking"), call("list_dir"), say("done")])
+    run, model = engine.run(WORK_STAGE, [say("thinking"), call("list_dir"), say("done")])
     assert run.status == "complete", run.error
     assert len(events_of(run, "nudge")) == 1
     assert len(model.requests) == 3
@@ -263,13 +257,8 @@ def test_lost_workspace_is_noticed_every_fifth_turn(engine, workdir):
                 shutil.rmtree(workdir)
             return await super().complete(request)
 
-    toml = """
-    [stages.work]
-    available_tools = ["list_dir"]
-    [stages.work.transitions]
-    """
     model = Deleting([call("list_dir")] * 8)
-    run, _ = engine.run(toml, model)
+    run, _ = engine.run(WORK_STAGE, model)
     assert run.status == "error"
     assert "no longer accessible" in run.error
     assert run.flags["workspace_lost"] is True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import call, events_of, say
+from support import WORK_STAGE, call, events_of, say
 
 import lev_nb
 from lev_nb.engine.launch import LaunchError
@@ -152,7 +152,7 @@ def test_declared_read_paths_need_a_grant(engine, config, tmp_path: Path) -> Non
 
 def test_nudge_defaults_come_from_the_configuration(engine, config) -> None:
     config('[nudge]\nmax = 1\ntext = "Machine nudge for {stage}."\n')
-    run, model = engine.run("[stages.work]\navailable_tools = [\"list_dir\"]\n[stages.work.transitions]\n", [say("a"), say("b"), say("c")])
+    run, model = engine.run(WORK_STAGE, [say("a"), say("b"), say("c")])
     nudges = events_of(run, "nudge")
     assert [n.text for n in nudges] == ["Machine nudge for work."]
 

@@ -10,17 +10,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from support import RUN_TIMEOUT_S, blueprint, call, say
+from support import RUN_TIMEOUT_S, WORK_STAGE, blueprint, call, say
 
 from lev_nb.engine.api import start_run
 from lev_nb.engine.loop import engine_loop
 from lev_nb.providers.scripted import ScriptedModel
-
-SIMPLE = """
-[stages.work]
-available_tools = ["list_dir"]
-[stages.work.transitions]
-"""
 
 
 def script() -> ScriptedModel:
@@ -28,7 +22,7 @@ def script() -> ScriptedModel:
 
 
 def test_run_started_inside_a_running_loop_can_be_awaited(home: Path, workdir: Path):
-    bp = blueprint(SIMPLE)
+    bp = blueprint(WORK_STAGE)
 
     async def cell():
         # As in a notebook: the caller's loop is running when the run starts.
@@ -44,7 +38,7 @@ def test_run_started_inside_a_running_loop_can_be_awaited(home: Path, workdir: P
 
 
 def test_blocking_wait_inside_a_running_loop_does_not_stall_the_run(home: Path, workdir: Path):
-    bp = blueprint(SIMPLE)
+    bp = blueprint(WORK_STAGE)
 
     async def cell():
         run = start_run(bp, task="t", model=script(), workdir=workdir, home=home)
@@ -56,7 +50,7 @@ def test_blocking_wait_inside_a_running_loop_does_not_stall_the_run(home: Path, 
 
 
 def test_run_from_a_plain_script_with_wait(home: Path, workdir: Path):
-    run = start_run(blueprint(SIMPLE), task="t", model=script(), workdir=workdir, home=home)
+    run = start_run(blueprint(WORK_STAGE), task="t", model=script(), workdir=workdir, home=home)
     assert run.wait(RUN_TIMEOUT_S) is run
     assert run.done()
     assert run.status == "complete", run.error
@@ -70,7 +64,7 @@ def test_wait_with_a_timeout_raises_while_the_run_is_still_going(home: Path, wor
         async def complete(self, request):
             await asyncio.sleep(3600)
 
-    run = start_run(blueprint(SIMPLE), task="t", model=Slow(), workdir=workdir, home=home)
+    run = start_run(blueprint(WORK_STAGE), task="t", model=Slow(), workdir=workdir, home=home)
     with pytest.raises((TimeoutError, concurrent.futures.TimeoutError)):
         run.wait(0.05)
     run.cancel()
@@ -79,7 +73,7 @@ def test_wait_with_a_timeout_raises_while_the_run_is_still_going(home: Path, wor
 
 
 def test_async_for_over_events_sees_every_event_then_ends(home: Path, workdir: Path):
-    bp = blueprint(SIMPLE)
+    bp = blueprint(WORK_STAGE)
 
     async def follow():
         run = start_run(bp, task="t", model=script(), workdir=workdir, home=home)
@@ -98,7 +92,7 @@ def test_async_for_over_events_sees_every_event_then_ends(home: Path, workdir: P
 
 
 def test_sync_iteration_over_events_ends_with_the_run(home: Path, workdir: Path):
-    run = start_run(blueprint(SIMPLE), task="t", model=script(), workdir=workdir, home=home)
+    run = start_run(blueprint(WORK_STAGE), task="t", model=script(), workdir=workdir, home=home)
     kinds = [e.kind for e in run.events]
     assert kinds[-1] == "completed"
     assert run.done() or run.wait(RUN_TIMEOUT_S)
@@ -106,7 +100,7 @@ def test_sync_iteration_over_events_ends_with_the_run(home: Path, workdir: Path)
 
 @pytest.mark.slow
 def test_a_thousand_concurrent_mock_runs_all_complete(home: Path, workdir: Path):
-    bp = blueprint(SIMPLE)
+    bp = blueprint(WORK_STAGE)
     runs = [start_run(bp, task=f"t{i}", model="mock", workdir=workdir, home=home) for i in range(1000)]
     for run in runs:
         run.wait(RUN_TIMEOUT_S * 4)

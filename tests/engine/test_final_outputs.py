@@ -12,19 +12,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import RUN_TIMEOUT_S, call, events_of, request_text, say
+from support import OUTPUT_STAGE, RUN_TIMEOUT_S, call, events_of, request_text, say
 
 from lev_nb.engine.pipeline.outputs import MAX_FINAL_OUTPUT_BYTES
 from lev_nb.engine.pipeline.holds import OWED_OUTPUT_NUDGE
 from lev_nb.engine.pipeline.transitions import OWED_AT_END
-
-OUTPUT_STAGE = """
-[stages.answer]
-mode = "output"
-available_tools = ["submit_output"]
-nudge = { enabled = false }
-[stages.answer.transitions]
-"""
 
 
 def tool_results(request) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import call, say
+from support import OUTPUT_STAGE, call, say
 
 from lev_nb.engine.pipeline.outputs import (
     PRESENTATION_CLAUSE,
@@ -207,16 +207,9 @@ def test_the_launch_format_is_checked_for_well_formedness(engine):
 
 
 def test_a_launch_schema_is_enforced(engine):
-    toml = """
-    [stages.answer]
-    mode = "output"
-    available_tools = ["submit_output"]
-    nudge = { enabled = false }
-    [stages.answer.transitions]
-    """
     schema = {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}
     turns = [call("submit_output", content='{"ok": "yes"}'), call("submit_output", content='{"ok": true}'), say("done")]
-    run, model = engine.run(toml, turns, output_format="json", output_schema=schema)
+    run, model = engine.run(OUTPUT_STAGE, turns, output_format="json", output_schema=schema)
     assert run.status == "complete", run.error
     assert run.result.content == '{"ok": true}'
     assert run.meta["output_request"] == {"format": "json", "schema": schema}

@@ -12,16 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import call, say
+from support import WORK_STAGE, call, say
 
 from lev_nb.cli.run_status import status_text
 from lev_nb.store import RecordUnwritable, RunStore
 
-ONE = '[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n'
-
 
 def test_the_record_exists_before_the_run_starts_with_the_pid(engine, home: Path):
-    run, _ = engine.start(ONE, [call("list_dir"), say("ok")])
+    run, _ = engine.start(WORK_STAGE, [call("list_dir"), say("ok")])
     # Written synchronously by start_run: readable before the engine has done anything.
     meta = json.loads((Path(run.run_dir) / "meta.json").read_text())
     assert meta["pid"] == os.getpid()
@@ -33,7 +31,7 @@ def test_a_run_that_cannot_write_its_record_does_not_start(engine, tmp_path: Pat
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where LEV_HOME's runs folder should be")
     with pytest.raises(RecordUnwritable) as info:
-        engine.start(ONE, [say("never")], home=blocked)
+        engine.start(WORK_STAGE, [say("never")], home=blocked)
     assert str(blocked) in str(info.value) and "cannot write the run record" in str(info.value)
 
 
@@ -43,7 +41,7 @@ def test_lev_run_on_an_unwritable_home_is_one_clear_line(tmp_path: Path, lev, ho
     blocked.write_text("x")
     agent = tmp_path / "agent"
     agent.mkdir()
-    (agent / "agent.leviath").write_text('[agent]\nname = "disk"\n' + ONE)
+    (agent / "agent.leviath").write_text('[agent]\nname = "disk"\n' + WORK_STAGE)
     proc = lev("run", str(agent), "--task", "t", "--model", "mock", "--quiet")
     assert proc.returncode == 1
     assert proc.stderr.startswith("lev run: cannot write the run record in ") and str(blocked) in proc.stderr
@@ -61,7 +59,7 @@ def test_a_record_that_stops_reaching_the_disk_ends_the_run_in_error(engine, mon
         real(self, meta, durable)
 
     monkeypatch.setattr(RunStore, "write_meta", full_disk)
-    run, _ = engine.run(ONE, [call("list_dir"), say("ok")])
+    run, _ = engine.run(WORK_STAGE, [call("list_dir"), say("ok")])
     assert run.status == "error"
     assert "could not be written" in run.error and "No space left on device" in run.error
     assert run.run_dir in run.error

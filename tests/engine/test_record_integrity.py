@@ -19,11 +19,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support import ROOT, call, say
+from support import QUIET_WORK_STAGE, ROOT, call, say
 
 from lev_nb.store import files
-
-MANY = '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
 
 
 def _whole_lines(path: Path) -> list[dict]:
@@ -50,7 +48,7 @@ def test_a_full_disk_mid_run_ends_it_in_error_with_whole_lines(engine, monkeypat
 
     monkeypatch.setattr(files.os, "write", filling_disk)
     turns = [call("list_dir", path=".")] * 30 + [say("done")]
-    run, _ = engine.run(MANY, turns)
+    run, _ = engine.run(QUIET_WORK_STAGE, turns)
     monkeypatch.undo()
     assert run.status == "error", run.error
     assert "No space left on device" in run.error and "events.jsonl" in run.error
@@ -66,7 +64,7 @@ def test_lev_run_exit_status_agrees_with_the_record_over_a_file_size_limit(tmp_p
     # outgrow it (EFBIG) while meta.json stays small.
     agent = tmp_path / "agent"
     agent.mkdir()
-    (agent / "agent.leviath").write_text('[agent]\nname = "big"\n' + MANY)
+    (agent / "agent.leviath").write_text('[agent]\nname = "big"\n' + QUIET_WORK_STAGE)
     turns = [{"text": "x" * 4000, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}] * 40
     script = tmp_path / "turns.json"
     script.write_text(json.dumps(turns + [{"text": "done"}]))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import RUN_TIMEOUT_S, blueprint, call, events_of, fail, kinds, say
+from support import QUIET_WORK_STAGE, RUN_TIMEOUT_S, blueprint, call, events_of, fail, kinds, say
 
 import lev_nb
 from lev_nb.messages import ModelRequest, ModelResponse, ToolResultBlock, Usage
@@ -234,8 +234,7 @@ def test_a_resumed_parent_does_not_run_its_workers_again(engine, home: Path, pri
 
 
 def test_a_journal_that_no_longer_matches_the_blueprint_is_cut_where_it_parts(engine, workdir: Path) -> None:
-    toml = "[stages.work]\navailable_tools = [\"list_dir\"]\nnudge = { enabled = false }\n[stages.work.transitions]\n"
-    run, _ = engine.run(toml, [call("list_dir", path="."), fail("credits", "empty")])
+    run, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), fail("credits", "empty")])
     journal = Path(run.run_dir) / "journal.jsonl"
     lines = [json.loads(line) for line in journal.read_text().splitlines()]
     lines[0]["stage"] = "elsewhere"  # as if the blueprint had changed: the first turn no longer fits

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from support import blueprint, call, events_of, say
+from support import SHELL_STAGE, blueprint, call, events_of, say
 
 import lev_nb
 from lev_nb.engine.launch import LaunchError
@@ -29,8 +29,7 @@ needs_bwrap = pytest.mark.skipif(not choose(SandboxSpec(kind="namespace")).progr
 
 
 def _shell_stage(sandbox: str = 'kind = "namespace"') -> str:
-    return (f"[sandbox]\n{sandbox}\n[stages.work]\navailable_tools = [\"shell\"]\n"
-            "tool_permissions = { shell = \"allow\", write_file = \"allow\" }\n[stages.work.transitions]\n")
+    return f"[sandbox]\n{sandbox}\n" + SHELL_STAGE
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import call, events_of, say
+from support import SHELL_STAGE, WORK_STAGE, call, events_of, say
 
 import lev_nb
 from lev_nb.providers import ScriptedModel
@@ -97,9 +97,7 @@ def test_script_shell_does_not_wait_for_a_background_child(tmp_path: Path, monke
 def test_shell_tool_runs_without_credentials(engine, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://hooks.example/T000/B000/XXXX")
-    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
-            '[stages.work.transitions]\n')
-    run, model = engine.run(toml, [call("shell", command="env > env.txt"), say("ok")])
+    run, model = engine.run(SHELL_STAGE, [call("shell", command="env > env.txt"), say("ok")])
     assert run.status == "complete", run.error
     seen = (workdir / "env.txt").read_text()
     assert "PATH=" in seen and KEY not in seen and "SLACK_WEBHOOK_URL" not in seen
@@ -143,7 +141,7 @@ class Echoing(ScriptedModel):
 def test_an_echoed_key_is_redacted_from_every_record(engine, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     KEY = key  # noqa: N806
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    run, _ = engine.run('[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n', Echoing([]))
+    run, _ = engine.run(WORK_STAGE, Echoing([]))
     assert run.status == "error"
     assert "[redacted]" in run.error and KEY not in run.error
     assert all(KEY not in str(e) for e in run.events.snapshot())
@@ -174,9 +172,7 @@ def test_a_configured_key_variable_is_a_secret_whatever_its_name(
     assert not looks_like_credential("CLAUDE") and "CLAUDE" in child_environment()
     with (home / "config.toml").open("a", encoding="utf-8") as config:
         config.write('[model_providers.anthropic]\napi_key_env = "CLAUDE"\n')
-    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
-            '[stages.work.transitions]\n')
-    run, _ = engine.run(toml, EchoingClaude([call("shell", command="env > env.txt; env")]))
+    run, _ = engine.run(SHELL_STAGE, EchoingClaude([call("shell", command="env > env.txt; env")]))
     assert run.status == "error" and "[redacted]" in run.error and KEY not in run.error
     seen = (workdir / "env.txt").read_text()
     assert "PATH=" in seen and "CLAUDE=" not in seen

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import call, say
+from support import SHELL_STAGE, call, say
 
 from lev_nb.secrets import ShellEnv, child_environment
 from lev_nb.settings import ConfigError, load
@@ -60,9 +60,7 @@ def test_the_shell_tool_sees_what_the_configured_mode_lets_through(
     config.write_text(config.read_text() + 'shell_env = "custom"\nshell_env_withhold = ["MY_INTERNAL"]\n')
     for name in ("GITHUB_TOKEN", "MY_INTERNAL", "ANTHROPIC_API_KEY"):
         monkeypatch.setenv(name, f"value-of-{name.lower()}")
-    toml = ('[stages.work]\navailable_tools = ["shell"]\ntool_permissions = { shell = "allow", write_file = "allow" }\n'
-            '[stages.work.transitions]\n')
-    run, _ = engine.run(toml, [call("shell", command="env > env.txt"), say("ok")])
+    run, _ = engine.run(SHELL_STAGE, [call("shell", command="env > env.txt"), say("ok")])
     assert run.status == "complete", run.error
     seen = (workdir / "env.txt").read_text()
     assert "GITHUB_TOKEN=value-of-github_token" in seen  # custom: nothing inferred

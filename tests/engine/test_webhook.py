@@ -9,17 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from support import call, events_of, say
+from support import OUTPUT_STAGE, call, events_of, say
 
 from lev_nb.engine.webhook import completion_payload, post_json
-
-OUTPUT_STAGE = """
-[stages.answer]
-mode = "output"
-available_tools = ["submit_output"]
-nudge = { enabled = false }
-[stages.answer.transitions]
-"""
 
 
 class Receiver:

@@ -7,7 +7,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
-from support import FnModel, call, events_of, fail, say
+from support import QUIET_WORK_STAGE, WORK_STAGE, FnModel, call, events_of, fail, say
 
 from lev_nb.messages import ToolResultBlock
 
@@ -169,8 +169,7 @@ def test_child_runs_nest_under_the_stage_that_started_them_and_name_their_parent
 
 
 def test_nudges_and_warnings_become_events_on_the_span_they_happened_in(engine, spans):
-    toml = '[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n'
-    run, _ = engine.run(toml, [say("t1"), say("t2"), say("t3"), say("t4")], workdir=engine.workdir / "new")
+    run, _ = engine.run(WORK_STAGE, [say("t1"), say("t2"), say("t3"), say("t4")], workdir=engine.workdir / "new")
     assert run.status == "complete", run.error
     stage = only(spans, "agent.stage")
     nudges = [e for e in stage.events if e.name == "nudge"]
@@ -185,8 +184,7 @@ def test_a_paused_run_and_its_resumption_are_two_traces_of_one_run_id(engine, sp
     import lev_nb
     from lev_nb.providers.scripted import ScriptedModel
 
-    toml = '[stages.work]\navailable_tools = ["list_dir"]\nnudge = { enabled = false }\n[stages.work.transitions]\n'
-    run, _ = engine.run(toml, [call("list_dir", path="."), fail("credits", "the account is empty")])
+    run, _ = engine.run(QUIET_WORK_STAGE, [call("list_dir", path="."), fail("credits", "the account is empty")])
     assert run.status == "paused", run.error
     (first,) = named(spans, "agent.run")
     assert first.attributes["lev.status"] == "paused"
@@ -211,9 +209,8 @@ def test_a_paused_run_and_its_resumption_are_two_traces_of_one_run_id(engine, sp
 
 
 def test_a_run_started_inside_the_callers_span_nests_under_it(engine, provider, spans):
-    toml = '[stages.work]\navailable_tools = ["list_dir"]\n[stages.work.transitions]\n'
     with provider.get_tracer("caller").start_as_current_span("notebook cell") as cell:
-        run, _ = engine.run(toml, [call("list_dir", path="."), say("done")])
+        run, _ = engine.run(WORK_STAGE, [call("list_dir", path="."), say("done")])
     assert run.status == "complete", run.error
     root = only(spans, "agent.run")
     assert parent_of(root) == cell.get_span_context().span_id
