@@ -1,22 +1,32 @@
-"""A notebook as the person a run asks: who can answer, and waiting without deafening the forms.
+"""A notebook as the person a run asks: who can answer, and waiting without deafening the forms
+(docs/notebook.md#waiting-while-a-run-asks).
 
 A run started in a Jupyter kernel is attended from its creation (:func:`person_here`, called by
 the engine before the run starts), so its first request already offers the question tools and
 its checkpoints and approvals wait for a form, whichever way the notebook shows it: the view in
 the cell that started it, ``%%lev``, a view opened later, or ``run.wait()`` in a later cell.
 
-A cell blocked in ``run.wait()`` holds the kernel's main thread, where widget clicks are handled.
-On ipykernel 7 each form's messages go to a kernel subshell of their own (:func:`answer_off_main`),
-which handles them on its thread meanwhile (and ``await run`` leaves the kernel free to dispatch
-them itself); on ipykernel 6, :func:`wait` and :func:`await_run` pump them with jupyter-ui-poll
-(cells queued behind run after this one, in order). Both show the run's view in the waiting cell
-when the run asks and no live view of it is on the page.
+A cell blocked in ``run.wait()`` holds the kernel's main thread. ipykernel 7 receives every
+shell message on a thread of its own and hands each comm message to the shell that the comm's
+routing hook names: by default the shell that last sent on the comm, the main one for a widget
+built while a cell ran, even when the frontend addressed the message to a subshell (JupyterLab
+does, by default). A main shell busy in ``run.wait()`` would take a click only once the cell
+ends. So the widgets of each request form route their messages to a kernel subshell made for the
+forms (:func:`answer_off_main`), whose thread handles clicks and typed text meanwhile. Nothing
+else moves: cells queued behind the waiting one and the messages of other widgets stay in the
+main shell's queue, in order, and an interrupt (Ctrl-C) stops the waiting cell as it does any
+cell. ``await run`` leaves the main shell free: the kernel dispatches comm messages while a cell
+awaits.
+
+:func:`wait` and :func:`await_run` also show the run's view in the waiting cell when the run
+asks and no live view of it is on the page. A kernel without subshells or that routing hook
+(ipykernel 6, an early 7) handles a form's click only when the waiting cell ends, and
+``run.wait()`` says so, once. Outside a kernel, ``run.wait()`` waits plainly.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import threading
 import time
@@ -24,9 +34,11 @@ from typing import Any
 
 __all__ = ["person_here", "wait", "await_run"]
 
-POLL_S = 0.05  # how often a waiting cell handles widget messages
-EVENTS_PER_POLL = 20
-SUBSHELL_WAIT_S = 5.0
+POLL_S = 0.05  # how often a waiting cell looks for a request nobody sees yet
+SUBSHELL_WAIT_S = 10.0  # the shell channel's thread makes the subshell; generous on a busy machine
+NO_ROUTE_NOTE = ("lev_nb: this kernel cannot take a form's click while a cell waits (it needs ipykernel "
+                 "7.4 or later); a click is handled when this cell ends. Answer with run.respond(...) "
+                 "in code, or use `await run`.")
 
 
 def _kernel_shell() -> Any:
@@ -55,12 +67,15 @@ _subshell: list[str] = []  # the id of the kernel subshell that handles the form
 
 
 def _forms_subshell() -> str | None:
-    """A kernel subshell (ipykernel 7's own threads for shell messages) for the forms' messages,
-    created once; None where the kernel has none (ipykernel 6: jupyter-ui-poll serves instead)."""
+    """The kernel subshell (ipykernel 7: a thread of its own for shell messages) that handles the
+    forms' messages, made once; None where the kernel cannot route a comm's messages to one."""
+    from ipykernel.comm.comm import BaseComm  # the kernel's comms: their routing hook is what we set
+
     kernel: Any = getattr(_kernel_shell(), "kernel", None)
     channel: Any = getattr(kernel, "shell_channel_thread", None)
     manager: Any = getattr(channel, "manager", None)
-    if not getattr(kernel, "_supports_kernel_subshells", False) or not hasattr(manager, "_create_subshell"):
+    if (not getattr(kernel, "_supports_kernel_subshells", False) or not hasattr(manager, "_create_subshell")
+            or not hasattr(BaseComm, "_reply_subshell_for")):
         return None
     with _subshell_lock:
         if not _subshell:
@@ -80,68 +95,73 @@ def _forms_subshell() -> str | None:
         return _subshell[0]
 
 
-def answer_off_main(widget: Any) -> None:
-    """Route the messages of ``widget`` and its children (a form's buttons and boxes) to the
-    forms' subshell, so a click is handled while a cell blocks the kernel's main thread."""
+def _can_route() -> bool:
     try:
-        subshell = _forms_subshell()
+        return _forms_subshell() is not None
     except Exception:  # a kernel that changed its internals: forms answer once the cell ends
-        return
-    if subshell is None:
-        return
+        return False
+
+
+def answer_off_main(widget: Any) -> bool:
+    """Route the messages of ``widget`` and its children (a form's buttons, boxes and text
+    fields) to the forms' subshell, so a click is handled while a cell blocks the kernel's main
+    thread; False where the kernel cannot (the form answers once the cell ends)."""
+    if not _can_route():
+        return False
+    subshell = _subshell[0]
+
+    def route(_data: Any, _default: Any) -> str:
+        # Asked by the kernel for each message the frontend sends on this comm. An instance
+        # attribute: ipykernel rewrites its own default (the last shell that sent on the comm)
+        # whenever the widget sends, e.g. when it echoes a value the person typed.
+        return subshell
+
     stack = [widget]
     while stack:
         one = stack.pop()
         comm = getattr(one, "comm", None)
         if comm is not None:
-            comm._reply_subshell_id = subshell
+            comm._reply_subshell_for = route
         stack.extend(getattr(one, "children", ()) or ())
+    return True
 
 
 def _in_kernel_main() -> bool:
     return threading.current_thread() is threading.main_thread() and _kernel_shell() is not None
 
 
-def _ui_poller() -> Any:
-    """jupyter-ui-poll's event pump for a kernel without subshells (ipykernel 6), else None: on
-    ipykernel 7 the forms' own subshell (and, for ``await``, the kernel itself) takes the clicks."""
-    if _forms_subshell() is not None:
-        return None
-    try:
-        from jupyter_ui_poll import ui_events
-    except ImportError:
-        return None
-    return ui_events()
+_told: list[bool] = []
 
 
-def _show_forms_if_unseen(run: Any) -> bool:
-    """Display the run's view here when it waits on a person and no live view of it is shown."""
+def _show_forms_if_unseen(run: Any, blocking: bool) -> bool:
+    """Display the run's view here when it waits on a person and no live view of it is shown;
+    in a ``blocking`` wait, say once per kernel when its forms cannot answer meanwhile."""
     from lev_nb.notebook.widget import is_shown, watch
 
-    if run.pending and not is_shown(run):
+    if not run.pending:
+        return False
+    if blocking and not _told and not _can_route():
+        _told.append(True)
+        print(NO_ROUTE_NOTE, file=sys.stderr)
+    if not is_shown(run):
         watch(run)
-        return True
-    return False
+    return True
 
 
 def wait(run: Any, timeout: float | None = None) -> bool:
-    """Wait for ``run`` in a kernel cell while its forms keep answering, showing its view here
-    when it asks and none is shown; False when this does not apply (a run that asks nobody, a
-    thread other than the kernel's main one): the caller waits plainly."""
+    """Wait for ``run`` in a kernel cell while its forms keep answering (on their subshell),
+    showing its view here when it asks and none is shown; False when this does not apply (a run
+    that asks nobody, a thread other than the kernel's main one): the caller waits plainly."""
     if not run.interactive or not _in_kernel_main():
         return False
     deadline = None if timeout is None else time.monotonic() + timeout
     shown = False
-    pump = _ui_poller()
-    with pump if pump is not None else contextlib.nullcontext() as poll:
-        while not run.done():
-            if poll is not None:
-                poll(EVENTS_PER_POLL)
-            if not shown:
-                shown = _show_forms_if_unseen(run)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"run {run.run_id} did not end within {timeout:g} s")
-            time.sleep(POLL_S)
+    while not run.done():
+        if not shown:
+            shown = _show_forms_if_unseen(run, blocking=True)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"run {run.run_id} did not end within {timeout:g} s")
+        time.sleep(POLL_S)
     return True
 
 
@@ -152,13 +172,9 @@ def await_run(run: Any) -> Any:
 
     async def waiting() -> None:
         shown = False
-        pump = _ui_poller()
-        async with pump if pump is not None else contextlib.nullcontext() as poll:
-            while not run.done():
-                if poll is not None:
-                    await poll(EVENTS_PER_POLL)
-                if not shown:
-                    shown = _show_forms_if_unseen(run)
-                await asyncio.sleep(POLL_S)
+        while not run.done():
+            if not shown:
+                shown = _show_forms_if_unseen(run, blocking=False)
+            await asyncio.sleep(POLL_S)
 
     return waiting()

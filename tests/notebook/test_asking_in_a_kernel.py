@@ -1,8 +1,10 @@
 """Asking a person in a real Jupyter kernel, the documented default way (issue 27): a run started
 in a kernel asks from its start, with no race against its view; a cell blocked in ``run.wait()``
-or ``await run`` still gets the view's clicks (sent here as the browser sends them: a comm message
-to the button's model); and a notebook executed headless (nbclient, what nbconvert and nbval use)
-saves the final state of a view whose run ended during a later cell."""
+or ``await run`` still gets the view's clicks and typed text (sent here as a frontend sends them: comm
+messages to the widgets' models, on the shell channel, addressed to no subshell), while cells queued
+behind it keep their order and Ctrl-C still interrupts it; and a notebook executed headless
+(nbclient, what nbconvert and nbval use) saves the final state of a view whose run ended during a
+later cell."""
 
 from __future__ import annotations
 
@@ -39,12 +41,12 @@ def call(name, **arguments):
 def kernel(tmp_path: Path) -> Iterator[Any]:
     """A python3 kernel loading this tree, with a private LEV_HOME; yields its blocking client."""
     jupyter_client = pytest.importorskip("jupyter_client.manager")
-    pytest.importorskip("jupyter_ui_poll")
     env = dict(os.environ, LEV_HOME=str(tmp_path / "home"),
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
     try:
         run_cell(kc, SETUP + f"import os\nos.chdir({str(tmp_path)!r})")
+        kc.manager = km  # to interrupt the kernel
         yield kc
     finally:
         kc.stop_channels()
@@ -67,20 +69,42 @@ def run_cell(kc: Any, code: str) -> str:
 
 
 def note_button(kc: Any, msg: dict[str, Any]) -> None:
-    """Remember each button the kernel opened, by its label (the last one of a label wins)."""
+    """Remember each button the kernel opened, by its label, and each text box, by its
+    placeholder (the last one of a label wins)."""
     state = msg["content"].get("data", {}).get("state", {}) if msg["msg_type"] == "comm_open" else {}
-    if state.get("_model_name") == "ButtonModel":
-        kc.buttons = {**getattr(kc, "buttons", {}), state.get("description", ""): msg["content"]["comm_id"]}
+    label = {"ButtonModel": "description", "TextareaModel": "placeholder"}.get(state.get("_model_name", ""))
+    if label is not None:
+        kc.buttons = {**getattr(kc, "buttons", {}), state.get(label, ""): msg["content"]["comm_id"]}
 
 
-def click_while_busy(kc: Any, code: str, label: str) -> tuple[str, list[dict[str, Any]]]:
+def send_to_widget(kc: Any, comm_id: str, data: dict[str, Any]) -> None:
+    """A comm message to a widget's model as a frontend sends it: on the shell channel, with no
+    subshell in its header (the kernel decides which shell handles it)."""
+    comm = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+    assert "subshell_id" not in comm["header"]
+    kc.shell_channel.send(comm)
+
+
+CLICK = {"method": "custom", "content": {"event": "click"}}
+
+
+def click_while_busy(kc: Any, code: str, label: str, typed: tuple[str, list[str]] | None = None,
+                     then: str | None = None) -> tuple[str, list[dict[str, Any]]]:
     """Start ``code`` (a cell that blocks), click the button ``label`` once its widget appears,
-    as the browser does, and return what the cell printed and the displays it made."""
+    as the browser does, and return what the cell printed and the displays it made. ``typed``
+    (a text box's placeholder, the values it takes key by key) is typed first, each value once
+    the kernel echoed the one before, as it does between a person's keys; ``then`` is a cell
+    queued right behind the blocking one."""
     msg_id = kc.execute(code)
+    if then is not None:
+        kc.execute(then)
     printed: list[str] = []
     displays: list[dict[str, Any]] = []
     buttons: dict[str, str] = dict(getattr(kc, "buttons", {}))  # a form shown by an earlier cell
-    clicked = False
+    box, values = typed or ("", [])
+    actions: list[tuple[str, Any]] = [*((box, {"method": "update", "state": {"value": v}, "buffer_paths": []})
+                                        for v in values), (label, CLICK)]
+    echo: str | None = None  # the text box whose echo the next key waits for
     placed = label in buttons
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
@@ -94,6 +118,8 @@ def click_while_busy(kc: Any, code: str, label: str) -> tuple[str, list[dict[str
             buttons.update(getattr(kc, "buttons", {}))
         elif kind == "comm_msg" and label in buttons and "children" in content.get("data", {}).get("state", {}):
             placed = True  # the form is built and placed in its view: a person can see it now
+        elif kind == "comm_msg" and content["comm_id"] == echo and content["data"].get("method") == "echo_update":
+            echo = None
         elif kind == "stream" and msg["parent_header"].get("msg_id") == msg_id:
             printed.append(content["text"])
         elif kind == "display_data" and msg["parent_header"].get("msg_id") == msg_id:
@@ -101,12 +127,12 @@ def click_while_busy(kc: Any, code: str, label: str) -> tuple[str, list[dict[str
         elif kind == "error":
             raise AssertionError("\n".join(content["traceback"]))
         elif kind == "status" and content["execution_state"] == "idle" and msg["parent_header"].get("msg_id") == msg_id:
+            assert not actions, f"the cell ended before it was answered: {actions}"
             return "".join(printed), displays
-        if not clicked and placed:
-            comm = kc.session.msg("comm_msg", {"comm_id": buttons[label],
-                                               "data": {"method": "custom", "content": {"event": "click"}}})
-            kc.shell_channel.send(comm)
-            clicked = True
+        if placed and echo is None and actions:
+            target, data = actions.pop(0)
+            send_to_widget(kc, buttons[target], data)
+            echo = buttons[target] if data["method"] == "update" else None
     raise AssertionError(f"the cell did not finish; buttons seen: {sorted(buttons)}")
 
 
@@ -158,6 +184,74 @@ def test_await_run_keeps_the_forms_answering(kernel: Any) -> None:
     ))
     printed, _ = click_while_busy(kernel, "await run\nprint(run.status)", "Allow for this stage")
     assert printed.strip() == "complete"
+
+
+def test_text_typed_while_a_cell_waits_reaches_the_run_whole(kernel: Any) -> None:
+    """Each key a person types is a message to the text box's model, and the kernel echoes it
+    back; every one of them, and the click that sends the text, is handled while the cell waits."""
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('ask_user_text', prompt='Which colour?'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='ask me', model=model)"
+    ))
+    typed = ["t", "te", "teal", "teal ", "teal gr", "teal green"]
+    printed, _ = click_while_busy(kernel, "run.wait(60)\nprint(run.status)", "Send", typed=("Your answer", typed))
+    assert printed.strip() == "complete"
+    said = run_cell(kernel, "print([e.answer for e in run.events if e.kind == 'interaction_resolved'])")
+    assert said.strip() == "['teal green']"
+
+
+def test_a_cell_queued_behind_a_waiting_cell_runs_after_it(kernel: Any) -> None:
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('write_file', path='e.txt', content='hi'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='write it', model=model)\n"
+        "order = []"
+    ))
+    printed, _ = click_while_busy(kernel, "run.wait(60)\norder.append(run.status)", "Allow once",
+                                  then="order.append('queued')")
+    assert run_cell(kernel, "print(order)").strip() == "['complete', 'queued']"
+
+
+def test_ctrl_c_interrupts_a_cell_waiting_for_a_run_and_the_forms_answer_after(kernel: Any) -> None:
+    run_cell(kernel, (
+        "model = lev_nb.ScriptedModel([call('ask_user_text', prompt='Which colour?'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='ask me', model=model)\n"
+        "run.next_request(60)"
+    ))
+    msg_id = kernel.execute("print('waiting', flush=True)\nrun.wait()")
+    errors: list[str] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            msg = kernel.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        note_button(kernel, msg)
+        mine = msg["parent_header"].get("msg_id") == msg_id
+        if mine and msg["msg_type"] == "stream" and "waiting" in msg["content"]["text"]:
+            kernel.manager.interrupt_kernel()
+        elif mine and msg["msg_type"] == "error":
+            errors.append(msg["content"]["ename"])
+        elif mine and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    assert errors == ["KeyboardInterrupt"]
+    assert run_cell(kernel, "print(run.status)").strip() == "waiting_input"  # the run itself goes on
+    printed, _ = click_while_busy(kernel, "run.wait(60)\nprint(run.status)", "Decline")
+    assert printed.strip() == "complete"
+
+
+def test_a_kernel_that_cannot_route_the_forms_says_so_in_the_waiting_cell(kernel: Any) -> None:
+    printed = run_cell(kernel, (
+        "import lev_nb.notebook.asking as asking\n"
+        "asking._forms_subshell = lambda: None  # a kernel without subshells\n"
+        "model = lev_nb.ScriptedModel([call('write_file', path='f.txt', content='hi'), {'text': 'ok'}])\n"
+        "run = lev_nb.run(TOML, task='write it', model=model)\n"
+        "run.next_request(60)\n"
+        "try:\n"
+        "    run.wait(1)\n"
+        "except TimeoutError:\n"
+        "    print('still waiting')"
+    ))
+    assert "cannot take a form's click while a cell waits" in printed and "still waiting" in printed, printed
 
 
 def test_nbclient_saves_the_final_state_of_a_view_whose_run_ends_in_a_later_cell(tmp_path: Path,
