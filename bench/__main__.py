@@ -522,6 +522,20 @@ def _merged(path: Path, rows: list[Row]) -> list[Row]:
     return [r for r in old if (r.group, r.figure) not in fresh] + rows
 
 
+def _merged_raw(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """The raw data of the results file at ``path``, with what was measured again replaced by ``raw``
+    (the sections' run times merged)."""
+    try:
+        old = json.loads(path.read_text())["raw"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return raw
+    if not isinstance(old, dict):
+        return raw
+    merged = {**old, **{k: v for k, v in raw.items() if k != "seconds"}}
+    merged["seconds"] = {**old.get("seconds", {}), **raw.get("seconds", {})}
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks, print the table, write the JSON; the exit status is 0 either way."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
@@ -583,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     path = out / f"{now:%Y-%m-%d}-{host}.json"
     if wanted is not None and path.exists():
         rows = _merged(path, rows)  # --only re-measures its groups in today's file, keeping the rest
+        raw = _merged_raw(path, raw)
     path.write_text(json.dumps({
         "benchmark": "lev_nb", "mode": "quick" if quick else "full", "when": now.isoformat(timespec="seconds"),
         "seconds": round(elapsed, 1), "machine": machine(), "rows": [asdict(r) for r in rows], "raw": raw,

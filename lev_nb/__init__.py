@@ -4,9 +4,8 @@ The public API is deliberately small; heavier submodules load on first use so th
 ``import lev_nb`` stays cheap in a notebook kernel.
 """
 
-from __future__ import annotations
-
-import importlib
+# No `from __future__ import annotations`: importing __future__ is a measurable part of `lev --help`;
+# names known only to type checkers are quoted instead.
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs every `import lev_nb` (and `lev --help`)
 
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from lev_nb.providers import MockModel, ScriptedModel, register_provider
     from lev_nb.verdict import validate
     from lev_nb.notebook.designer import designer
-
-from lev_nb.version import __version__
+    from lev_nb.version import __version__
 
 __all__ = [
     "__version__", "Blueprint", "BlueprintError", "Report", "Run", "load", "validate", "run",
@@ -43,6 +41,7 @@ __all__ = [
 
 # Lazy exports: name -> (module, attribute). Resolved on first access by __getattr__.
 _LAZY_EXPORTS: dict[str, tuple[str, str]] = {
+    "__version__": ("lev_nb.version", "__version__"),  # lazy too: a module less for `lev --help` to load
     "load": ("lev_nb.catalog", "load"),
     "validate": ("lev_nb.verdict", "validate"),
     "Blueprint": ("lev_nb.blueprint", "Blueprint"),
@@ -87,7 +86,9 @@ def __getattr__(name: str) -> object:
     target = _LAZY_EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'lev_nb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(target[0]), target[1])
+    from importlib import import_module  # not at the top: importlib loads warnings, and `lev --help` needs neither
+
+    value = getattr(import_module(target[0]), target[1])
     globals()[name] = value
     return value
 
@@ -97,11 +98,13 @@ def __dir__() -> list[str]:
     return sorted(set(__all__) | {"load_ipython_extension"})
 
 
-def _notebook_view(module: str, name: str) -> Callable[..., Any]:
+def _notebook_view(module: str, name: str) -> "Callable[..., Any]":
     """A factory that imports ``module`` on first call, so ``import lev_nb`` stays cheap."""
 
-    def make(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+    def make(*args: "Any", **kwargs: "Any") -> "Any":
+        from importlib import import_module
+
+        return getattr(import_module(module), name)(*args, **kwargs)
 
     return make
 

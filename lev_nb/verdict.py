@@ -76,12 +76,12 @@ def stage_models(bp: Blueprint, settings: Settings) -> dict[str, Any]:
     ``lev validate --json``: ``{"default_provider", "default_model", "stages": [{"stage", "model"
     (``provider/model``, None when refused), "missing_key" (the variable to set, or None),
     "refused" (why no model is allowed, or None), "blueprint_order" (the stage's own list)}]}``."""
-    from lev_nb.engine.pipeline.inference import pick_model
-    from lev_nb.engine.plan.build import plan_from_blueprint
+    from lev_nb.engine.model_choice import pick_model
+    from lev_nb.engine.plan.build import stage_plans
     from lev_nb.providers.resolve import missing_key
 
     stages = []
-    for stage in plan_from_blueprint(bp).stages:
+    for stage in stage_plans(bp):
         pick = pick_model(stage, settings)
         refused = pick.refusal
         stages.append({

@@ -10,17 +10,21 @@ and stopping one from outside). The console script ``lev`` is ``lev_nb.cli:main`
 runs the same.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ is a measurable part of `lev --help`;
+# names known only to type checkers are quoted instead.
 
-import signal
 import sys
+
+# The C module under `signal`: the same calls without the enum wrappers, whose import (enum,
+# functools, collections) would cost `lev --help` more than the rest of it together.
+import _signal as signal  # type: ignore[import-not-found]
 
 TYPE_CHECKING = False  # typing itself is not imported: `lev --help` stays quick
 if TYPE_CHECKING:
     from typing import Any
 
 
-def build_parser() -> Any:
+def build_parser() -> "Any":
     """Build the argument parser for every ``lev`` subcommand (lev_nb.cli.app)."""
     from lev_nb.cli.app import build_parser as build
 
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     interrupted = False
 
-    def first_only(signum: int, frame: Any) -> None:
+    def first_only(signum: int, frame: "Any") -> None:
         nonlocal interrupted
         if not interrupted:
             interrupted = True
@@ -56,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
 
             print_overview()
             return 0
+        if args == ["--version"]:  # what argparse's version action prints, without the parser
+            from lev_nb.version import __version__
+
+            print(f"lev {__version__}")
+            return 0
         from lev_nb.cli.app import run
 
         return run(args)
@@ -64,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         # After a Ctrl-C the process is on its way out: leave later ones ignored until it is.
-        if previous is not None and not interrupted and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        if previous is not None and not interrupted and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous)
 
 

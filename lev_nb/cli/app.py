@@ -1,5 +1,10 @@
-"""The full ``lev`` parser and the dispatch of a command line to its command: every command module
-is imported here (``lev --help`` is answered from lev_nb.cli.overview without them).
+"""The ``lev`` parser and the dispatch of a command line to its command (``lev --help`` is answered
+from lev_nb.cli.overview without any of this).
+
+A command line registers in full only the commands it names: the others are listed by name and
+help line, as ``lev --help`` shows them, and their modules are not imported, so that ``lev validate``
+does not pay for building and importing thirty commands. :func:`build_parser` without ``only`` builds
+the whole parser.
 """
 
 from __future__ import annotations
@@ -7,67 +12,58 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Collection
+from importlib import import_module
 from typing import Any
 
-from lev_nb.cli import (
-    agent_commands,
-    approvals_command,
-    blueprint_commands,
-    config_commands,
-    doctor_commands,
-    eval_commands,
-    inspect_commands,
-    interaction_commands,
-    mcp_commands,
-    models_commands,
-    policy_commands,
-    run_commands,
-    tools_command,
-    verbosity,
-)
+from lev_nb.cli import verbosity
+from lev_nb.cli.overview import COMMAND_SUMMARIES, top_parser
 
-from lev_nb.cli.overview import top_parser
-
-# The subcommands in the order ``lev --help`` lists them.
-COMMANDS = (
-    blueprint_commands.add_validate,
-    blueprint_commands.add_schema,
-    run_commands.add_run,
-    run_commands.add_resume,
-    run_commands.add_ps,
-    run_commands.add_result,
-    inspect_commands.add_show,
-    inspect_commands.add_log,
-    inspect_commands.add_context,
-    inspect_commands.add_stages,
-    inspect_commands.add_cancel,
-    inspect_commands.add_kill,
-    interaction_commands.add_msg,
-    interaction_commands.add_respond,
-    blueprint_commands.add_graph,
-    agent_commands.add_list,
-    agent_commands.add_add,
-    agent_commands.add_remove,
-    agent_commands.add_create,
-    agent_commands.add_pack,
-    eval_commands.add_eval,
-    eval_commands.add_evals,
-    eval_commands.add_test,
-    tools_command.add_tools,
-    approvals_command.add_approvals,
-    config_commands.add_config,
-    doctor_commands.add_doctor,
-    models_commands.add_models,
-    mcp_commands.add_mcp,
-    policy_commands.add_policy,
+# The subcommands in the order ``lev --help`` lists them: name, module (in lev_nb.cli), what registers it.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("validate", "blueprint_commands", "add_validate"),
+    ("schema", "blueprint_commands", "add_schema"),
+    ("run", "run_commands", "add_run"),
+    ("resume", "run_commands", "add_resume"),
+    ("ps", "run_commands", "add_ps"),
+    ("result", "run_commands", "add_result"),
+    ("show", "inspect_commands", "add_show"),
+    ("log", "inspect_commands", "add_log"),
+    ("context", "inspect_commands", "add_context"),
+    ("stages", "inspect_commands", "add_stages"),
+    ("cancel", "inspect_commands", "add_cancel"),
+    ("kill", "inspect_commands", "add_kill"),
+    ("msg", "interaction_commands", "add_msg"),
+    ("respond", "interaction_commands", "add_respond"),
+    ("graph", "blueprint_commands", "add_graph"),
+    ("list", "agent_commands", "add_list"),
+    ("add", "agent_commands", "add_add"),
+    ("remove", "agent_commands", "add_remove"),
+    ("create", "agent_commands", "add_create"),
+    ("pack", "agent_commands", "add_pack"),
+    ("eval", "eval_commands", "add_eval"),
+    ("evals", "eval_commands", "add_evals"),
+    ("test", "eval_commands", "add_test"),
+    ("tools", "tools_command", "add_tools"),
+    ("approvals", "approvals_command", "add_approvals"),
+    ("config", "config_commands", "add_config"),
+    ("doctor", "doctor_commands", "add_doctor"),
+    ("models", "models_commands", "add_models"),
+    ("mcp", "mcp_commands", "add_mcp"),
+    ("policy", "policy_commands", "add_policy"),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser for every ``lev`` subcommand."""
+def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """Build the argument parser for every ``lev`` subcommand; with ``only``, the commands not in it
+    are registered by name and help line alone (what the top level's help and errors show of them)."""
     parser, subparsers = top_parser()
-    for add in COMMANDS:
-        add(subparsers)
+    summaries = dict(COMMAND_SUMMARIES)
+    for name, module, add in COMMANDS:
+        if only is None or name in only:
+            getattr(import_module(f"lev_nb.cli.{module}"), add)(subparsers)
+        else:
+            subparsers.add_parser(name, help=summaries[name])
     verbosity.add_everywhere(parser)  # -v on every command and sub-command (the top level has it already)
     return parser
 
@@ -90,11 +86,19 @@ def run(argv: list[str]) -> int:
     import warnings
 
     warnings.showwarning = _show_config_warning(warnings.showwarning)
-    parser = build_parser()
-    # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside
-    # before argparse, which then refuses anything else it does not know.
-    argv, extra = run_commands.split_run_argv(argv)
-    argv = mcp_commands.join_option_values(argv)
+    # Every word of the line that names a command is registered in full (the command is one of them).
+    parser = build_parser(only=set(argv))
+    extra: list[tuple[str, str | None]] = []
+    if "run" in argv:
+        # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside
+        # before argparse, which then refuses anything else it does not know.
+        from lev_nb.cli.run_commands import split_run_argv
+
+        argv, extra = split_run_argv(argv)
+    if "mcp" in argv:
+        from lev_nb.cli.mcp_commands import join_option_values
+
+        argv = join_option_values(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _refuse_unknown(parser, args, unknown)
@@ -114,10 +118,11 @@ def _call(func: Any, args: argparse.Namespace) -> int:
     try:
         if not args.settings:
             return int(func(args))
+        from lev_nb.cli.config_commands import launch_overrides
         from lev_nb.settings import ConfigError, launch_options
 
         try:
-            overrides = config_commands.launch_overrides(args.settings)
+            overrides = launch_overrides(args.settings)
         except ConfigError as exc:
             print(f"lev: error: {exc}", file=sys.stderr)
             return 2

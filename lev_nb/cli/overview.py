@@ -9,12 +9,11 @@ level, and a test checks that ``COMMAND_SUMMARIES`` lists exactly the commands i
 the same help lines, in the same order.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ is a measurable part of `lev --help`;
+# names known only to type checkers are quoted instead.
 
 import os
 import sys
-
-from lev_nb.version import __version__
 
 TYPE_CHECKING = False  # argparse (and typing) load only when a parser is built, not for `lev --help`
 if TYPE_CHECKING:
@@ -116,15 +115,17 @@ USAGE = "usage: lev [-h] [--version] [-c KEY=VALUE] [-v] COMMAND ..."
 NARROWEST = len(USAGE) + 2  # columns: below this argparse wraps the usage line too, so it lays the page out
 
 
-def add_launch_options(parser: argparse.ArgumentParser) -> None:
+def add_launch_options(parser: "argparse.ArgumentParser") -> None:
     """The global ``-c KEY=VALUE`` option: override one setting for this command."""
     parser.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE", help=LAUNCH_HELP)
 
 
-def top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+def top_parser() -> "tuple[argparse.ArgumentParser, argparse._SubParsersAction]":
     """The ``lev`` parser's top level (description, --version, -c, examples, environment) and its
     (still empty) group of commands."""
     import argparse
+
+    from lev_nb.version import __version__
 
     parser = argparse.ArgumentParser(prog="lev", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -136,7 +137,7 @@ def top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     return parser, subparsers
 
 
-def overview_parser() -> argparse.ArgumentParser:
+def overview_parser() -> "argparse.ArgumentParser":
     """A parser that prints the same ``lev --help`` as the full one, each command only named."""
     parser, subparsers = top_parser()
     for name, summary in COMMAND_SUMMARIES:
@@ -158,10 +159,29 @@ def terminal_columns() -> int:
     return columns or 80
 
 
+def wrap(text: str, width: int) -> list[str]:
+    """``textwrap.wrap(text, width)`` for a one-spaced ``text``, without importing textwrap (and
+    ``re``, and ``enum``: together more than all of ``lev --help``) when its plain greedy fill gives
+    the same lines: no word longer than a line, and no hyphen inside a word (textwrap may break there)."""
+    words = text.split(" ")
+    if len(text) <= width:
+        return [text] if text else []
+    if any(len(word) > width or "-" in word.lstrip("-") for word in words):
+        import textwrap
+
+        return textwrap.wrap(text, width)
+    lines, line = [], words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    return lines + [line]
+
+
 def overview_text(columns: int) -> str:
     """``lev --help`` laid out for a terminal ``columns`` wide, as argparse lays it out."""
-    import textwrap
-
     width = columns - 2
     options = (("-h, --help", "show this help message and exit"), ("--version", VERSION_HELP),
                ("-c KEY=VALUE", LAUNCH_HELP), ("-v, --verbose", VERBOSE_HELP))
@@ -171,7 +191,7 @@ def overview_text(columns: int) -> str:
 
     def entry(indent: int, name: str, text: str) -> list[str]:
         text = " ".join(text.split())
-        lines = textwrap.wrap(text, max(width - column, 11))
+        lines = wrap(text, max(width - column, 11))
         head = " " * indent + name
         if len(head) + 2 > column:  # argparse puts the help under an entry too long for the column
             return [head] + [" " * column + line for line in lines]

@@ -10,7 +10,6 @@ prints, so a user can see that the flag does something there.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,16 +65,6 @@ def is_verbose(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "verbose", False))
 
 
-class _Stderr(logging.Handler):
-    """Writes to whatever ``sys.stderr`` is when a record comes (a test may have replaced it)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            print(self.format(record), file=sys.stderr)
-        except Exception:  # a log line must never break the command
-            self.handleError(record)
-
-
 @contextmanager
 def debug_log(on: bool) -> Iterator[None]:
     """While the command runs, with ``on``: lev_nb's log records, debug ones included, on stderr
@@ -83,6 +72,17 @@ def debug_log(on: bool) -> Iterator[None]:
     if not on:
         yield
         return
+    import logging  # here: most commands run without -v, and logging is a slow import
+
+    class _Stderr(logging.Handler):
+        """Writes to whatever ``sys.stderr`` is when a record comes (a test may have replaced it)."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                print(self.format(record), file=sys.stderr)
+            except Exception:  # a log line must never break the command
+                self.handleError(record)
+
     handler = _Stderr()
     handler.setFormatter(logging.Formatter("lev: debug: %(name)s: %(message)s"))
     logger = logging.getLogger("lev_nb")

@@ -15,7 +15,8 @@ forms), and ``RUN_WAITER`` waits for a run while the forms keep answering (a cel
 ``run.wait()`` or ``await run`` would otherwise hold back the clicks).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ is a measurable part of `lev --help`;
+# names known only to type checkers are quoted instead.
 
 TYPE_CHECKING = False  # not from typing: `import lev_nb` (and `lev --help`) would import it
 
@@ -41,10 +42,10 @@ EVAL_PROGRESS = "eval_progress"  # (title, total) -> a live view with update(pro
 EVAL_BUNDLE = "eval_bundle"  # (evaluation) -> MIME bundle
 COMPARE_BUNDLE = "eval_compare_bundle"  # (comparison) -> MIME bundle
 
-_slots: dict[str, Callable[..., Any]] = {}
+_slots: "dict[str, Callable[..., Any]]" = {}
 
 
-def provide(name: str, factory: Callable[..., Any]) -> None:
+def provide(name: str, factory: "Callable[..., Any]") -> None:
     """Fill the slot ``name`` with ``factory`` (a later call replaces an earlier one)."""
     _slots[name] = factory
 
@@ -54,7 +55,7 @@ def has_view(name: str) -> bool:
     return name in _slots
 
 
-def view(name: str, *args: Any, **kwargs: Any) -> Any:
+def view(name: str, *args: "Any", **kwargs: "Any") -> "Any":
     """Call the factory in slot ``name``; LookupError when the slot is empty."""
     factory = _slots.get(name)
     if factory is None:
@@ -62,7 +63,7 @@ def view(name: str, *args: Any, **kwargs: Any) -> Any:
     return factory(*args, **kwargs)
 
 
-def run_observer(settings: Any, run_id: str, parent_run_id: str | None) -> Callable[[Any], None] | None:
+def run_observer(settings: "Any", run_id: str, parent_run_id: str | None) -> "Callable[[Any], None] | None":
     """What ``RUN_OBSERVER`` hands a new run to subscribe to its events, or None (nothing
     registered, or the observer is off). May raise ConfigError (it is configured and cannot work)."""
     factory = _slots.get(RUN_OBSERVER)

@@ -30,6 +30,7 @@ from lev_nb.messages import (
     Usage,
 )
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.endpoints import API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT_S
 from lev_nb.providers.clients import LoopClients
 from lev_nb.providers.structured import (
     SUBMIT_TOOL,
@@ -48,10 +49,6 @@ __all__ = [
     "map_response",
 ]
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"
-BASE_URL_ENV = "ANTHROPIC_BASE_URL"
-# The upstream runtime's per-call timeout; a stage's request_timeout_secs overrides it.
-DEFAULT_TIMEOUT_S = 900.0
 _ERROR_BODY_LIMIT = 2000
 
 _STOP_REASONS = {

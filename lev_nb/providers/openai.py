@@ -37,6 +37,7 @@ from lev_nb.messages import (
 )
 from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _field, _is_transport_failure, parse_retry_after
 from lev_nb.providers.base import ProviderError
+from lev_nb.providers.endpoints import FLAVOURS, Flavour, ollama_base_url
 from lev_nb.providers.clients import LoopClients
 from lev_nb.providers.structured import (
     SUBMIT_TOOL,
@@ -65,42 +66,6 @@ _FINISH = {"stop": "complete", "tool_calls": "tool_use", "function_call": "tool_
            "content_filter": "stop"}
 # The SDK insists on a key; a server that needs none (Ollama, a local vLLM) gets this placeholder.
 _NO_KEY = "no-key"
-OLLAMA_DEFAULT = "http://localhost:11434"
-
-
-@record
-class Flavour:
-    """What one OpenAI-compatible provider needs: its display ``label``, the variable that holds its
-    key (``key_env``; None: no key needed), its base URL variable and default, and whether the
-    answer's cap is sent as ``max_completion_tokens`` (OpenAI's own API, which its reasoning models
-    require) or as ``max_tokens`` (what compatible servers read)."""
-
-    label: str
-    key_env: str | None
-    base_url_env: str | None = None
-    default_base_url: str | None = None
-    completion_tokens_key: str = "max_tokens"
-    prompt_cache_key: bool = False  # send a stable prompt_cache_key (OpenAI routes cached prefixes by it)
-
-
-#: The built-in OpenAI-compatible providers, under the upstream runtime's names and defaults.
-FLAVOURS: dict[str, Flavour] = {
-    "openai": Flavour("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", None, "max_completion_tokens", True),
-    "openrouter": Flavour("OpenRouter", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1"),
-    "ollama": Flavour("Ollama", None, "OLLAMA_HOST", OLLAMA_DEFAULT),
-}
-
-
-def ollama_base_url(value: str | None) -> str:
-    """The Chat Completions endpoint of an Ollama server given as ``OLLAMA_HOST`` spells it
-    (``host:port``, a URL, or nothing: ``http://localhost:11434``): a URL ending in ``/v1``."""
-    text = (value or "").strip() or OLLAMA_DEFAULT
-    if "://" not in text:
-        text = f"http://{text}"
-    text = text.rstrip("/")
-    return text if text.endswith("/v1") else f"{text}/v1"
-
-
 class OpenAIProvider:
     """Calls a Chat Completions API (OpenAI's, or any compatible server's).
 

@@ -12,19 +12,20 @@ them: ``[model_providers.<name>]`` ``api_key`` / ``api_key_env`` / ``base_url`` 
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from lev_nb.errors import UsageError
-from lev_nb.providers.anthropic import API_KEY_ENV, DEFAULT_TIMEOUT_S, AnthropicProvider
 from lev_nb.providers.catalogue import capabilities
-from lev_nb.providers.openai import FLAVOURS, OpenAIProvider, ollama_base_url
-from lev_nb.messages import ModelRequest, ModelResponse
-from lev_nb.providers.base import Provider, ProviderError, call_complete
-from lev_nb.providers.mock import MockModel
-from lev_nb.providers.scripted import ScriptedModel
+from lev_nb.providers.endpoints import API_KEY_ENV, DEFAULT_TIMEOUT_S, FLAVOURS, ollama_base_url
 from lev_nb.records import record
 from lev_nb.settings.loader import current as current_settings
 from lev_nb.settings.model import ProviderSettings, Settings
+
+# The provider classes (and with them asyncio and the HTTP clients) load when a provider is built:
+# asking whether one is configured here (lev validate, the launch check) needs none of them.
+if TYPE_CHECKING:
+    from lev_nb.messages import ModelRequest, ModelResponse
+    from lev_nb.providers.base import Provider
 
 __all__ = [
     "ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "is_registered",
@@ -36,7 +37,7 @@ ACCEPTED_FORMS = "'mock', 'scripted:FILE' (a JSON script), or 'provider/model' (
 
 # ``factory(model, options)`` builds a provider for one model; ``options`` is the provider's
 # ``[model_providers.<name>]`` table of the user's configuration.
-ProviderFactory = Callable[[str, ProviderSettings], Provider]
+ProviderFactory = Callable[[str, ProviderSettings], "Provider"]
 
 
 # The key variables of the built-in providers that need one (Ollama needs none).
@@ -81,6 +82,8 @@ def base_url(provider: str, settings: Settings) -> str | None:
 
 
 def _anthropic(model: str, options: ProviderSettings, settings: Settings) -> Provider:
+    from lev_nb.providers.anthropic import AnthropicProvider
+
     return AnthropicProvider(
         model,
         api_key=configured_key("anthropic", settings),
@@ -90,9 +93,17 @@ def _anthropic(model: str, options: ProviderSettings, settings: Settings) -> Pro
     )
 
 
+def _mock() -> Provider:
+    from lev_nb.providers.mock import MockModel
+
+    return MockModel()
+
+
 def _compatible(name: str) -> Callable[[str, ProviderSettings, Settings], Provider]:
     """The factory of an OpenAI-compatible provider called ``name`` (built-in or configured)."""
     def build(model: str, options: ProviderSettings, settings: Settings) -> Provider:
+        from lev_nb.providers.openai import OpenAIProvider
+
         flavour = FLAVOURS.get(name)
         env = key_variable(name, settings)
         return OpenAIProvider(
@@ -114,7 +125,7 @@ def _compatible(name: str) -> Callable[[str, ProviderSettings, Settings], Provid
 # Built-in providers; Rhai provider scripts are found by name when no factory matches. Providers
 # are cheap to build: each shares one SDK client per key, base URL and event loop.
 _BUILTIN: dict[str, Callable[[str, ProviderSettings, Settings], Provider]] = {
-    "mock": lambda model, options, settings: MockModel(),
+    "mock": lambda model, options, settings: _mock(),
     "anthropic": _anthropic,
     **{name: _compatible(name) for name in FLAVOURS},
 }
@@ -196,6 +207,8 @@ class UnavailableProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Always raise ProviderError(kind="unknown_model") with the explanation."""
+        from lev_nb.providers.base import ProviderError
+
         raise ProviderError("unknown_model", self.message)
 
 
@@ -246,6 +259,8 @@ class ModelOverride:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Forward the request to the named provider."""
+        from lev_nb.providers.base import call_complete
+
         return await call_complete(provider_for(self.provider, self.model), request)
 
 
@@ -255,6 +270,8 @@ def resolve_model(spec: str | Provider | None) -> Provider | None:
     Raises UsageError (a ValueError) for a string in none of the accepted forms, and ScriptFileError
     (a ValueError) for a scripted file that is missing or malformed.
     """
+    from lev_nb.providers.base import Provider
+
     if spec is None:
         return None
     if not isinstance(spec, str):
@@ -266,11 +283,13 @@ def resolve_model(spec: str | Provider | None) -> Provider | None:
         )
     text = spec.strip()
     if text == "mock":
-        return MockModel()
+        return _mock()
     if text.startswith("scripted:"):
         path = text[len("scripted:"):]
         if not path:
             raise UsageError(f"model '{spec}' names no script file", "write scripted:FILE")
+        from lev_nb.providers.scripted import ScriptedModel
+
         return ScriptedModel.from_file(path)
     provider, sep, model = text.partition("/")
     if sep and provider and model and " " not in text:

@@ -41,6 +41,17 @@ def test_the_bench_command_prints_one_table_and_writes_the_json(tmp_path: Path, 
     assert all(row["baseline"] is not None for row in data["rows"])  # each figure next to its baseline
 
 
+def test_only_keeps_the_raw_data_of_the_sections_it_did_not_measure(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench.__main__ import _merged_raw
+
+    path = tmp_path / "today.json"
+    path.write_text(json.dumps({"rows": [], "raw": {"script": [{"agents": 100}], "seconds": {"script": 9.5}}}))
+    merged = _merged_raw(path, {"seconds": {"cold": 40.0}})
+    assert merged == {"script": [{"agents": 100}], "seconds": {"script": 9.5, "cold": 40.0}}
+    assert _merged_raw(path, {"script": [], "seconds": {"script": 1.0}}) == {"script": [], "seconds": {"script": 1.0}}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("LEV_BENCH") != "1", reason="the whole quick pass takes minutes: LEV_BENCH=1")
 def test_the_quick_pass_runs_every_benchmark(tmp_path: Path) -> None:

@@ -17,10 +17,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.context.hints import hint_blocks
+# The choice of a stage's model has its own module (lev validate reads it without this one).
+from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model  # noqa: F401
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
@@ -143,86 +144,10 @@ def _with_suggestion(error: ProviderError, label: str) -> ProviderError:
     return ProviderError(error.kind, f"{error.message} (did you mean {provider}/{near}?)", error.retry_after)
 
 
-def default_model(settings: Settings) -> tuple[str, str]:
-    """The ``(provider, model)`` of a stage that names none: the configuration's, else the runtime's."""
-    return settings.default_provider or DEFAULT_PROVIDER, settings.default_model or DEFAULT_MODEL
-
-
 def retry_policy(settings: Settings) -> RetryPolicy:
     """The retry policy ``[limits]`` asks for (inference_retry_attempts, inference_retry_base_ms)."""
     limits = settings.limits
     return RetryPolicy(max_attempts=limits.inference_retry_attempts, base_delay_s=limits.inference_retry_base_ms / 1000)
-
-
-@record
-class ModelPick:
-    """The model a stage talks to: ``provider``/``model``, and why it is not the stage's first choice
-    (``note``), or why none is allowed (``refusal``)."""
-
-    provider: str
-    model: str
-    note: str | None = None
-    refusal: str | None = None
-
-
-def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], str | None]:
-    """The models a stage may run on, best first, and why none is allowed
-    (docs/providers.md#fallback-and-circuit-breakers).
-
-    The stage's list in order, the configured ``default_provider``'s entries first, keeping those
-    whose provider is configured here (lev_nb can call it and its key is there); then the
-    configured default and then the ``[providers] fallback_order`` entries, unless the stage sets
-    ``allow_user_default = false``. Entries whose provider lev_nb can call but has no key for come
-    last, so that a stage nothing configured can serve starts on the model its author named and
-    the launch check names the missing key. The head is the starting model, the rest its fallbacks.
-    """
-    from lev_nb.providers.resolve import is_configured, is_registered
-
-    preferred = settings.default_provider
-    provider, model = default_model(settings)
-    picks: list[ModelPick] = []
-    unkeyed: list[ModelPick] = []
-    seen: set[tuple[str, str]] = set()
-    for choice in sorted(stage.models, key=lambda c: c.provider != preferred):
-        if (choice.provider, choice.model) in seen or not is_registered(choice.provider, settings):
-            continue
-        seen.add((choice.provider, choice.model))
-        note = None if choice == stage.models[0] else f"using {choice.provider}/{choice.model} from the stage's model list"
-        if not is_configured(choice.provider, settings):
-            unkeyed.append(ModelPick(choice.provider, choice.model, note if not unkeyed else None))
-            continue
-        picks.append(ModelPick(choice.provider, choice.model, note if not picks else None))
-    named = ", ".join(f"{c.provider}/{c.model}" for c in stage.models)
-    if stage.models and not stage.allow_user_default:
-        if picks or unkeyed:
-            return picks + [ModelPick(p.provider, p.model, None if picks else p.note) for p in unkeyed], None
-        return [], (
-            f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
-            "(allow_user_default = false)")
-    if (provider, model) not in seen and (is_configured(provider, settings) or not unkeyed):
-        note = None if picks or not stage.models else (
-            f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "
-            f"{provider}/{model} (set allow_user_default = false to fail instead)")
-        seen.add((provider, model))
-        picks.append(ModelPick(provider, model, note))
-    for entry in settings.providers.fallback_order:
-        extra, sep, extra_model = entry.partition("/")
-        if sep and extra_model and (extra, extra_model) not in seen and is_configured(extra, settings):
-            seen.add((extra, extra_model))
-            picks.append(ModelPick(extra, extra_model))
-    if picks:  # a note explains the head of the list only
-        unkeyed = [ModelPick(p.provider, p.model) for p in unkeyed]
-    return picks + unkeyed, None
-
-
-def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
-    """The stage's starting model as docs/providers.md#choosing-a-model orders the choice (the head of
-    :func:`model_candidates`; a ModelPick with ``refusal`` set when none is allowed)."""
-    picks, refusal = model_candidates(stage, settings)
-    if refusal is not None or not picks:
-        provider, model = default_model(settings)
-        return ModelPick(provider, model, refusal=refusal or f"stage '{stage.name}' has no usable model")
-    return picks[0]
 
 
 def model_label(provider: Provider | None, stage: StagePlan, settings: Settings) -> str:

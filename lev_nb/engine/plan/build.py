@@ -33,14 +33,18 @@ from lev_nb.sandbox import resolve as resolve_sandbox
 
 
 
+def stage_plans(bp: Any) -> tuple[StagePlan, ...]:
+    """The plan of each stage of a loaded blueprint, in order (what ``lev validate`` reads to say
+    which model each stage would start on, without the tools a whole RunPlan needs)."""
+    # A stage's own layout is resolved against its own model's window.
+    return tuple(_stage_plan(bp, name, index, _window(bp, name)) for index, name in enumerate(bp.stage_names))
+
+
 def plan_from_blueprint(bp: Any) -> RunPlan:
     """Precompute everything the run loop needs from a loaded blueprint."""
     window = _window(bp, bp.entry_stage)
-    # A stage's own layout is resolved against its own model's window; the global layout (shared
-    # by every stage) against the entry stage's.
-    stages = tuple(
-        _stage_plan(bp, name, index, _window(bp, name)) for index, name in enumerate(bp.stage_names)
-    )
+    # The global layout (shared by every stage) is resolved against the entry stage's window.
+    stages = stage_plans(bp)
     layout = tuple(_region_config(r, window) for r in bp.global_layout.values())
     caller = tuple(i.region for i in bp.inputs) or ("task",)
     from lev_nb.tools.builtin import default_registry
