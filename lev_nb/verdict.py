@@ -37,7 +37,7 @@ def install_env(bp: Blueprint, settings: Settings | None) -> LintEnv:
     """The lint environment of ``bp`` under ``settings`` (None: the "unknown" form), with the
     providers the blueprint names that are configured here (:func:`~lev_nb.providers.resolve.is_configured`)
     and the model each stage would start on (the engine's own choice, :func:`start_models`)."""
-    from lev_nb.engine.pipeline.inference import default_model
+    from lev_nb.engine.model_choice import default_model
     from lev_nb.providers.resolve import is_configured
 
     env = lint_env(bp, settings)
@@ -59,12 +59,12 @@ def install_env(bp: Blueprint, settings: Settings | None) -> LintEnv:
 def start_models(bp: Blueprint, settings: Settings) -> dict[str, str | None]:
     """stage -> the ``provider/model`` it would start on under ``settings``, or None when that
     model's provider is not configured here (or none is allowed): the run would stop at launch."""
-    from lev_nb.engine.pipeline.inference import pick_model
-    from lev_nb.engine.plan.build import plan_from_blueprint
+    from lev_nb.engine.model_choice import pick_model
+    from lev_nb.engine.plan.build import stage_plans
     from lev_nb.providers.resolve import is_configured
 
     out: dict[str, str | None] = {}
-    for stage in plan_from_blueprint(bp).stages:
+    for stage in stage_plans(bp):
         pick = pick_model(stage, settings)
         usable = pick.refusal is None and is_configured(pick.provider, settings)
         out[stage.name] = f"{pick.provider}/{pick.model}" if usable else None
