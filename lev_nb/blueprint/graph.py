@@ -12,8 +12,8 @@ the graph. Class colours set both the fill and the text colour (contrast at leas
 front matter pins Mermaid's theme to colours that read on a light and a dark page alike, so the
 picture JupyterLab draws (and saves) does not depend on the theme it was drawn in. Graphs with more
 than ``MAX_LR_STAGES`` stages are drawn top-down by default, which keeps them narrow enough to stay
-readable in a narrow window; every link back to a stage the run came through has an invisible twin
-pointing forward, so the layout reads from start to end.
+readable in a narrow window; every stage a loop leads back to has an invisible link forward to
+where the loop starts, so the layout reads from start to end.
 
 :func:`run_mermaid` draws the same graph with a run's path on it: visited stages, the edges taken,
 and the stage it is in (or ended in, coloured by how it ended). :mod:`lev_nb.blueprint.picture`
@@ -60,7 +60,7 @@ FRONT_MATTER_CONFIG = (
     *(f'    {name}: "{value}"' for name, value in THEME_VARIABLES.items()),
     f'  themeCSS: ".flowchartTitleText {{ fill: {LINE_COLOUR}; font-weight: bold; }} .edgeLabel, .edgeLabel p, '
     f'.labelBkg {{ background-color: {LABEL_FILL}; color: {LABEL_TEXT}; }}"',
-    "  flowchart:", "    defaultRenderer: elk", "  elk:", "    nodePlacementStrategy: LINEAR_SEGMENTS", "    cycleBreakingStrategy: DEPTH_FIRST",
+    "  flowchart:", "    defaultRenderer: elk", "  elk:", "    nodePlacementStrategy: LINEAR_SEGMENTS",
 )
 
 # Every class sets its fill and its text colour together (or neither), so the text keeps its
@@ -212,10 +212,15 @@ class _Drawing:
             nodes.append(legend)
             anchor = self.done if self.done in nodes else nodes[-2]
             links.append(Link(anchor, legend, shape="hidden", head_right="none"))
-        # A loop back (a link to a stage the run came through) gets an invisible twin pointing the
-        # way the run reads, after every drawn link (so linkStyle numbers stay): the layout breaks
-        # each cycle at the loop back and the graph reads from start to end.
-        links.extend(Link(back.end, back.origin, shape="hidden", head_right="none") for back in self.back_links())
+        # A stage that a loop leads back to (one the run came through) gets an invisible link to
+        # where the first such loop starts, after every drawn link (so linkStyle numbers stay). The
+        # layout (ELK's greedy cycle breaking; Mermaid passes it no other strategy) then places that
+        # stage before its loops, so the graph reads from start to end; one per stage keeps the
+        # invisible links, which take room of their own, few.
+        looped: dict[str, Link] = {}
+        for back in self.back_links():
+            looped.setdefault(back.end.id_, back)
+        links.extend(Link(back.end, back.origin, shape="hidden", head_right="none") for back in looped.values())
         # The title goes into YAML front matter; a JSON string is valid YAML whatever the name holds.
         chart = FlowChart(json.dumps(self.bp.name), nodes, links, orientation=direction)
         script = chart.script.rstrip("\n")
