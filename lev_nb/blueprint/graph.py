@@ -307,13 +307,14 @@ def _condition_label(edge: Any) -> str:
 
 def _stage_node(node_id: str, name: str, stage: Any) -> Node:
     label = name if stage.mode in ("autonomous", "interactive") else f"{name} · {stage.mode}"
+    # Only shapes Mermaid draws the same way every time (boxes, polygons, circles): its stadium is
+    # a path with jittered curves, so JupyterLab would save a new drawing, and mark the notebook
+    # modified, on each opening. The label names the mode, the class colours an output stage.
     shape = "normal"
-    if stage.mode == "output":
-        shape = "stadium-shape"
+    if stage.mode in ("output", "interactive_points"):
+        shape = "round-edge"
     elif stage.mode == "fan_out":
         shape = "hexagon"
-    elif stage.mode == "interactive_points":
-        shape = "round-edge"
     return Node(node_id, escape_label(label), shape=shape)
 
 
