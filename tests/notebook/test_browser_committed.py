@@ -54,7 +54,7 @@ def _check_views(browser: LabBrowser, where: str) -> None:
             && [...Array(c.outputs.length).keys()].some(j => 'text/html' in (c.outputs.get(j).data || {}))).length;
     }""")
     assert not trusted, f"{where}: {trusted} cells with HTML outputs are trusted"
-    shown = page.inner_text(".jp-NotebookPanel")
+    shown = "\n".join(page.eval_on_selector_all(".jp-OutputArea", "areas => areas.map(a => a.innerText)"))
     assert "Error displaying widget" not in shown and "model not found" not in shown, where
     heads: list[str] = page.eval_on_selector_all(".lev-run .lev-head", "hs => hs.map(h => h.innerText)")
     for head in heads:
