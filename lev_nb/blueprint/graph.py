@@ -8,9 +8,12 @@ Legend: a solid arrow is a normal edge, a dotted arrow is a condition edge label
 condition, a thick arrow is fan-out work, and every stage where the run can end points at the
 ``done`` node. Edge labels stay short so they never cover each other: a hint longer than
 ``MAX_EDGE_LABEL`` is cut at a word and numbered, and the full hints are listed in a note under
-the graph. Class colours set both the fill and the text colour (contrast at least 4.5:1), so a
-node reads the same in a light and a dark theme. Graphs with more than ``MAX_LR_STAGES`` stages
-are drawn top-down by default, which keeps them narrow enough to stay readable in a narrow window.
+the graph. Class colours set both the fill and the text colour (contrast at least 4.5:1), and the
+front matter pins Mermaid's theme to colours that read on a light and a dark page alike, so the
+picture JupyterLab draws (and saves) does not depend on the theme it was drawn in. Graphs with more
+than ``MAX_LR_STAGES`` stages are drawn top-down by default, which keeps them narrow enough to stay
+readable in a narrow window; every stage a loop leads back to has an invisible link forward to
+where the loop starts, so the layout reads from start to end.
 
 :func:`run_mermaid` draws the same graph with a run's path on it: visited stages, the edges taken,
 and the stage it is in (or ended in, coloured by how it ended). :mod:`lev_nb.blueprint.picture`
@@ -35,10 +38,29 @@ MAX_LR_STAGES = 3
 START_ID = "lev_start"
 DONE_ID = "lev_done"
 LEGEND_ID = "lev_hints"
+# Colours that read on a light and on a dark page alike, pinned in the diagram itself: JupyterLab
+# draws Mermaid with its light or dark theme as the page is when the diagram is drawn, and keeps
+# that picture through a theme switch (and saves it into the notebook, so a copy drawn in another
+# theme would mark the notebook modified on opening). Every node and edge label is filled with a
+# light colour and written in a dark one; lines, arrowheads and the title, which lie on the page
+# itself, are a middle grey: 4.2:1 on white, 4.5:1 on JupyterLab Dark's #111111 (no grey reaches
+# 4.5:1 on both, so the title is drawn bold). The Graphviz picture (picture.py) uses the same.
+NODE_FILL, NODE_STROKE, NODE_TEXT = "#eef2f7", "#5b6675", "#1b1f24"
+LINE_COLOUR = "#7b7b7b"
+LABEL_FILL, LABEL_TEXT = "#f4f4f4", "#212121"
+THEME_VARIABLES = {
+    "primaryColor": NODE_FILL, "primaryBorderColor": NODE_STROKE,
+    "primaryTextColor": NODE_TEXT, "nodeTextColor": NODE_TEXT, "textColor": LABEL_TEXT, "lineColor": LINE_COLOUR,
+    "edgeLabelBackground": LABEL_FILL,
+}
 # Layout in the front matter: ELK places edge labels so they never overlap (JupyterLab loads it
 # when it sees ``defaultRenderer: elk``); linear segments keep long chains straight and narrow.
 FRONT_MATTER_CONFIG = (
-    "config:", "  flowchart:", "    defaultRenderer: elk", "  elk:", "    nodePlacementStrategy: LINEAR_SEGMENTS",
+    "config:", "  theme: base", "  themeVariables:",
+    *(f'    {name}: "{value}"' for name, value in THEME_VARIABLES.items()),
+    f'  themeCSS: ".flowchartTitleText {{ fill: {LINE_COLOUR}; font-weight: bold; }} .edgeLabel, .edgeLabel p, '
+    f'.labelBkg {{ background-color: {LABEL_FILL}; color: {LABEL_TEXT}; }}"',
+    "  flowchart:", "    defaultRenderer: elk", "  elk:", "    nodePlacementStrategy: LINEAR_SEGMENTS",
 )
 
 # Every class sets its fill and its text colour together (or neither), so the text keeps its
@@ -54,7 +76,7 @@ CLASS_STYLES: dict[str, str] = {
     "failed": "fill:#ffd7d5,stroke:#c62828,stroke-width:3px,color:#4a0f0c",
     "finished": "fill:#c9efd3,stroke:#2e7d32,stroke-width:3px,color:#10311a",
 }
-# The edges a run took: a thick orange line reads on white and on near-black.
+# The edges a run took: a thick orange line reads on white (3.6:1) and on near-black (5.3:1).
 PATH_LINK_STYLE = "stroke:#e8590c,stroke-width:3px"
 
 
@@ -190,6 +212,15 @@ class _Drawing:
             nodes.append(legend)
             anchor = self.done if self.done in nodes else nodes[-2]
             links.append(Link(anchor, legend, shape="hidden", head_right="none"))
+        # A stage that a loop leads back to (one the run came through) gets an invisible link to
+        # where the first such loop starts, after every drawn link (so linkStyle numbers stay). The
+        # layout (ELK's greedy cycle breaking; Mermaid passes it no other strategy) then places that
+        # stage before its loops, so the graph reads from start to end; one per stage keeps the
+        # invisible links, which take room of their own, few.
+        looped: dict[str, Link] = {}
+        for back in self.back_links():
+            looped.setdefault(back.end.id_, back)
+        links.extend(Link(back.end, back.origin, shape="hidden", head_right="none") for back in looped.values())
         # The title goes into YAML front matter; a JSON string is valid YAML whatever the name holds.
         chart = FlowChart(json.dumps(self.bp.name), nodes, links, orientation=direction)
         script = chart.script.rstrip("\n")
@@ -201,6 +232,36 @@ class _Drawing:
         lines.extend("\t" + line for line in class_lines)
         lines.extend("\t" + line for line in link_styles)
         return "\n".join(lines) + "\n"
+
+    def back_links(self) -> list[Link]:
+        """The links that lead back to a node the run passed on its way from ``start`` (the back
+        edges of a depth-first walk from ``start``, links in drawing order; loops on one stage
+        left out): the links a layout should draw against the direction of reading."""
+        outgoing: dict[str, list[Link]] = {}
+        for link in self.links:
+            outgoing.setdefault(link.origin.id_, []).append(link)
+        state: dict[str, int] = {}  # 1 on the current path, 2 finished
+        back: list[Link] = []
+        for root in self.nodes:
+            if root.id_ in state:
+                continue
+            state[root.id_] = 1
+            stack = [(root.id_, iter(outgoing.get(root.id_, [])))]
+            while stack:
+                node, pending = stack[-1]
+                link = next(pending, None)
+                if link is None:
+                    state[node] = 2
+                    stack.pop()
+                    continue
+                target = link.end.id_
+                if state.get(target) == 1:
+                    if target != node:
+                        back.append(link)
+                elif target not in state:
+                    state[target] = 1
+                    stack.append((target, iter(outgoing.get(target, []))))
+        return back
 
     def class_lines(self, extra: dict[str, list[str]] | None = None) -> list[str]:
         return [f"class {','.join(members)} {group}" for group, members in self.groups(extra).items() if members]
@@ -246,13 +307,14 @@ def _condition_label(edge: Any) -> str:
 
 def _stage_node(node_id: str, name: str, stage: Any) -> Node:
     label = name if stage.mode in ("autonomous", "interactive") else f"{name} · {stage.mode}"
+    # Only shapes Mermaid draws the same way every time (boxes, polygons, circles): its stadium is
+    # a path with jittered curves, so JupyterLab would save a new drawing, and mark the notebook
+    # modified, on each opening. The label names the mode, the class colours an output stage.
     shape = "normal"
-    if stage.mode == "output":
-        shape = "stadium-shape"
+    if stage.mode in ("output", "interactive_points"):
+        shape = "round-edge"
     elif stage.mode == "fan_out":
         shape = "hexagon"
-    elif stage.mode == "interactive_points":
-        shape = "round-edge"
     return Node(node_id, escape_label(label), shape=shape)
 
 

@@ -22,7 +22,10 @@ from typing import Any
 
 from lev_nb.errors import CleanError
 
-from .graph import CLASS_STYLES, DONE_ID, LEGEND_ID, START_ID, _Drawing, default_direction, run_marks
+from .graph import (
+    CLASS_STYLES, DONE_ID, LABEL_FILL, LABEL_TEXT, LEGEND_ID, LINE_COLOUR, NODE_FILL, NODE_STROKE, NODE_TEXT, START_ID,
+    _Drawing, default_direction, run_marks,
+)
 
 __all__ = ["FORMATS", "GraphvizMissing", "dot_available", "render", "svg_or_none"]
 
@@ -32,9 +35,7 @@ RENDER_TIMEOUT_S = 30.0
 
 # Unmarked stages, lines and edge labels (classes from graph.CLASS_STYLES colour the rest).
 FONT = "DejaVu Sans,Helvetica,Arial,sans-serif"
-NODE_STYLE = {"fillcolor": "#eef2f7", "color": "#5b6675", "fontcolor": "#1b1f24"}
-LINE_COLOUR = "#7b7b7b"  # 4.3:1 on white, 4.1:1 on #1e1e1e
-LABEL_FILL, LABEL_TEXT = "#f4f4f4", "#212121"
+NODE_STYLE = {"fillcolor": NODE_FILL, "color": NODE_STROKE, "fontcolor": NODE_TEXT}
 PATH_COLOUR = "#e8590c"  # the edges a run took, as in the Mermaid drawing
 # Mermaid shape (its opening bracket) -> Graphviz shape and extra style.
 SHAPES = {"[": ("box", ""), "(": ("box", "rounded"), "([": ("box", "rounded"), "[[": ("component", ""),

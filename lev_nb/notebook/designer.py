@@ -12,9 +12,12 @@ nothing. :meth:`Designer.settle` waits until the latest text is judged (for scri
 
 A display of the designer also carries a static copy (``text/html`` with inline styles only, and
 ``text/plain``): the numbered text, the findings and the graph as Graphviz drew it, which an
-untrusted notebook, nbconvert and GitHub show. :meth:`Designer.freeze` replaces every display of
-the live editor by that copy as it is now (the run view does the same when its run ends), so a
-saved notebook reopened without a kernel shows the design, not "model not found".
+untrusted notebook, nbconvert and GitHub show; after each cell the kernel runs, the copy in every
+display of the editor is brought up to date if the design changed, so a saved or nbconvert-executed
+notebook carries the design as it ended. JupyterLab itself, reopening a notebook it trusts (one its
+user ran), prefers the widget to the copy and shows "model not found" with no kernel:
+:meth:`Designer.freeze` replaces every display of the live editor by the copy alone, as the run
+view does when its run ends.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import html
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +72,8 @@ class Designer(widgets.VBox):
         self._blueprint: Blueprint | None = None
         self._picture: str | None = None
         self._displays: list[tuple[str, Any]] = []
+        self._copy_shown: str | None = None  # the static copy the displays carry now
+        self._follows_cells = False
         self.editor = widgets.Textarea(value=text, continuous_update=True, rows=_rows(text),
                                        layout=widgets.Layout(flex="1 1 auto", width="auto"))
         self.editor.add_class("lev-designer-editor")
@@ -235,10 +241,55 @@ class Designer(widgets.VBox):
 
         from lev_nb.notebook.widget import _parent_header
 
-        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        bundle = self._repr_mimebundle_()
+        handle = display(bundle, raw=True, display_id=True)
         if handle is not None:
             with self._lock:
                 self._displays.append((handle.display_id, _parent_header()))
+                self._copy_shown = bundle.get("text/html")
+            self._follow_cells()
+
+    def _follow_cells(self) -> None:
+        """After each cell the kernel runs, bring the static copy in every display of the editor
+        up to date when the design changed, so a notebook saved without :meth:`freeze` (or
+        executed by nbconvert) still carries the design as it ended for viewers without the widget."""
+        from IPython import get_ipython
+
+        from lev_nb.notebook.widget import _follow_cells
+
+        shell = get_ipython()
+        if self._follows_cells or shell is None or not hasattr(shell, "events"):
+            return
+        _follow_cells()  # so an update also goes out as part of the cell running now (nbclient)
+        ref = weakref.ref(self)  # the hook does not keep a designer alive
+
+        def refresh(_result: Any = None) -> None:
+            designer = ref()
+            if designer is None:
+                shell.events.unregister("post_run_cell", refresh)
+            else:
+                designer._refresh_copy()
+
+        shell.events.register("post_run_cell", refresh)
+        self._follows_cells = True
+
+    def _refresh_copy(self) -> None:
+        from lev_nb.notebook.widget import _update_display
+
+        try:
+            with self._lock:
+                displays = list(self._displays)
+            if not displays:
+                return
+            bundle = self._repr_mimebundle_()
+            with self._lock:
+                if bundle.get("text/html") == self._copy_shown:
+                    return
+                self._copy_shown = bundle.get("text/html")
+            for display_id, parent in displays:
+                _update_display(bundle, display_id, parent)
+        except Exception:  # a hook after every cell must never get in the way of the next one
+            return
 
     def freeze(self) -> None:
         """Replace every display of the live editor by its static copy as it is now (what a saved
@@ -251,6 +302,7 @@ class Designer(widgets.VBox):
         bundle = self.snapshot()
         with self._lock:
             displays, self._displays = list(self._displays), []
+            self._copy_shown = bundle["text/html"]
         here = _parent_header()
         for display_id, parent in displays:
             # JupyterLab takes the update as part of the cell that showed the editor; nbconvert

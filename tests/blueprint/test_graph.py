@@ -59,7 +59,7 @@ condition = "error"
 
 def test_a_stage_named_end_gets_a_safe_id() -> None:
     text = blueprint_mermaid(load(GRAPH))
-    assert 's_end(["end · output"])' in text
+    assert 's_end("end · output")' in text
     # no bare `end` token as a node id anywhere
     assert not any(line.strip().startswith("end") for line in text.splitlines())
 

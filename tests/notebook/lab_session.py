@@ -1,7 +1,7 @@
 """Drive a real JupyterLab in headless chromium (Playwright), offline, for the browser test.
 
-``LabServer`` starts JupyterLab on 127.0.0.1 (a free port, a token, private settings and
-workspaces, no news or update checks) over a folder; ``LabBrowser`` opens notebooks in Debian's
+``LabServer`` starts JupyterLab on 127.0.0.1 (a free port, a token, private settings,
+workspaces and notebook signatures, no news or update checks) over a folder; ``LabBrowser`` opens notebooks in Debian's
 chromium launched through Playwright with ``executable_path`` (Playwright's own browser downloads
 are never used) and routes every request: anything that leaves the server's host and port is
 refused and recorded, so a test can fail on it.
@@ -84,6 +84,7 @@ class LabServer:
             path.write_text(json.dumps(value), encoding="utf-8")
         (self.state / "workspaces").mkdir(parents=True, exist_ok=True)
         (self.state / "runtime").mkdir(parents=True, exist_ok=True)
+        (self.state / "notary").mkdir(parents=True, exist_ok=True)
         env = dict(self.env)
         env["JUPYTER_RUNTIME_DIR"] = str(self.state / "runtime")
         env["JUPYTER_CONFIG_DIR"] = str(self.state / "config")
@@ -97,6 +98,9 @@ class LabServer:
             f"--LabApp.workspaces_dir={self.state / 'workspaces'}", "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+            # A notary of its own: a notebook this session did not run is untrusted, as in a fresh
+            # clone, whatever the user's own signatures database says.
+            f"--NotebookNotary.data_dir={self.state / 'notary'}",
         ]
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT)

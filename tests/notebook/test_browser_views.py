@@ -1,10 +1,15 @@
 """The run views in a real JupyterLab in headless chromium (issue 27): a committed notebook opened
 untrusted reads well from inline styles alone, in the light and the dark theme, and opening it
-does not mark it modified; a batch view reopened after a save shows its final snapshot. Screenshots go to tests/results/screenshots/views/ (not committed)."""
+does not mark it modified; a batch view reopened after a save shows its final snapshot; a fan-out
+run started the default way shows a multi-line task as its first line and "+N lines", calls its
+workers workers and tells its events in sentences, live and reopened. Screenshots go to
+tests/results/screenshots/views/ (not committed). (Every committed notebook, in both themes:
+test_browser_committed.py.)"""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +17,7 @@ import nbformat
 import pytest
 from lab_session import LabBrowser, LabServer
 from support import ROOT
-from test_browser import DARK, LIGHT, lab  # noqa: F401  (the JupyterLab fixture)
+from test_browser import DARK, LIGHT, _wait_for_run_views, lab  # noqa: F401  (the JupyterLab fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -84,3 +89,39 @@ def test_a_batch_view_reopened_shows_its_final_snapshot(lab: tuple[LabServer, La
     assert "Error displaying widget" not in shown and "model not found" not in shown
     assert "100% · " in shown and "3/3 finished" in shown
     page.locator(".jp-Cell-outputArea").first.screenshot(path=str(SHOTS / "batch-reopened.png"))
+
+
+EVENT_KEYS = re.compile(r"\b[a-z]+_[a-z_]+: [a-z_]+=")  # an event as its raw fields: "child_ended: child_id=…"
+
+
+def _fan_out_view_reads_well(page: Any, where: str) -> None:
+    view = page.inner_text(".lev-run")
+    task = page.inner_text(".lev-run .lev-task")
+    assert "\n" not in task.strip() and "(+2 lines)" in task, f"{where}: the task reads {task!r}"
+    assert "worker" in view and "sub-agent" not in view, f"{where}: a fan-out worker is called a sub-agent"
+    assert not EVENT_KEYS.search(view), f"{where}: an event line is not a sentence: {EVENT_KEYS.search(view)}"
+
+
+def test_a_fan_out_run_started_the_default_way_reads_well_live_and_reopened(lab: tuple[LabServer, LabBrowser, Path]) -> None:
+    """A multi-line task shows its first line and "+N lines"; the fan-out's workers are workers, not
+    sub-agents; every event line is a sentence; in the live view and in the snapshot reopened."""
+    server, browser, root = lab
+    page = browser.page
+    brief = str(ROOT / "blueprints" / "research-brief")
+    relpath = write_notebook(root, "fan-out.ipynb", [
+        "import tempfile\nimport lev_nb\n"
+        f"run = lev_nb.load({brief!r}).run('Tidal power\\nfor a small island\\nwith a budget', model='mock', "
+        "workdir=tempfile.mkdtemp())\nrun.widget()",
+    ])
+    browser.open_notebook(relpath)
+    browser.run_all()
+    _wait_for_run_views(browser)
+    _fan_out_view_reads_well(page, "live")
+    browser.save()
+    server.shutdown_kernels()
+    page.reload()
+    browser.open_notebook(relpath)
+    page.wait_for_selector(".lev-run .lev-task", timeout=TIMEOUT_MS)
+    assert "Error displaying widget" not in page.inner_text(".jp-NotebookPanel")
+    _fan_out_view_reads_well(page, "reopened")
+    page.locator(".lev-run").first.screenshot(path=str(SHOTS / "fan-out-reopened.png"))

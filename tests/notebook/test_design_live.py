@@ -205,3 +205,39 @@ def test_the_designer_opens_a_folder_and_refuses_what_is_not_a_blueprint(kernel:
         "triage", str(triage.resolve())]
     outputs = execute(kernel, "try:\n    lev_nb.designer('nowhere/at-all')\nexcept lev_nb.BlueprintError as e:\n    print(e)")
     assert "No agent.leviath found" in outputs[0]["text"]
+
+
+def test_a_notebook_saved_without_freeze_carries_the_design_as_it_ended(tmp_path: Path) -> None:
+    """nbconvert --execute (nbclient) of a notebook that edits the design in later cells and never
+    calls freeze(): the editor's output keeps its widget and a static copy of the final design."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    env_path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    cells = [
+        f"import os\nos.environ['LEV_HOME'] = {str(tmp_path / 'home')!r}\nimport lev_nb\ned = lev_nb.designer({DRAFT!r})\ned",
+        f"ed.text = {FIXED!r}\ned.settle()",
+        "print('the next cell')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = env_path
+    try:
+        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+    (data,) = [o["data"] for o in nb.cells[0].outputs if o.get("output_type") == "display_data"]
+    assert "application/vnd.jupyter.widget-view+json" in data  # still the live editor while the kernel runs
+    page = data["text/html"]
+    assert "✓ usable" in page and "unknown-tool" not in page and '"read_file"' in html_unescape(page)
+    assert '"read_file"' in data["text/plain"]
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
