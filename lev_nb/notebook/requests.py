@@ -43,9 +43,14 @@ ROLE_TIPS = {"approve": "approve and move on", "revise": "send it back to the st
              "edit": "edit the text, then approve it", "end": "end the run here"}
 
 
+# A widget's width is "auto" where it should fill the form: each widget has a margin, so "100%"
+# ran 4 px past the right edge of a narrow view.
+FILL = "auto"
+
+
 def ROW_LAYOUT() -> widgets.Layout:  # noqa: N802 - a fresh layout per row (widgets do not share one)
     """Buttons wrap onto more lines in a narrow view instead of running off its edge."""
-    return widgets.Layout(flex_flow="row wrap", width="100%")
+    return widgets.Layout(flex_flow="row wrap", width=FILL)
 
 
 def _e(text: Any) -> str:
@@ -95,27 +100,27 @@ class RequestForm(widgets.VBox):
                 self.no = self._button("No", lambda: self._respond(False))
                 row.extend([self.yes, self.no])
             if kind == "text":
-                self.text = widgets.Textarea(placeholder="Your answer", layout=widgets.Layout(width="100%"))
+                self.text = widgets.Textarea(placeholder="Your answer", layout=widgets.Layout(width=FILL))
                 self.send = self._button("Send", lambda: self._respond(self.text.value), "primary")
                 parts.append(self.text)
                 row.append(self.send)
             if kind == "checkpoint":
                 # Free text approves, with the note added for the stage (points.py's rule).
                 self.text = widgets.Textarea(placeholder="A note for the stage (optional)",
-                                             layout=widgets.Layout(width="100%"))
+                                             layout=widgets.Layout(width=FILL))
                 self.send = self._button("Approve with this note", lambda: self._respond(self.text.value),
                                          tooltip="approve, and give the stage this note")
                 parts.append(self.text)
                 row.append(self.send)
             if kind == "review":
-                self.feedback = widgets.Textarea(placeholder="Feedback (optional)", layout=widgets.Layout(width="100%"))
+                self.feedback = widgets.Textarea(placeholder="Feedback (optional)", layout=widgets.Layout(width=FILL))
                 self.acknowledge = self._button("Acknowledge", lambda: self._respond(None), "success")
                 self.send = self._button("Send feedback", lambda: self._respond(self.feedback.value or None), "primary")
                 parts.append(self.feedback)
                 row.extend([self.acknowledge, self.send])
             if kind == "edit":
                 self.editor = widgets.Textarea(
-                    value=request.document or "", layout=widgets.Layout(width="100%", height="12em")
+                    value=request.document or "", layout=widgets.Layout(width=FILL, height="12em")
                 )
                 self.save = self._button("Use this text", lambda: self._respond(self.editor.value), "primary")
                 self.keep = self._button("No changes", lambda: self._respond(request.document or ""))

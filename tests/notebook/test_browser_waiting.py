@@ -203,3 +203,44 @@ def test_text_typed_key_by_key_while_a_cell_waits_reaches_the_run_whole(comms: s
     click(browser, "Send")
     said = wait_printed(browser, 1, "ENDED")
     assert "('answered', 'teal green')" in said, said
+
+
+# Characters the form may draw beyond ASCII: all in DejaVu, the fonts Debian's chromium falls back on.
+SAFE_GLYPHS = set("–—…‘’“”•·×")
+
+
+def test_the_checkpoint_form_says_what_each_button_does_and_fits_a_narrow_view(lab: tuple[LabServer, LabBrowser, Path]) -> None:
+    _, browser, root = lab
+    plan = agent(root, "plan-look", PLAN, TURNS)
+    relpath = notebook(root, "form-look.ipynb", [*plan_cells(plan), f"run.wait()\n{REPORT}"])
+    start_all(browser, relpath)
+    wait_running(browser, 1)
+    page = browser.page
+    page.set_viewport_size({"width": 640, "height": 900})  # a narrow window: the buttons must wrap, not overflow
+    form = page.locator(".lev-request").first
+    form.wait_for(timeout=TIMEOUT_MS)
+    look = form.evaluate("""(form) => {
+        const area = form.closest('.jp-OutputArea-output') || form.parentElement;
+        const buttons = [...form.querySelectorAll('button')].map(b => ({
+            label: b.innerText.trim(), title: b.title, background: getComputedStyle(b).backgroundColor,
+            right: b.getBoundingClientRect().right}));
+        const note = form.querySelector('textarea').getBoundingClientRect().width;
+        return {text: form.innerText, buttons, note, formWidth: form.getBoundingClientRect().width,
+                formRight: form.getBoundingClientRect().right,
+                areaRight: area.getBoundingClientRect().right, scroll: form.scrollWidth - form.clientWidth};
+    }""")
+    text = look["text"]
+    assert "Roll out this plan?" in text and "approve_plan" not in text  # the prompt, not the point's name
+    assert "approves it and moves on" in text and "ends the run" in text  # what each button does, in words
+    by_label = {b["label"]: b for b in look["buttons"]}
+    assert by_label["Approve"]["title"] == "approve and move on"
+    assert by_label["End the run"]["title"] == "decline the checkpoint: the run stops"
+    plain = by_label["Approve with this note"]["background"]
+    assert by_label["Approve"]["background"] != plain  # the default action is coloured
+    assert by_label["End the run"]["background"] not in (plain, by_label["Approve"]["background"])
+    assert look["scroll"] <= 1 and look["formRight"] <= look["areaRight"] + 1  # nothing runs off the view
+    assert all(b["right"] <= look["areaRight"] + 1 for b in look["buttons"])
+    assert look["note"] >= 0.9 * look["formWidth"]  # the note box fills the form's width
+    assert not [c for c in text if ord(c) > 127 and c not in SAFE_GLYPHS]
+    click(browser, "Approve")
+    assert wait_printed(browser, 1, "ENDED").split(" ", 2)[:2] == ["ENDED", "complete"]
