@@ -81,6 +81,27 @@ def _show_config_warning(show: Any) -> Any:
     return showwarning
 
 
+def _unknown_command_error(error: Any) -> Any:
+    """The top parser's ``error``, saying a misspelt command's likely meaning in one line instead of
+    argparse's list of all thirty commands."""
+
+    def unknown_command(message: str) -> Any:
+        import re
+
+        found = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if found is None:
+            return error(message)
+        from lev_nb.blueprint.errors import did_you_mean
+
+        word = found.group(1)
+        hint = did_you_mean(word, [name for name, _, _ in COMMANDS])
+        print(f"lev: unknown command '{word}'" + (f" ({hint})" if hint else "")
+              + "; `lev --help` lists every command", file=sys.stderr)
+        raise SystemExit(2)
+
+    return unknown_command
+
+
 def run(argv: list[str]) -> int:
     """Parse ``argv`` and run its command; returns the exit status."""
     import warnings
@@ -88,6 +109,7 @@ def run(argv: list[str]) -> int:
     warnings.showwarning = _show_config_warning(warnings.showwarning)
     # Every word of the line that names a command is registered in full (the command is one of them).
     parser = build_parser(only=set(argv))
+    parser.error = _unknown_command_error(parser.error)  # type: ignore[method-assign]
     extra: list[tuple[str, str | None]] = []
     if "run" in argv:
         # `lev run` takes the blueprint's caller inputs as free-form --<input> options: set them aside

@@ -91,6 +91,20 @@ def test_an_input_with_no_value(lev: Lev, reviewer: Path) -> None:
     assert one_line(out, 2) == "lev run: --diff needs a value (TEXT, or @FILE to read it from a file)"
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["valdate", TRIAGE], "lev: unknown command 'valdate' (did you mean 'validate'?); `lev --help` lists every command"),
+        (["-v", "grph", TRIAGE], "lev: unknown command 'grph' (did you mean 'graph'?); `lev --help` lists every command"),
+        (["help"], "lev: unknown command 'help'; `lev --help` lists every command"),
+    ],
+)
+def test_a_misspelt_command_gets_a_guess_not_the_list_of_every_command(lev: Lev, home: Path, args: list[str],
+                                                                        message: str) -> None:
+    assert one_line(lev(*args), 2) == message
+    no_record(home)
+
+
 def test_other_commands_guess_a_misspelt_option(lev: Lev) -> None:
     out = lev("ps", "--jsno")
     assert out.returncode == 2 and out.stderr.splitlines()[-1] == (
