@@ -341,35 +341,46 @@ def _update_display(bundle: dict[str, str], display_id: str, parent: Any) -> Non
     """``update_display`` sent as part of the message ``parent`` (the cell that showed the view),
     so JupyterLab updates that cell's output even when the run ends after the cell finished; and
     again as part of the cell executing now, if another: nbclient (nbconvert --execute, nbval,
-    papermill) reads only the executing cell's messages, and updates the display wherever it is."""
+    papermill) reads only the executing cell's messages, and updates the display wherever it is.
+    Sent between two cells, it reaches no cell nbclient reads: the next cell sends it again."""
+    with _cells_lock:
+        current = _cell[0]
+        _late[display_id] = bundle
+    parents = [parent]
+    if current is not None and _msg_id(current) != _msg_id(parent):
+        parents.append(current)
+    for one in parents:
+        _send_update(bundle, display_id, one)
+
+
+def _send_update(bundle: dict[str, str], display_id: str, parent: Any) -> None:
+    """One ``update_display`` of ``display_id``, sent as part of the message ``parent``."""
     from IPython import get_ipython
     from IPython.display import update_display
 
     shell = get_ipython()
     publisher = getattr(shell, "display_pub", None) if shell is not None else None
-    parents = [parent]
-    current = _executing_parent(shell)
-    if current is not None and _msg_id(current) != _msg_id(parent):
-        parents.append(current)
-    for one in parents:
-        token = None
-        if one and hasattr(publisher, "set_thread_parent"):
-            token = publisher.set_thread_parent(one)  # type: ignore[union-attr]
-        try:
-            update_display(bundle, raw=True, display_id=display_id)
-        except Exception:  # the kernel went away: nothing to update
-            pass
-        finally:
-            if token is not None:
-                publisher.reset_thread_parent(token)  # type: ignore[union-attr]
+    token = None
+    if parent and hasattr(publisher, "set_thread_parent"):
+        token = publisher.set_thread_parent(parent)  # type: ignore[union-attr]
+    try:
+        update_display(bundle, raw=True, display_id=display_id)
+    except Exception:  # the kernel went away: nothing to update
+        pass
+    finally:
+        if token is not None:
+            publisher.reset_thread_parent(token)  # type: ignore[union-attr]
 
 
+_cells_lock = threading.Lock()
 _cell: list[Any] = [None]  # the header of the cell the kernel executes now (see _follow_cells)
+_late: dict[str, dict[str, str]] = {}  # display id -> the bundle last sent since the last cell started
 
 
 def _follow_cells() -> None:
     """Keep the header of each cell as it starts executing (read on the main thread, where it is
-    the cell's own; a run's thread would read the header of the cell that started the run)."""
+    the cell's own; a run's thread would read the header of the cell that started the run), and
+    send again, as part of it, each display update sent since the cell before started."""
     from IPython import get_ipython
 
     shell = get_ipython()
@@ -377,16 +388,17 @@ def _follow_cells() -> None:
         return
 
     def started(*_args: Any) -> None:
-        _cell[0] = dict(getattr(shell.display_pub, "parent_header", None) or {}) or None
+        header = dict(getattr(shell.display_pub, "parent_header", None) or {}) or None
+        with _cells_lock:  # an update sent from now on goes to this cell too; one sent before is here
+            _cell[0] = header
+            late = list(_late.items())
+            _late.clear()
+        for display_id, bundle in late:
+            _send_update(bundle, display_id, header)
 
     shell.events.register("pre_run_cell", started)
     shell._lev_follows_cells = True
     started()
-
-
-def _executing_parent(_shell: Any) -> Any:
-    """The header of the cell being executed (or the last one), or None."""
-    return _cell[0]
 
 
 def _msg_id(message: Any) -> Any:

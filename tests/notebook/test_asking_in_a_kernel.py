@@ -277,3 +277,57 @@ def test_nbclient_saves_the_final_state_of_a_view_whose_run_ends_in_a_later_cell
     assert view["data"]["text/plain"].splitlines()[0].endswith(" · complete"), view["data"]["text/plain"]
     assert "application/vnd.jupyter.widget-view+json" not in view["data"]  # the snapshot alone
     assert json.loads(json.dumps(nb.cells[2].outputs[0]["data"]))["text/plain"] == "'complete'"
+
+
+GATED = '''
+import threading, time
+from lev_nb.messages import ModelResponse
+PLAIN = """
+[agent]
+name = "gated"
+[stages.work]
+available_tools = ["list_dir"]
+nudge = { enabled = false }
+[stages.work.transitions]
+"""
+release = threading.Event()
+class Gate:
+    """A model whose one answer waits for the release."""
+    name = "gate"
+    def complete(self, request):
+        release.wait(60)
+        return ModelResponse(text="done")
+runs = []
+def end_the_run_between_cells(*_):
+    # Registered before lev_nb's own pre_run_cell hook, so this runs first: the run ends after the
+    # cell that showed its view is over and before lev_nb sees the next cell start.
+    if runs and not release.is_set():
+        release.set()
+        deadline = time.monotonic() + 60
+        while not runs[0].done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+get_ipython().events.register("pre_run_cell", end_the_run_between_cells)
+'''
+
+
+def test_nbclient_saves_the_final_state_of_a_view_whose_run_ends_between_two_cells(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window nbclient cannot see: the run ends after the cell that showed its view went idle
+    and before the next cell started; the final snapshot still reaches the saved notebook."""
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+
+    monkeypatch.setenv("LEV_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP + GATED),
+        nbformat.v4.new_code_cell("run = lev_nb.run(PLAIN, task='go', model=Gate())\nruns.append(run)\nrun.widget()"),
+        nbformat.v4.new_code_cell("run.status"),
+    ]
+    nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert nb.cells[2].outputs[0]["data"]["text/plain"] == "'complete'"
+    [view] = nb.cells[1].outputs
+    assert view["data"]["text/plain"].splitlines()[0].endswith(" · complete"), view["data"]["text/plain"]
+    assert "data-status='complete'" in view["data"]["text/html"]
