@@ -4,6 +4,7 @@ what a run emitted, and the harness behind the ``engine`` fixture. Fixtures live
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 from collections.abc import Callable
@@ -33,6 +34,26 @@ OUTPUT_STAGE = ('[stages.answer]\nmode = "output"\navailable_tools = ["submit_ou
 SHELL_STAGE = ('[stages.work]\navailable_tools = ["shell"]\n'
                'tool_permissions = { shell = "allow", write_file = "allow" }\n[stages.work.transitions]\n')
 
+# A checkpoint on a plan held in a pinned region: approve, send back with a directive, or abandon.
+PLAN_CHECKPOINT = """[context.regions]
+plan_doc = { kind = "pinned", max_tokens = 1000 }
+
+[stages.draft]
+mode = "interactive_points"
+max_iterations = 6
+
+[[stages.draft.interaction_points]]
+name = "approve_plan"
+prompt = "Roll out this plan?"
+style = "multiple_choice"
+options = ["Approve"]
+abort_options = ["Abandon"]
+directives = { "Shorter" = "Cut the plan to three steps." }
+document_region = "plan_doc"
+unattended = "ask"
+
+[stages.draft.transitions]
+"""
 
 def blueprint(text: str) -> Any:
     """Load a blueprint from TOML text; an ``[agent]`` header is added when the text has none."""
@@ -183,3 +204,13 @@ class CrashingModel:
         except FileExistsError:
             return await MockModel().complete(request)
         os._exit(3)
+
+
+def reply_json(handler: Any, body: Any, status: int = 200) -> None:
+    """Answer the request ``handler`` (an ``http.server`` handler) with ``body`` as JSON."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_session import python_kernel
 from support import ROOT
 
 TIMEOUT_S = 120
@@ -40,17 +41,9 @@ def call(name, **arguments):
 @pytest.fixture
 def kernel(tmp_path: Path) -> Iterator[Any]:
     """A python3 kernel loading this tree, with a private LEV_HOME; yields its blocking client."""
-    jupyter_client = pytest.importorskip("jupyter_client.manager")
-    env = dict(os.environ, LEV_HOME=str(tmp_path / "home"),
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
-    try:
+    with python_kernel(tmp_path / "home", tmp_path) as kc:
         run_cell(kc, SETUP + f"import os\nos.chdir({str(tmp_path)!r})")
-        kc.manager = km  # to interrupt the kernel
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def run_cell(kc: Any, code: str) -> str:

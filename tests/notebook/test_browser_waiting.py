@@ -17,34 +17,14 @@ from typing import Any
 import nbformat
 import pytest
 from lab_session import LabBrowser, LabServer
+from support import PLAN_CHECKPOINT
 from test_browser import lab  # noqa: F401  (the JupyterLab fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TIMEOUT_MS = 120_000
 
-PLAN = '''[agent]
-name = "plan-review"
-
-[context.regions]
-plan_doc = { kind = "pinned", max_tokens = 1000 }
-
-[stages.draft]
-mode = "interactive_points"
-max_iterations = 6
-
-[[stages.draft.interaction_points]]
-name = "approve_plan"
-prompt = "Roll out this plan?"
-style = "multiple_choice"
-options = ["Approve"]
-abort_options = ["Abandon"]
-directives = { "Shorter" = "Cut the plan to three steps." }
-document_region = "plan_doc"
-unattended = "ask"
-
-[stages.draft.transitions]
-'''
+PLAN = '[agent]\nname = "plan-review"\n\n' + PLAN_CHECKPOINT
 TURNS = {"draft": [{"text": "1. Ship to 1%\n2. Watch\n3. Ship to all"}, {"text": "Done."}]}
 
 ASKER = '''[agent]

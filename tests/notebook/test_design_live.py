@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_session import execute as run_code
+from kernel_session import python_kernel
 from support import ROOT
 
 pytest.importorskip("ipywidgets")
@@ -48,28 +50,14 @@ FIXED = DRAFT.replace('"reed_file"', '"read_file"')
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A python3 kernel loading this tree, with a private LEV_HOME and the magics loaded."""
-    jupyter_client = pytest.importorskip("jupyter_client.manager")
-    home = tmp_path_factory.mktemp("home")
-    env = dict(os.environ, LEV_HOME=str(home),
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env, cwd=str(home))
-    try:
+    with python_kernel(tmp_path_factory.mktemp("home")) as kc:
         execute(kc, "%load_ext lev_nb\nimport lev_nb")
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def execute(kc: Any, code: str) -> list[dict[str, Any]]:
     """Run ``code`` in the kernel; its iopub outputs (streams, results, displays, updates, errors)."""
-    outputs: list[dict[str, Any]] = []
-
-    def keep(msg: dict[str, Any]) -> None:
-        if msg["msg_type"] in ("stream", "execute_result", "display_data", "update_display_data", "error"):
-            outputs.append({"type": msg["msg_type"], **msg["content"]})
-
-    kc.execute_interactive(code, timeout=120, output_hook=keep)
+    outputs = run_code(kc, code)
     errors = [o for o in outputs if o["type"] == "error"]
     assert not errors, "\n".join(errors[0]["traceback"])
     return outputs

@@ -5,14 +5,14 @@ methods (not pydantic's deprecated ones), an unknown %%lev option gets a "did yo
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_session import execute as run_code
+from kernel_session import python_kernel
 from support import ROOT
 
 TRIAGE = str(ROOT / "blueprints" / "triage")
@@ -23,28 +23,13 @@ DEPRECATED = {"dict", "json", "parse_obj", "parse_raw", "copy", "schema", "schem
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A python3 kernel loading this tree, with a private LEV_HOME; yields its blocking client."""
-    jupyter_client = pytest.importorskip("jupyter_client.manager")
-    home = tmp_path_factory.mktemp("home")
-    env = dict(os.environ, LEV_HOME=str(home),
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    km, kc = jupyter_client.start_new_kernel(kernel_name="python3", env=env, cwd=str(home))
-    try:
+    with python_kernel(tmp_path_factory.mktemp("home")) as kc:
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def execute(kc: Any, code: str) -> list[dict[str, Any]]:
     """Run ``code`` in the kernel; return its iopub outputs (streams, results, errors)."""
-    outputs: list[dict[str, Any]] = []
-
-    def keep(msg: dict[str, Any]) -> None:
-        if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
-            outputs.append({"type": msg["msg_type"], **msg["content"]})
-
-    kc.execute_interactive(code, timeout=120, output_hook=keep)
-    return outputs
+    return run_code(kc, code, kinds=("stream", "execute_result", "display_data", "error"))
 
 
 def completions(kc: Any, code: str) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import RUN_TIMEOUT_S, call, events_of, say
+from support import PLAN_CHECKPOINT, RUN_TIMEOUT_S, call, events_of, say
 
 from lev_nb.notebook.requests import RequestForm
 from lev_nb.notebook.widget import RunWidget
@@ -203,24 +203,10 @@ def test_an_approval_and_a_denied_tool_are_told_as_call_outs(engine):
     assert lines[2].startswith("  ! denied: write_file was denied: ")
 
 
-CHECKPOINT = """
-[stages.draft]
-mode = "interactive_points"
-max_iterations = 4
-[[stages.draft.interaction_points]]
-name = "approve_plan"
-prompt = "Roll out this plan?"
-style = "multiple_choice"
-options = ["Approve"]
-abort_options = ["Abandon"]
-directives = { "Shorter" = "Cut the plan to three steps." }
-unattended = "ask"
-[stages.draft.transitions]
-"""
 
 
 def test_the_checkpoint_form_says_what_each_button_does(engine):
-    run, view, _ = start(engine, [say("1. ship\n2. watch"), say("done")], toml=CHECKPOINT)
+    run, view, _ = start(engine, [say("1. ship\n2. watch"), say("done")], toml=PLAN_CHECKPOINT)
     form = form_of(view)
     # Its prompt, not its internal name, and no glyph Debian's fonts lack.
     assert "Roll out this plan?" in form.title.value and "approve_plan" not in form.title.value

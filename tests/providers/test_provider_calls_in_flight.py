@@ -9,13 +9,13 @@ the calls would never all arrive and the barrier would break: the test needs no 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from support import reply_json
 
 from lev_nb.engine.loop import engine_loop
 from lev_nb.messages import Message, ModelRequest, ModelResponse
@@ -44,14 +44,9 @@ def together() -> Iterator[str]:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             try:
                 barrier.wait()
-                body = json.dumps({"text": "together"}).encode()
+                reply_json(self, {"text": "together"})
             except threading.BrokenBarrierError:
-                body = json.dumps({"text": "alone"}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+                reply_json(self, {"text": "alone"})
 
         def log_message(self, *args: object) -> None:
             pass

@@ -14,8 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import reply_json
 
-from lev_nb.messages import Message, ModelRequest, SystemBlock, TextBlock, ToolResultBlock, ToolSpec, ToolUseBlock
+from lev_nb.messages import (
+    Message,
+    ModelRequest,
+    SystemBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
 from lev_nb.providers import ProviderError, rhai_provider, script_http
 from lev_nb.providers.rhai_provider import RhaiProvider, request_map, shared_engine
 
@@ -44,12 +53,7 @@ class KeepAlive:
 
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("content-length") or 0))
-                body = json.dumps({"text": "ok"}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply_json(self, {"text": "ok"})
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from support import BLUEPRINTS, call, say
+from support import BLUEPRINTS, call, reply_json, say
 
 KEY = "brave-test-key-5f3a9c"
 HITS = [
@@ -46,12 +46,7 @@ class _Brave:
                     count = int(query.get("count", ["5"])[0])
                     hits = [] if query["q"] == ["nothing"] else HITS[:count]
                     status, body = 200, {"type": "search", "web": {"results": hits}}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply_json(self, body, status)
 
             def log_message(self, *args: Any) -> None:
                 return
