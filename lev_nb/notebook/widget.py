@@ -342,10 +342,12 @@ def _update_display(bundle: dict[str, str], display_id: str, parent: Any) -> Non
     so JupyterLab updates that cell's output even when the run ends after the cell finished; and
     again as part of the cell executing now, if another: nbclient (nbconvert --execute, nbval,
     papermill) reads only the executing cell's messages, and updates the display wherever it is.
-    Sent between two cells, it reaches no cell nbclient reads: the next cell sends it again."""
+    Sent from another thread (a run's end), it may go out between two cells and reach no cell
+    nbclient reads: the next cell sends it again. The main thread sends only during a cell."""
     with _cells_lock:
         current = _cell[0]
-        _late[display_id] = bundle
+        if threading.current_thread() is not threading.main_thread():
+            _late[display_id] = bundle
     parents = [parent]
     if current is not None and _msg_id(current) != _msg_id(parent):
         parents.append(current)
