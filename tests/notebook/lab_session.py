@@ -225,8 +225,11 @@ class LabBrowser:
 
     def set_theme(self, theme: str) -> None:
         self.command("apputils:change-theme", {"theme": theme})
+        # The theme's name is set once its CSS is in; the splash JupyterLab lays over the page
+        # while it changes themes goes a moment later (a screenshot before that shows the splash).
         self.page.wait_for_function(
-            "(t) => document.body.dataset.jpThemeName === t", arg=theme, timeout=30_000
+            "(t) => document.body.dataset.jpThemeName === t && !document.getElementById('jupyterlab-splash')",
+            arg=theme, timeout=30_000,
         )
 
     def notebook_outputs(self) -> list[dict[str, Any]]:
