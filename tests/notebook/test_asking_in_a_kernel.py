@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kernel_session import python_kernel
-from support import ROOT
+from support import QUIET_WORK_STAGE, ROOT
 
 TIMEOUT_S = 120
 
@@ -272,17 +272,11 @@ def test_nbclient_saves_the_final_state_of_a_view_whose_run_ends_in_a_later_cell
     assert json.loads(json.dumps(nb.cells[2].outputs[0]["data"]))["text/plain"] == "'complete'"
 
 
-GATED = '''
+GATED_TOML = '[agent]\nname = "gated"\n' + QUIET_WORK_STAGE
+GATED = f'''
 import threading, time
 from lev_nb.messages import ModelResponse
-PLAIN = """
-[agent]
-name = "gated"
-[stages.work]
-available_tools = ["list_dir"]
-nudge = { enabled = false }
-[stages.work.transitions]
-"""
+PLAIN = {GATED_TOML!r}
 release = threading.Event()
 class Gate:
     """A model whose one answer waits for the release."""
