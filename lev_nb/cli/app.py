@@ -53,6 +53,15 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("policy", "policy_commands", "add_policy"),
 )
 
+# Words other tools use for what a lev command does: an unknown command that is one of them is
+# answered with the command (``lev agents`` -> did you mean 'list'?), not with the nearest spelling.
+SYNONYMS: dict[str, str] = {
+    "agents": "list", "install": "add", "uninstall": "remove", "rm": "remove", "new": "create",
+    "init": "create", "status": "ps", "runs": "ps", "logs": "log", "events": "log", "stop": "cancel",
+    "check": "validate", "lint": "validate", "answer": "respond", "approve": "respond", "send": "msg",
+    "message": "msg", "bundle": "pack", "output": "result", "draw": "graph", "settings": "config",
+}
+
 
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
     """Build the argument parser for every ``lev`` subcommand; with ``only``, the commands not in it
@@ -94,7 +103,8 @@ def _unknown_command_error(error: Any) -> Any:
         from lev_nb.blueprint.errors import did_you_mean
 
         word = found.group(1)
-        hint = did_you_mean(word, [name for name, _, _ in COMMANDS])
+        synonym = SYNONYMS.get(word.lower())
+        hint = f"did you mean '{synonym}'?" if synonym else did_you_mean(word, [name for name, _, _ in COMMANDS])
         print(f"lev: unknown command '{word}'" + (f" ({hint})" if hint else "")
               + "; `lev --help` lists every command", file=sys.stderr)
         raise SystemExit(2)

@@ -97,6 +97,10 @@ def test_an_input_with_no_value(lev: Lev, reviewer: Path) -> None:
         (["valdate", TRIAGE], "lev: unknown command 'valdate' (did you mean 'validate'?); `lev --help` lists every command"),
         (["-v", "grph", TRIAGE], "lev: unknown command 'grph' (did you mean 'graph'?); `lev --help` lists every command"),
         (["help"], "lev: unknown command 'help'; `lev --help` lists every command"),
+        # A word another tool uses for the same thing gets the command, not the nearest spelling.
+        (["agents"], "lev: unknown command 'agents' (did you mean 'list'?); `lev --help` lists every command"),
+        (["install", TRIAGE], "lev: unknown command 'install' (did you mean 'add'?); `lev --help` lists every command"),
+        (["Status"], "lev: unknown command 'Status' (did you mean 'ps'?); `lev --help` lists every command"),
     ],
 )
 def test_a_misspelt_command_gets_a_guess_not_the_list_of_every_command(lev: Lev, home: Path, args: list[str],
@@ -327,3 +331,12 @@ def test_lev_resume_continues_a_paused_run_with_progress_from_where_it_resumes(l
     done = lev("resume", run_id[:16], "--model", "mock")
     assert done.returncode == 0, done.stderr
     assert lev("resume", run_id).stderr.startswith(f"lev resume: run '{run_id}' ended (complete)")
+
+
+def test_every_synonym_names_a_command_and_hides_none() -> None:
+    from lev_nb.cli.app import COMMANDS, SYNONYMS
+
+    names = {name for name, _, _ in COMMANDS}
+    assert set(SYNONYMS.values()) <= names
+    assert not set(SYNONYMS) & names
+    assert all(word == word.lower() for word in SYNONYMS)  # looked up in lower case
