@@ -158,7 +158,14 @@ class LevMagics(Magics):
                     "config": self._config, "models": self._models}
         handler = handlers.get(command)
         if handler is None:
-            raise UsageError(f"%lev: unknown command '{command}'; use one of validate, graph, ps, show, config, models, help")
+            from lev_nb.blueprint.errors import did_you_mean
+            from lev_nb.cli.app import SYNONYMS
+
+            synonym = SYNONYMS.get(command.lower())
+            hint = (f"did you mean '{synonym}'?" if synonym in handlers
+                    else did_you_mean(command, [*handlers, "help"]))
+            raise UsageError(f"%lev: unknown command '{command}'" + (f" ({hint})" if hint else "")
+                             + "; use one of validate, graph, ps, show, config, models, help")
         return handler(rest)
 
     def _validate(self, rest: str) -> Any:

@@ -69,6 +69,12 @@ def test_unknown_subcommand_and_unknown_stage_are_usage_errors(ip: InteractiveSh
         ip.run_line_magic("lev", "frobnicate")
     assert "unknown command 'frobnicate'" in one_line_usage_error(excinfo)
     with pytest.raises(UsageError) as excinfo:
+        ip.run_line_magic("lev", f"valdate {TRIAGE}")
+    assert one_line_usage_error(excinfo).startswith("%lev: unknown command 'valdate' (did you mean 'validate'?)")
+    with pytest.raises(UsageError) as excinfo:
+        ip.run_line_magic("lev", "status")
+    assert one_line_usage_error(excinfo).startswith("%lev: unknown command 'status' (did you mean 'ps'?)")
+    with pytest.raises(UsageError) as excinfo:
         ip.run_line_magic("lev", f"graph {TRIAGE} --current nope")
     assert "no stage 'nope'" in one_line_usage_error(excinfo)
 
