@@ -3,10 +3,8 @@ in the test's own LEV_HOME, and the process's broker stopped after each test."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,21 +12,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-PROBE = SERVERS / "probe_server.py"
-GARBAGE = SERVERS / "garbage_server.py"
-START_TIMEOUT_S = 120  # a loaded machine may take long to import the SDK: never a timed assertion
-
-
-def toml_str(value: str) -> str:
-    """A TOML basic string."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def stdio_entry(name: str, script: Path = PROBE, *args: str) -> str:
-    """A [[mcp_servers]] entry that runs ``script`` with this Python."""
-    arg_list = ", ".join(toml_str(a) for a in [str(script), *args])
-    return f"[[mcp_servers]]\nname = {toml_str(name)}\ncommand = {toml_str(sys.executable)}\nargs = [{arg_list}]\n"
+from mcp_probes import PROBE, free_port, wait_for_port  # noqa: E402
 
 
 @pytest.fixture
@@ -54,31 +38,12 @@ def _fresh_broker() -> Iterator[None]:
     broker().shutdown()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the test server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("the test server did not start listening")
-
-
 def _serve(flag: str) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(PROBE), flag, str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for_port(port, proc)
+        wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PROBE, stdio_entry
+from mcp_probes import stdio_entry
 from support import call, say
 
 

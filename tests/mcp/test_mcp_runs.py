@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import GARBAGE, stdio_entry
+from mcp_probes import GARBAGE, stdio_entry
 from support import call, calls, events_of, say
 
 STAGE = """

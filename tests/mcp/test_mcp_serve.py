@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import _wait_for_port, free_port
+from mcp_probes import free_port, wait_for_port
 from support import ROOT
 
 
@@ -73,7 +72,7 @@ def test_serve_over_streamable_http(home: Path, tmp_path: Path) -> None:
                                                          "--workdir", str(tmp_path))],
                             env=_env(home), cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_for_port(port, proc)
+        wait_for_port(port, proc)
 
         async def main() -> tuple[Any, Any, list[str]]:
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=300) as client:
