@@ -10,6 +10,10 @@ work as before; type checkers see a dataclass) but compiles one function per cla
 methods are the shared functions below, which read the class's fields and behave as the generated
 ones do.
 
+The ``__init__`` itself is compiled when the class's ``__init__`` is first looked up (its first
+instance, or a signature read), not when the class is defined: compiling is about 0.2 ms a class,
+and a process builds only some of its classes (a run makes a few kinds of event out of dozens).
+
 ``@record`` is immutable: assigning or deleting an attribute raises
 :class:`dataclasses.FrozenInstanceError`, as on a frozen dataclass. ``@record(frozen=False)`` is the
 mutable kind (a run's state, its meta.json record, the messages of a conversation being built).
@@ -75,6 +79,41 @@ def _write_init(cls: type, frozen: bool) -> None:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {f.name: f.type for f in dataclasses.fields(cls) if f.init} | {"return": None}
     cls.__init__ = init  # type: ignore[misc]
+
+
+class _InitOnFirstUse:
+    """A record's ``__init__`` until it is first looked up: then compiled (:func:`_write_init`), put
+    in the class in its place, and returned bound as the real one would be."""
+
+    def __init__(self, cls: type, frozen: bool) -> None:
+        self.cls, self.frozen = cls, frozen
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        init = self.cls.__dict__.get("__init__")
+        if init is self:  # two threads may both compile it: the same function, either one kept
+            _write_init(self.cls, self.frozen)
+            init = self.cls.__dict__["__init__"]
+        return init.__get__(obj, owner)
+
+
+def _signature_text(cls: type) -> str:
+    """``Name(field: 'type' = default, ...)``, the text ``@dataclass`` gives a class without a
+    docstring (written from the fields: reading the signature would compile ``__init__``)."""
+    params: list[str] = []
+    star = False
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.kw_only and not star:
+            params.append("*")
+            star = True
+        text = f"{f.name}: {f.type!r}" if isinstance(f.type, str) else f"{f.name}: {inspect.formatannotation(f.type)}"
+        if f.default_factory is not MISSING:
+            text += f" = {_FACTORY!r}"
+        elif f.default is not MISSING:
+            text += f" = {f.default!r}"
+        params.append(text)
+    return f"{cls.__name__}({', '.join(params)})"
 
 
 class _Names:
@@ -152,9 +191,9 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = Tru
         # A body that defines __eq__ gets __hash__ = None from Python itself: not a choice of its own.
         own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
         cls = dataclass(cls, init=False, eq=False, repr=False)
-        _write_init(cls, frozen)
+        cls.__init__ = _InitOnFirstUse(cls, frozen)  # type: ignore[assignment,method-assign]
         if own.get("__doc__") is None:  # dataclass() wrote it from the __init__ cls had then
-            cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+            cls.__doc__ = _signature_text(cls)
         if frozen:
             cls.__setattr__ = _setattr  # type: ignore[method-assign]
             cls.__delattr__ = _delattr  # type: ignore[method-assign]
