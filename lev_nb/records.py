@@ -190,9 +190,12 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = Tru
         own = dict(cls.__dict__)
         # A body that defines __eq__ gets __hash__ = None from Python itself: not a choice of its own.
         own_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+        undocumented = own.get("__doc__") is None
+        if undocumented:
+            cls.__doc__ = cls.__name__  # for now: dataclass() would read a signature to write one
         cls = dataclass(cls, init=False, eq=False, repr=False)
         cls.__init__ = _InitOnFirstUse(cls, frozen)  # type: ignore[assignment,method-assign]
-        if own.get("__doc__") is None:  # dataclass() wrote it from the __init__ cls had then
+        if undocumented:
             cls.__doc__ = _signature_text(cls)
         if frozen:
             cls.__setattr__ = _setattr  # type: ignore[method-assign]
