@@ -89,7 +89,7 @@ class _InitOnFirstUse:
         self.cls, self.frozen = cls, frozen
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        init = self.cls.__dict__.get("__init__")
+        init: Any = self.cls.__dict__["__init__"]
         if init is self:  # two threads may both compile it: the same function, either one kept
             _write_init(self.cls, self.frozen)
             init = self.cls.__dict__["__init__"]
