@@ -63,6 +63,17 @@ SYNONYMS: dict[str, str] = {
 }
 
 
+def guess_command(word: str, names: Collection[str]) -> str | None:
+    """"did you mean ...?" for an unknown command ``word`` among ``names``: the command another
+    tool's word stands for (:data:`SYNONYMS`), else the nearest spelling, else None."""
+    from lev_nb.blueprint.errors import did_you_mean
+
+    synonym = SYNONYMS.get(word.lower())
+    if synonym in names:
+        return f"did you mean '{synonym}'?"
+    return did_you_mean(word, names)
+
+
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
     """Build the argument parser for every ``lev`` subcommand; with ``only``, the commands not in it
     are registered by name and help line alone (what the top level's help and errors show of them)."""
@@ -100,11 +111,8 @@ def _unknown_command_error(error: Any) -> Any:
         found = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
         if found is None:
             return error(message)
-        from lev_nb.blueprint.errors import did_you_mean
-
         word = found.group(1)
-        synonym = SYNONYMS.get(word.lower())
-        hint = f"did you mean '{synonym}'?" if synonym else did_you_mean(word, [name for name, _, _ in COMMANDS])
+        hint = guess_command(word, [name for name, _, _ in COMMANDS])
         print(f"lev: unknown command '{word}'" + (f" ({hint})" if hint else "")
               + "; `lev --help` lists every command", file=sys.stderr)
         raise SystemExit(2)

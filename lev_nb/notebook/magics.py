@@ -158,12 +158,9 @@ class LevMagics(Magics):
                     "config": self._config, "models": self._models}
         handler = handlers.get(command)
         if handler is None:
-            from lev_nb.blueprint.errors import did_you_mean
-            from lev_nb.cli.app import SYNONYMS
+            from lev_nb.cli.app import guess_command
 
-            synonym = SYNONYMS.get(command.lower())
-            hint = (f"did you mean '{synonym}'?" if synonym in handlers
-                    else did_you_mean(command, [*handlers, "help"]))
+            hint = guess_command(command, [*handlers, "help"])
             raise UsageError(f"%lev: unknown command '{command}'" + (f" ({hint})" if hint else "")
                              + "; use one of validate, graph, ps, show, config, models, help")
         return handler(rest)
