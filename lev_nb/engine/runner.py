@@ -266,7 +266,7 @@ class Runner:
             # Root runs journal what they act on, so `lev resume` can continue them.
             state.journal = Journal(
                 run_store, resume.journal if resume is not None else None, scrub=state.rec.scrub,
-                on_live=self._went_live, on_write_error=state.warn,
+                on_live=self._went_live, on_write_error=state.warn, writer=state.rec.writer,
             )
             # The model the run started with (its script) goes on where the run stopped.
             state.journal.tells_provider = resume is not None and resume.same_model

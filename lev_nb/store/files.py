@@ -169,6 +169,37 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
     return ("{\n  " + text[1:-1] + "\n}").encode("utf-8", "backslashreplace")
 
 
+def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSError | None]:
+    """Append each ``(store, name, lines)``: the lines, in one write, to the file ``name`` of the
+    store's run folder (see :meth:`RunStore.append_lines` for what is checked). The disk work of
+    the whole batch is one native call with the interpreter lock released; returns, for each
+    append, None or the OSError that stopped it (its file then keeps only whole lines)."""
+    from lev_nb._rhai import append_batch as native_append  # imported on first use: not on `lev --help`
+
+    stores = list({id(store): store for store, _, _ in appends}.values())
+    for store in stores:
+        store.ensure()
+    with contextlib.ExitStack() as held:
+        for store in sorted(stores, key=id):  # one order for every batch: never a lock cycle
+            held.enter_context(store._lock)
+        outcomes = native_append(
+            [(store._path(name), b"".join(lines), store._sizes.get(name)) for store, name, lines in appends]
+        )
+        failures: list[OSError | None] = []
+        for (store, name, _), (size, foreign, errno) in zip(appends, outcomes):
+            if size >= 0:
+                store._sizes[name] = size
+            if foreign > 0:
+                store._foreign.append(f"{name} had {foreign} bytes lev_nb did not write (removed)")
+            elif foreign < 0:
+                store._foreign.append(f"{name} was cut by {-foreign} bytes lev_nb did not remove")
+            if errno:  # named as Python names it: the path only when the file could not be opened
+                failures.append(OSError(errno, os.strerror(errno), *([store._path(name)] if size < 0 else [])))
+            else:
+                failures.append(None)
+    return failures
+
+
 class RecordUnwritable(OSError):
     """The run's record cannot be written (a read-only or full disk, a LEV_HOME that is a file):
     the run does not start. The message names the folder and the cause."""
@@ -253,31 +284,9 @@ class RunStore:
         reported by :meth:`take_foreign`. A write the disk refuses part-way (full, over a size limit)
         is undone, so the file keeps only whole lines, and the OSError is raised.
         """
-        self.ensure()
-        data = b"".join(lines)
-        with self._lock:
-            fd = os.open(self._path(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                size = os.fstat(fd).st_size
-                expected = self._sizes.get(name)
-                if expected is not None and size != expected:
-                    if size > expected:
-                        os.ftruncate(fd, expected)
-                        self._foreign.append(f"{name} had {size - expected} bytes lev_nb did not write (removed)")
-                        size = expected
-                    else:
-                        self._foreign.append(f"{name} was cut by {expected - size} bytes lev_nb did not remove")
-                written = 0
-                try:
-                    while written < len(data):
-                        written += os.write(fd, data[written:])
-                except OSError:
-                    os.ftruncate(fd, size)
-                    self._sizes[name] = size
-                    raise
-                self._sizes[name] = size + written
-            finally:
-                os.close(fd)
+        failure = append_batch([(self, name, lines)])[0]
+        if failure is not None:
+            raise failure
 
     def take_foreign(self) -> list[str]:
         """What :meth:`append_lines` found written into the record by someone else since the last call."""

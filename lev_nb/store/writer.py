@@ -1,12 +1,18 @@
 """The run-record writer: one background thread does every disk write of every run.
 
 The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; the writes
-themselves are :class:`~lev_nb.store.files.RunStore` methods, the one implementation. Writes queued
-for the same run are batched (one open per file per batch) and only the newest meta.json of a
-run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
+themselves are :mod:`lev_nb.store.files`' functions, the one implementation. Writes queued for the
+same run are batched (one open per file per batch; the lines of a whole batch are appended in one
+native call, which takes the interpreter lock once, not four times a file) and only the newest
+meta.json of a run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
 Lines that cannot be written (a full disk) or a record someone else wrote into are reported to the
-run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines.
+run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines. A file
+with a handler of its own (:meth:`RecordWriter.on_failure`: the resume journal) reports to it instead.
+
+A line that must be on disk before the engine goes on (the journal entry of a call that may change
+something) is written by :meth:`RecordWriter.write_through`, after the lines queued before it for the
+same file: a file's lines always reach the disk in the order they were given.
 
 The thread is woken only when it sleeps with nothing to do, and it then gathers writes for
 ``GATHER_S`` before writing them (a flush cuts that short): waking it for every event made the
@@ -23,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from lev_nb.store.files import META, RunStore
+from lev_nb.store.files import META, RunStore, append_batch
 
 __all__ = ["RecordWriter", "record_writer"]
 
@@ -35,7 +41,13 @@ class RecordWriter:
     """A queue of pending writes per run, drained by a daemon thread."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        # Woken when the thread has written a batch's lines (write_through waits on it, never on
+        # _cond: a flush's notify() must reach the thread, not a waiting caller).
+        self._written = threading.Condition(lock)
+        self._writing: set[tuple[str, str]] = set()  # (run id, file) whose lines are being written now
+        self._handlers: dict[str, dict[str, Callable[[str], None]]] = {}  # run id -> file -> handler (on_failure)
         self._meta: dict[str, tuple[RunStore, bytes, bool]] = {}
         self._lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]] = {}
         self._files: dict[tuple[str, str], tuple[RunStore, bytes]] = {}
@@ -74,6 +86,32 @@ class RecordWriter:
             else:
                 entry[1].append(line)
             self._wake()
+
+    def write_through(self, store: RunStore, name: str, line: bytes) -> None:
+        """Append ``line`` to ``name`` now, after the lines queued for it before (raises OSError
+        when the disk refuses them; a write someone else made into the file is reported as for
+        queued lines). For the few lines that must be on disk before the engine goes on."""
+        key = (store.run_id, name)
+        with self._cond:
+            while key in self._writing:  # the thread is writing earlier lines of this file
+                self._written.wait()
+            entry = self._lines.pop(key, None)
+            self._writing.add(key)
+        try:
+            store.append_lines(name, [*entry[1], line] if entry is not None else [line])
+        finally:
+            with self._cond:
+                self._writing.discard(key)
+                self._written.notify_all()
+            for found in store.take_foreign():
+                self._lines_failed(store.run_id, f"{found}: something other than lev_nb wrote into the run record")
+
+    def on_failure(self, store: RunStore, name: str, handler: Callable[[str], None]) -> None:
+        """Report a failed write of ``name``'s queued lines to ``handler(reason)`` (on the writer's
+        thread), instead of stopping the run's lines and ending it in error: for a file the run
+        can go on without."""
+        with self._cond:
+            self._handlers.setdefault(store.run_id, {})[name] = handler
 
     def _wake(self) -> None:
         """Wake the thread if it sleeps with nothing to do (call holding the condition)."""
@@ -130,15 +168,24 @@ class RecordWriter:
                 metas, self._meta = self._meta, {}
                 lines, self._lines = self._lines, {}
                 waiters, self._waiters = self._waiters, []
-            for (run_id, name), (store, chunk) in lines.items():
-                if run_id in self._stopped:
-                    continue  # the file keeps what was written before the failure, whole
-                failure = self._safely(store.append_lines, name, chunk)
+                self._writing.update(lines)
+            # A stopped run's files keep what was written before the failure, whole.
+            todo = [(store, name, chunk) for (run_id, name), (store, chunk) in lines.items() if run_id not in self._stopped]
+            for (store, name, _), failure in zip(todo, self._append(todo)):
+                run_id = store.run_id
                 if failure is not None:
-                    self._stopped.add(run_id)
-                    self._lines_failed(run_id, f"{failure} (writing {name})")
+                    handler = self._handlers.get(run_id, {}).get(name)
+                    if handler is not None:
+                        handler(f"{failure} (writing {name})")
+                    else:
+                        self._stopped.add(run_id)
+                        self._lines_failed(run_id, f"{failure} (writing {name})")
                 for found in store.take_foreign():
                     self._lines_failed(run_id, f"{found}: something other than lev_nb wrote into the run record")
+            if lines:
+                with self._cond:
+                    self._writing.difference_update(lines)
+                    self._written.notify_all()
             for (run_id, name), (store, data) in files.items():
                 self._safely(store.write_file, name, data, False)
             for store, data, durable in metas.values():
@@ -188,6 +235,16 @@ class RecordWriter:
             self._line_failures.pop(run_id, None)
             self._watchers.pop(run_id, None)
             self._stopped.discard(run_id)
+            self._handlers.pop(run_id, None)
+
+    @staticmethod
+    def _append(todo: list[tuple[RunStore, str, list[bytes]]]) -> list[str | None]:
+        """Write a batch's lines (one native call for all of them); why each append failed, or None."""
+        try:
+            failures = append_batch(todo)
+        except Exception as exc:  # never the end of the writer: every run of the batch hears of it
+            return [f"the record writer failed: {type(exc).__name__}: {exc}"] * len(todo)
+        return [None if failure is None else str(failure.strerror or failure) for failure in failures]
 
     @staticmethod
     def _safely(fn: Any, *args: Any) -> str | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from support import QUIET_WORK_STAGE, ROOT, call, say
 
-from lev_nb.store import files
+from lev_nb import _rhai
 
 
 def _whole_lines(path: Path) -> list[dict]:
@@ -31,22 +31,22 @@ def _whole_lines(path: Path) -> list[dict]:
 
 
 def test_a_full_disk_mid_run_ends_it_in_error_with_whole_lines(engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_write = os.write
+    # The disk fills at the native append (lev_nb._rhai.append_batch), which then reports ENOSPC for
+    # events.jsonl. That it undoes a line it wrote only part of is proven with a real limit below.
+    real_append = _rhai.append_batch
     room = 3000  # bytes events.jsonl may hold before the disk is full (however the writes are batched)
 
-    def filling_disk(fd: int, data: bytes) -> int:
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            target = ""
-        if target.endswith("events.jsonl"):
-            left = room - os.fstat(fd).st_size
-            if len(data) > left:  # what fits lands (part of a line), then ENOSPC
-                real_write(fd, data[: max(left, 1)])
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
+    def filling_disk(appends: list[tuple[str, bytes, int | None]]) -> list[tuple[int, int, int]]:
+        outcomes = []
+        for path, data, expected in appends:
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if path.endswith("events.jsonl") and size + len(data) > room:
+                outcomes.append((size, 0, errno.ENOSPC))
+            else:
+                outcomes.extend(real_append([(path, data, expected)]))
+        return outcomes
 
-    monkeypatch.setattr(files.os, "write", filling_disk)
+    monkeypatch.setattr(_rhai, "append_batch", filling_disk)
     turns = [call("list_dir", path=".")] * 30 + [say("done")]
     run, _ = engine.run(QUIET_WORK_STAGE, turns)
     monkeypatch.undo()
@@ -55,7 +55,8 @@ def test_a_full_disk_mid_run_ends_it_in_error_with_whole_lines(engine, monkeypat
     folder = Path(run.run_dir)
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["status"] == "error" and "No space left on device" in meta["error"]
-    lines = _whole_lines(folder / "events.jsonl")  # only whole lines: the cut one was undone
+    events = folder / "events.jsonl"  # absent when the first batch already did not fit
+    lines = _whole_lines(events) if events.exists() else []
     assert not lines or lines[0]["type"] == "run_started"
 
 

@@ -443,7 +443,7 @@ class StageTools:
             return content
         journal.go_live()
         content = await self.subagents(call, canon)
-        journal.record_tool(call.id, call.name, content, is_failure(content), None)
+        journal.record_tool(call.id, call.name, content, is_failure(content), None, changed=True)  # agents ran
         return content
 
     async def _submit_output(self, call: ToolCall) -> str:
@@ -521,6 +521,7 @@ class _BatchJournal:
         self.journal = journal
         self.on_interrupted = on_interrupted
         self.replayed_ids: set[str] = set()
+        self.started: set[str] = set()  # calls of tools that may change something (see starting)
 
     def replayed(self, call: ToolCall) -> ToolResult | None:
         entry = self.journal.replay_tool(call)
@@ -531,9 +532,11 @@ class _BatchJournal:
                           is_error=bool(entry.get("is_error")), modified_path=entry.get("modified_path"))
 
     def done(self, result: ToolResult) -> None:
-        self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path)
+        self.journal.record_tool(result.call_id, result.name, result.content, result.is_error, result.modified_path,
+                                 changed=result.call_id in self.started)
 
     def starting(self, call: ToolCall) -> None:
+        self.started.add(call.id)
         self.journal.record_call(call)
 
     def interrupted(self, call: ToolCall) -> ToolResult | None:
