@@ -81,3 +81,8 @@ def append_batch(appends: list[tuple[str, bytes, int | None]]) -> list[tuple[int
     """Append each ``(path, data, expected_size)`` with the interpreter lock released once for the
     batch; per file ``(size_after or -1, foreign_bytes, errno)`` (see lev_nb.store.files.append_batch)."""
     ...
+
+def replace_batch(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
+    """Replace each ``(path, tmp, data, durable)`` through ``tmp`` with the interpreter lock released
+    once for the batch; each file's errno, 0 when replaced (see lev_nb.store.files.write_atomic)."""
+    ...

@@ -220,9 +220,8 @@ class Runner:
             # start (RecordUnwritable names the folder and the cause). A resumed run claims its
             # record this way: status starting, this process's pid.
             meta.pid = os.getpid()
-            run_store.create(store.encode_meta(meta.to_dict()))
-            if launch_record is not None:
-                run_store.write_file(store.LAUNCH, store.encode_meta(launch_record), durable=False)
+            run_store.create(store.encode_meta(meta.to_dict()),
+                             store.encode_meta(launch_record) if launch_record is not None else None)
         else:
             meta.pid = os.getpid()  # a worker runs in its parent's process
         if output_request is not None and not output_request.is_empty():

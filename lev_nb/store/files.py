@@ -65,28 +65,32 @@ def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
     return lev_home(home) / "runs"
 
 
-def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old or the new content, never a mix.
 
     The rename alone protects against a crashed process; ``durable`` adds an fsync, which also
     protects against a crashed machine but costs about a millisecond, so frequent progress writes
     skip it and the final write of a run keeps it. Callers serialise writes to the same path.
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    failure = replace_files([(path, data, durable)])[0]
+    if failure is not None:
+        raise failure
+
+
+def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]]) -> list[OSError | None]:
+    """Replace each ``(path, data, durable)`` as :func:`write_atomic` does, through a temporary
+    sibling ``.NAME.tmp`` that is renamed over it. The disk work of the whole batch is one native
+    call with the interpreter lock released; returns, for each file, None or the OSError that
+    stopped it (the file then keeps what it had)."""
+    from lev_nb._rhai import replace_batch as native_replace  # imported on first use: not on `lev --help`
+
+    items = []
+    for path, data, durable in writes:
+        path = os.fspath(path)
+        head, name = os.path.split(path)
+        items.append((path, os.path.join(head, f".{name}.tmp"), data, durable))
+    codes = native_replace(items)
+    return [OSError(code, os.strerror(code), item[0]) if code else None for item, code in zip(items, codes)]
 
 
 def nesting_depth(data: bytes) -> int:
@@ -200,6 +204,18 @@ def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSErr
     return failures
 
 
+def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSError | None]:
+    """Replace each ``(store, name, data, durable)``: the file ``name`` of the store's run folder,
+    whole (see :func:`replace_files`, which does the work in one native call)."""
+    stores = list({id(store): store for store, _, _, _ in writes}.values())
+    for store in stores:
+        store.ensure()
+    with contextlib.ExitStack() as held:
+        for store in sorted(stores, key=id):  # one order for every batch: never a lock cycle
+            held.enter_context(store._lock)
+        return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes])
+
+
 class RecordUnwritable(OSError):
     """The run's record cannot be written (a read-only or full disk, a LEV_HOME that is a file):
     the run does not start. The message names the folder and the cause."""
@@ -223,6 +239,7 @@ class RunStore:
         self.run_dir = runs_dir(home) / run_id
         self._lock = threading.Lock()
         self._made = False
+        self._fresh = False  # ensure() made the folder: nothing in it was written before
         self._sizes: dict[str, int] = {}  # .jsonl file -> its size after this store's last append
         self._foreign: list[str] = []  # what was found written into them by anyone else
         self._paths: dict[str, str] = {}  # file name -> its path, joined once (see _path)
@@ -244,17 +261,29 @@ class RunStore:
     def ensure(self) -> Path:
         """Create the run folder (owner-only) if needed and return it."""
         if not self._made:
-            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                os.mkdir(self.run_dir, 0o700)
+                self._fresh = True
+            except FileExistsError:
+                pass  # a resumed run's folder (or not a folder: writing into it then says so)
+            except FileNotFoundError:  # the first run of this home
+                self.run_dir.parent.mkdir(parents=True, exist_ok=True)
+                os.mkdir(self.run_dir, 0o700)
+                self._fresh = True
             self._made = True
         return self.dir
 
-    def create(self, meta: bytes) -> None:
-        """Create the run folder and its first meta.json now, before the run starts; raise
-        :class:`RecordUnwritable` when either cannot be written."""
+    def create(self, meta: bytes, launch: bytes | None = None) -> None:
+        """Create the run folder, its first meta.json and (``launch``) launch.json now, before the
+        run starts; raise :class:`RecordUnwritable` when they cannot be written."""
         try:
-            self.write_meta(meta, durable=False)
+            self.ensure()
+            writes = [(self, META, meta, False)] + ([(self, LAUNCH, launch, False)] if launch is not None else [])
+            for failure in replace_batch(writes):
+                if failure is not None:
+                    raise failure
             for name in (EVENTS, TRANSCRIPT):  # a new record: any line in them is foreign
-                if not (self.dir / name).exists():
+                if self._fresh or not os.path.exists(self._path(name)):
                     self._sizes[name] = 0
         except OSError as exc:
             raise RecordUnwritable(
@@ -268,9 +297,9 @@ class RunStore:
 
     def write_file(self, name: str, data: bytes, durable: bool = True) -> None:
         """Replace the file ``name`` of the run folder atomically with ``data``."""
-        self.ensure()
-        with self._lock:
-            write_atomic(self.dir / name, data, durable)
+        failure = replace_batch([(self, name, data, durable)])[0]
+        if failure is not None:
+            raise failure
 
     def read_meta(self) -> dict[str, Any]:
         """The current meta.json (raises FileNotFoundError / ValueError if missing or unreadable)."""

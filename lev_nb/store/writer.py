@@ -2,9 +2,9 @@
 
 The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; the writes
 themselves are :mod:`lev_nb.store.files`' functions, the one implementation. Writes queued for the
-same run are batched (one open per file per batch; the lines of a whole batch are appended in one
-native call, which takes the interpreter lock once, not four times a file) and only the newest
-meta.json of a run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
+same run are batched (one open per file per batch; the lines of a whole batch are appended, and its files
+replaced, in one native call each, which takes the interpreter lock once, not once a system call)
+and only the newest meta.json of a run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
 end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
 Lines that cannot be written (a full disk) or a record someone else wrote into are reported to the
 run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines. A file
@@ -27,9 +27,8 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from lev_nb.store.files import META, RunStore, append_batch
+from lev_nb.store.files import META, RunStore, append_batch, replace_batch
 
 __all__ = ["RecordWriter", "record_writer"]
 
@@ -186,15 +185,16 @@ class RecordWriter:
                 with self._cond:
                     self._writing.difference_update(lines)
                     self._written.notify_all()
-            for (run_id, name), (store, data) in files.items():
-                self._safely(store.write_file, name, data, False)
-            for store, data, durable in metas.values():
-                deferred = durable and self._deferring
-                failure = self._safely(store.write_meta, data, durable and not deferred)
+            # Whole files, then each run's newest meta.json (the sidecars it names exist before it).
+            deferring = self._deferring
+            replaces = [(store, name, data, False) for (_, name), (store, data) in files.items()]
+            replaces += [(store, META, data, durable and not deferring) for store, data, durable in metas.values()]
+            outcomes = self._replace(replaces)[len(files):]
+            for (store, data, durable), failure in zip(metas.values(), outcomes):
                 with self._cond:
                     if failure is None:
                         self._meta_failures.pop(store.run_id, None)
-                        if deferred:
+                        if durable and deferring:
                             self._unsynced.add(str(store.dir / META))
                     else:
                         self._meta_failures[store.run_id] = failure
@@ -247,12 +247,13 @@ class RecordWriter:
         return [None if failure is None else str(failure.strerror or failure) for failure in failures]
 
     @staticmethod
-    def _safely(fn: Any, *args: Any) -> str | None:
+    def _replace(todo: list[tuple[RunStore, str, bytes, bool]]) -> list[str | None]:
+        """Replace a batch's files (one native call for all of them); why each failed, or None."""
         try:
-            fn(*args)
-        except OSError as exc:  # a full or vanished disk must not kill the writer; the run goes on in memory
-            return str(exc.strerror or exc)
-        return None
+            failures = replace_batch(todo)
+        except Exception as exc:  # a full or vanished disk must not kill the writer; the runs go on in memory
+            return [f"the record writer failed: {type(exc).__name__}: {exc}"] * len(todo)
+        return [None if failure is None else str(failure.strerror or failure) for failure in failures]
 
 
 _lock = threading.Lock()

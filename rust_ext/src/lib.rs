@@ -7,9 +7,9 @@
 //! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
 //! * `helpers` - functions registered for every script
 //! * `errors`  - `RhaiError` and its subclasses
-//! * `appends` - run-record lines appended to many files with the interpreter lock released once
+//! * `record_files` - run-record files appended to and replaced, many with the interpreter lock released once
 
-pub mod appends;
+pub mod record_files;
 pub mod convert;
 pub mod engine;
 pub mod errors;
@@ -33,7 +33,8 @@ fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_NESTING", convert::MAX_NESTING)?;
     m.add_class::<engine::PyEngine>()?;
     m.add_class::<engine::PyAst>()?;
-    m.add_function(wrap_pyfunction!(appends::append_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(record_files::append_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(record_files::replace_batch, m)?)?;
     errors::add_to_module(m)?;
     Ok(())
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
-from lev_nb import schemas
+from lev_nb import _rhai, schemas
 from lev_nb.batch import many
 from lev_nb.batch.many import share_size
 from lev_nb.store import RunStore
@@ -68,11 +68,18 @@ def test_a_batch_worker_does_not_warm_jsonschema_up(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.fixture
-def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The file descriptors fsynced from now on (each fsync still happens)."""
-    synced: list[int] = []
-    real_fsync = os.fsync
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int | str]:
+    """The fsyncs from now on (each still happens): a file descriptor fsynced from Python, or the
+    path of a file the native replace writes durably."""
+    synced: list[int | str] = []
+    real_fsync, real_replace = os.fsync, _rhai.replace_batch
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+
+    def replace_batch(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
+        synced.extend(path for path, _, _, durable in files if durable)
+        return real_replace(files)
+
+    monkeypatch.setattr(_rhai, "replace_batch", replace_batch)
     return synced
 
 
@@ -88,7 +95,7 @@ def final_meta_written(home: Path, run_id: str, defer: bool) -> tuple[writer_mod
     return writer, store
 
 
-def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, fsyncs: list[int]) -> None:
+def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, fsyncs: list[int | str]) -> None:
     writer, store = final_meta_written(home, "deferred-run", defer=True)
     assert fsyncs == []  # written (and readable) without its fsync
     assert json.loads((store.dir / "meta.json").read_text()) == {"status": "complete"}
@@ -98,6 +105,6 @@ def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, f
     assert len(fsyncs) == 1  # each deferred meta.json once
 
 
-def test_a_final_meta_is_fsynced_as_it_is_written_by_default(home: Path, fsyncs: list[int]) -> None:
+def test_a_final_meta_is_fsynced_as_it_is_written_by_default(home: Path, fsyncs: list[int | str]) -> None:
     final_meta_written(home, "durable-run", defer=False)
     assert len(fsyncs) == 1

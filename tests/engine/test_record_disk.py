@@ -5,6 +5,7 @@ run whose process is gone abandoned at once."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import WORK_STAGE, call, say
 
+from lev_nb import _rhai
 from lev_nb.cli.run_status import status_text
 from lev_nb.store import RecordUnwritable, RunStore
 
@@ -49,16 +51,21 @@ def test_lev_run_on_an_unwritable_home_is_one_clear_line(tmp_path: Path, lev, ho
 
 
 def test_a_record_that_stops_reaching_the_disk_ends_the_run_in_error(engine, monkeypatch):
-    real = RunStore.write_meta
-    calls = {"n": 0}
+    real = _rhai.replace_batch  # the native call that replaces meta.json (lev_nb.store.files)
+    metas = {"n": 0}
 
-    def full_disk(self, meta, durable=True):
-        calls["n"] += 1
-        if calls["n"] > 1:  # the first write (before the run starts) lands; then the disk is full
-            raise OSError(28, "No space left on device")
-        real(self, meta, durable)
+    def full_disk(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
+        codes = []
+        for item in files:
+            if item[0].endswith("meta.json"):
+                metas["n"] += 1
+                if metas["n"] > 1:  # the first write (before the run starts) lands; then the disk is full
+                    codes.append(errno.ENOSPC)
+                    continue
+            codes.extend(real([item]))
+        return codes
 
-    monkeypatch.setattr(RunStore, "write_meta", full_disk)
+    monkeypatch.setattr(_rhai, "replace_batch", full_disk)
     run, _ = engine.run(WORK_STAGE, [call("list_dir"), say("ok")])
     assert run.status == "error"
     assert "could not be written" in run.error and "No space left on device" in run.error

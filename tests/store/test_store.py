@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import stat
+import subprocess
+import sys
+import textwrap
 
 import pytest
+from support import ROOT
 
 from lev_nb.store import files as store_files
 from lev_nb.store import RunMeta, RunNotFound, RunStore, find_run, list_runs, new_run_id
@@ -70,17 +75,26 @@ def test_meta_round_trip_with_owner_only_permissions():
     assert stat.S_IMODE(os.stat(run.dir).st_mode) & 0o077 == 0
 
 
-def test_crash_during_meta_write_keeps_the_previous_meta(monkeypatch):
-    run = RunStore("r-1")
-    run.write_meta({"run_id": "r-1", "status": "running", "iteration": 1})
-
-    def crash(src, dst):
-        raise OSError("disk gone")
-
-    monkeypatch.setattr(store_files.os, "replace", crash)
-    with pytest.raises(OSError):
-        run.write_meta({"run_id": "r-1", "status": "complete", "iteration": 2})
-    monkeypatch.undo()
+def test_a_failed_meta_write_keeps_the_previous_meta(tmp_path):
+    # A real failure part-way through the write: a child process whose files may not grow past
+    # 4 KiB (RLIMIT_FSIZE) replaces its small meta.json with a large one.
+    script = textwrap.dedent("""
+        import resource, signal, sys
+        from lev_nb.store import RunStore
+        run = RunStore("r-1", sys.argv[1])
+        run.write_meta({"run_id": "r-1", "status": "running", "iteration": 1})
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        try:
+            run.write_meta({"run_id": "r-1", "status": "complete", "notes": "x" * 20000})
+        except OSError as exc:
+            print(exc.errno)
+    """)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == str(errno.EFBIG), done.stderr
+    run = RunStore("r-1", tmp_path)
     assert run.read_meta() == {"run_id": "r-1", "status": "running", "iteration": 1}
     assert sorted(p.name for p in run.dir.iterdir()) == ["meta.json"]  # no temporary file left behind
 

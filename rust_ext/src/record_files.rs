@@ -1,13 +1,14 @@
-//! Appending whole lines to many run-record files with the interpreter lock released once.
+//! The disk work of run records, many files at a time with the interpreter lock released once.
 //!
-//! The record writer's thread appends to three files of every busy run in each batch. Done from
-//! Python, each open, fstat, write and close released and took back the interpreter lock: four
-//! hand-offs a file, which with hundreds of threads waiting for the lock cost more than the
-//! writes. Here a whole batch is one hand-off. The rules (whole lines only, bytes written by
-//! someone else cut off and reported) are `lev_nb.store.files.append_batch`'s; this is the part
-//! that touches the disk.
+//! The record writer's thread appends to three files of every busy run in each batch and replaces
+//! their meta.json; starting a run writes two files. Done from Python, each open, fstat, write,
+//! close and rename released and took back the interpreter lock: a hand-off each, which with
+//! hundreds of threads waiting for the lock cost more than the writes. Here a whole batch is one
+//! hand-off. The rules (whole lines only, bytes written by someone else cut off and reported, a
+//! file replaced through a temporary sibling) are `lev_nb.store.files`'s; this is the part that
+//! touches the disk.
 
-use std::fs::OpenOptions;
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -59,4 +60,35 @@ pub fn append_batch(py: Python<'_>, appends: Vec<(String, Bound<'_, PyBytes>, Op
     let owned: Vec<(String, Vec<u8>, Option<u64>)> =
         appends.into_iter().map(|(path, data, expected)| (path, data.as_bytes().to_vec(), expected)).collect();
     py.detach(move || owned.iter().map(|(path, data, expected)| append_one(path, data, *expected)).collect())
+}
+
+fn replace_one(path: &str, tmp: &str, data: &[u8], durable: bool) -> i32 {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    let written = (|| -> std::io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(tmp)?;
+        file.write_all(data)?;
+        if durable {
+            file.sync_all()?;
+        }
+        drop(file);
+        fs::rename(tmp, path)
+    })();
+    match written {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = fs::remove_file(tmp);
+            errno(e)
+        }
+    }
+}
+
+/// Replace each `path` whole with `data`: written to `tmp` (created owner-only), fsynced when
+/// `durable`, then renamed over `path`, so a reader sees the old or the new content, never a mix.
+/// The interpreter lock is released for the whole batch; returns each file's errno (0: replaced;
+/// on a failure `tmp` is removed and `path` keeps what it had).
+#[pyfunction]
+pub fn replace_batch(py: Python<'_>, files: Vec<(String, String, Bound<'_, PyBytes>, bool)>) -> Vec<i32> {
+    let owned: Vec<(String, String, Vec<u8>, bool)> =
+        files.into_iter().map(|(path, tmp, data, durable)| (path, tmp, data.as_bytes().to_vec(), durable)).collect();
+    py.detach(move || owned.iter().map(|(path, tmp, data, durable)| replace_one(path, tmp, data, *durable)).collect())
 }
