@@ -8,6 +8,8 @@ forms of all of these are refused unless the user sets ``[security] allow_local_
 The connection then goes to the address that was checked (the host name is kept for the Host
 header and TLS), so a name cannot resolve to a public address for the check and a private one for
 the connection.
+A name's addresses are kept for 30 seconds (an IP literal is not looked up at all), and checked
+again on every call all the same.
 
 ``timeout`` bounds the whole call (every hop, retry, read and, for an event stream, the stream to
 its end), not each read: a server that drips a byte at a time cannot hold a run past it. A
@@ -121,6 +123,37 @@ class _Target:
     path: str
     addresses: list[str] = field(default_factory=list)
 
+    @property
+    def origin(self) -> tuple[str, str, int | None]:
+        """(scheme, host, port), as :func:`_origin` gives it for the URL."""
+        return self.scheme.lower(), self.host.lower(), self.port
+
+
+# Resolved addresses by (host, port), kept RESOLVED_S: a provider script calls the same host on
+# every model call, and asking the resolver each time cost more than the rest of the call. Every
+# address is still checked on every call (check_url), and connections go to checked addresses.
+RESOLVED_S = 30.0
+_RESOLVED_MAX = 256
+_resolved: dict[tuple[str, int], tuple[list[str], float]] = {}
+
+
+def _addresses(host: str, port: int) -> list[str]:
+    """The addresses ``host`` resolves to (an IP literal is its own), from the cache when fresh."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    now = time.monotonic()
+    kept = _resolved.get((host, port))
+    if kept is not None and kept[1] > now:
+        return kept[0]
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if len(_resolved) >= _RESOLVED_MAX:
+        _resolved.clear()
+    _resolved[(host, port)] = (addresses, now + RESOLVED_S)
+    return addresses
+
 
 def check_url(url: str, *, allow_local: bool) -> _Target:
     """Parse ``url`` and resolve its host; ScriptHttpError when the URL or an address is refused."""
@@ -138,10 +171,9 @@ def check_url(url: str, *, allow_local: bool) -> _Target:
     if parts.query:
         path += "?" + parts.query
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = _addresses(host, port)
     except OSError as exc:
         raise ScriptHttpError("transport", f"request failed: cannot resolve '{host}': {exc}") from None
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not allow_local:
         for address in addresses:
             why = address_refusal(address)
@@ -354,9 +386,10 @@ def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, d
           allow_local: bool) -> http.client.HTTPResponse:
     """Send the request, following redirects (each hop checked; credentials kept only while the
     origin stays the same); the final response, unread."""
-    origin = _origin(url)
+    origin = None
     for _hop in range(MAX_REDIRECTS + 1):
         target = check_url(url, allow_local=allow_local)
+        origin = origin or target.origin
         response = _send(target, method, body, headers, deadline)
         if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
             location = urllib.parse.urljoin(url, response.getheader("location") or "")

@@ -521,10 +521,32 @@ def test_every_resolved_address_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
                 (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
 
     monkeypatch.setattr(script_http.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(script_http, "_resolved", {})
     with pytest.raises(script_http.ScriptHttpError) as info:
         script_http.request("GET", "https://mixed.example/x")
     assert info.value.kind == "api" and "10.0.0.7 (private)" in info.value.message
     assert "allow_local_network" in info.value.message
+
+
+def test_a_kept_resolution_is_checked_again_on_every_call(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    real = script_http.socket.getaddrinfo
+
+    def resolve(host: str, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.append(host)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(script_http.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(script_http, "_resolved", {})
+    url = f"http://localhost:{chat.port}/v1/models"
+    assert "chat-small" in script_http.request("GET", url, allow_local=True)
+    assert "chat-small" in script_http.request("GET", url, allow_local=True)
+    assert asked.count("localhost") == 1  # the name was looked up once (connecting looks up the address)
+    with pytest.raises(script_http.ScriptHttpError) as info:  # and its kept addresses are still checked
+        script_http.request("GET", url)
+    assert "loopback" in info.value.message
+    script_http.request("GET", f"http://127.0.0.1:{chat.port}/v1/models", allow_local=True)
+    assert list(script_http._resolved) == [("localhost", chat.port)]  # an IP literal is not looked up
 
 
 def test_a_name_that_resolves_to_loopback_is_refused_not_only_literals(chat: ChatServer) -> None:
