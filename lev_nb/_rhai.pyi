@@ -86,3 +86,8 @@ def replace_batch(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
     """Replace each ``(path, tmp, data, durable)`` through ``tmp`` with the interpreter lock released
     once for the batch; each file's errno, 0 when replaced (see lev_nb.store.files.write_atomic)."""
     ...
+
+def real_path(path: str) -> str | None:
+    """``path`` with every symlink followed, in one call (None when a part of it does not exist;
+    see lev_nb.workspace.real_path)."""
+    ...

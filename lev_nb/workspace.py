@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["confine", "Workspace", "WorkspaceError", "PathEscape", "WorkspaceMissing"]
+__all__ = ["confine", "real_path", "Workspace", "WorkspaceError", "PathEscape", "WorkspaceMissing"]
 
 
 class WorkspaceError(Exception):
@@ -56,16 +56,25 @@ def confine(
         raise PathEscape("a path is required and it was empty")
     if "\x00" in raw:
         raise PathEscape(f"'{raw}' contains a NUL byte, which no file name can hold")
-    base = Path(os.path.realpath(os.fspath(root)))
+    base = Path(real_path(os.fspath(root)))
     joined = Path(raw).expanduser() if raw.startswith("~") else Path(raw)
     candidate = joined if joined.is_absolute() else base / joined
     # realpath follows every symlink that exists and normalises '..' after it, so the check below
     # sees where the path really lands.
-    real = Path(os.path.realpath(candidate))
+    real = Path(real_path(os.fspath(candidate)))
     if real == base or real.is_relative_to(base) or (grant is not None and grant(real)):
         _check_kind(raw, real, for_write)
         return real
     raise PathEscape(f"'{raw}' is outside the working directory; use a path inside it (relative paths start there)")
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``: for a path that exists, the C library's walk in one native call
+    (Python's own takes and gives back the interpreter lock at every component); otherwise, and
+    for anything the native call cannot say, Python's walk, so the answer is the same."""
+    from lev_nb._rhai import real_path as native_real_path  # imported on first use
+
+    return native_real_path(path) or os.path.realpath(path)
 
 
 def _check_kind(raw: str, real: Path, for_write: bool) -> None:
@@ -92,7 +101,7 @@ class Workspace:
     """
 
     def __init__(self, root: str | os.PathLike[str], read_grant: Callable[[Path], bool] | None = None) -> None:
-        self.root = Path(os.path.realpath(os.fspath(root)))
+        self.root = Path(real_path(os.fspath(root)))
         self.read_grant = read_grant
 
     def exists(self) -> bool:

@@ -104,13 +104,22 @@ def mount_grant(agent: str, settings: Settings, home: str | os.PathLike[str] | N
     for raw in (*settings.security.sandbox_mounts, *(_source_of(m) for m in settings.sandbox.mounts)):
         path, _, mode = raw.rpartition(":") if raw.endswith((":rw", ":ro")) else (raw, "", "ro")
         (read_write if mode == "rw" else read_only).append(path)
-    readable = ReadPathSet.compile([*read_only, *read_write, *settings.read_path_grants(agent)], Path.cwd(), home_path)
-    writable = ReadPathSet.compile(read_write, Path.cwd(), home_path)
+    entries = [*read_only, *read_write, *settings.read_path_grants(agent)]
+    if not entries:  # the common case: nothing granted, and no need to ask for the current folder
+        return _nothing_granted
+    cwd = Path.cwd()
+    readable = ReadPathSet.compile(entries, cwd, home_path)
+    writable = ReadPathSet.compile(read_write, cwd, home_path)
 
     def granted(mount: Mount) -> bool:
         return (writable if mount.writable else readable).matches_lexically(mount.source)
 
     return granted
+
+
+def _nothing_granted(mount: Mount) -> bool:
+    """The grant when the user granted no mount source: none outside the workdir is shown."""
+    return False
 
 
 def _source_of(mount: str) -> str:

@@ -7,15 +7,17 @@
 //! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
 //! * `helpers` - functions registered for every script
 //! * `errors`  - `RhaiError` and its subclasses
+//! * `paths`   - a path's real location in one call
 //! * `record_files` - run-record files appended to and replaced, many with the interpreter lock released once
 
-pub mod record_files;
 pub mod convert;
 pub mod engine;
 pub mod errors;
 pub mod guard;
 pub mod helpers;
 pub mod limits;
+pub mod paths;
+pub mod record_files;
 pub mod worker;
 
 use pyo3::prelude::*;
@@ -35,6 +37,7 @@ fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::PyAst>()?;
     m.add_function(wrap_pyfunction!(record_files::append_batch, m)?)?;
     m.add_function(wrap_pyfunction!(record_files::replace_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(paths::real_path, m)?)?;
     errors::add_to_module(m)?;
     Ok(())
 }

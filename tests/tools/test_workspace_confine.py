@@ -9,7 +9,7 @@ import pytest
 
 from support import ROOT
 
-from lev_nb.workspace import PathEscape, Workspace, confine
+from lev_nb.workspace import PathEscape, Workspace, confine, real_path
 
 
 @pytest.fixture
@@ -192,3 +192,21 @@ def test_every_caller_goes_through_confine() -> None:
 
 if os.name != "posix":  # pragma: no cover - the project runs on Linux
     pytest.skip("symlink semantics are POSIX", allow_module_level=True)
+
+
+@pytest.mark.parametrize("name", [
+    "root", "root/sub/a.txt", "root/sub/../sub/a.txt", "to-sub", "to-sub/a.txt", "to-sub/../outside.txt",
+    "chain", "chain/a.txt", "root/missing", "root/missing/deeper", "dangling", "dangling/x", "loop", "loop/x",
+    "root/sub/a.txt/not-a-dir", "root/./sub//a.txt", "relative-sub",
+])
+def test_real_path_answers_as_pythons_realpath(root: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The native walk (one call) answers for paths that exist; the rest fall back to Python's walk.
+    # Either way confine must see exactly what os.path.realpath sees, links and '..' included.
+    base = root.parent
+    (base / "to-sub").symlink_to(root / "sub")
+    (base / "chain").symlink_to(base / "to-sub")
+    (base / "dangling").symlink_to(base / "nowhere")
+    (base / "loop").symlink_to(base / "loop")
+    monkeypatch.chdir(base)
+    path = name[len("relative-"):] if name.startswith("relative-") else str(base / name)
+    assert real_path(path) == os.path.realpath(path)

@@ -1,0 +1,16 @@
+//! A path's real location in one call with the interpreter lock released.
+//!
+//! Python's `os.path.realpath` follows a path one component at a time, an `lstat` each, and each
+//! `lstat` hands the interpreter lock to another thread and waits to get it back. Confining a path
+//! to a run's workdir does it for every file a tool touches, and every run starts with one. The C
+//! library's `realpath` does the same walk in one call. It only answers for a path that exists;
+//! `lev_nb.workspace.real_path` falls back to Python's own walk otherwise.
+
+use pyo3::prelude::*;
+
+/// The absolute path `path` names with every symlink followed and `.`/`..` resolved, or None
+/// when that cannot be said here (a part of it does not exist, a symlink loop, not UTF-8).
+#[pyfunction]
+pub fn real_path(py: Python<'_>, path: String) -> Option<String> {
+    py.detach(move || std::fs::canonicalize(&path).ok().and_then(|real| real.to_str().map(str::to_owned)))
+}
