@@ -91,3 +91,7 @@ def real_path(path: str) -> str | None:
     """``path`` with every symlink followed, in one call (None when a part of it does not exist;
     see lev_nb.workspace.real_path)."""
     ...
+
+def mtimes(paths: list[str]) -> list[int | None]:
+    """Each path's ``st_mtime_ns`` (None when it cannot be read), in one call for all of them."""
+    ...

@@ -422,8 +422,11 @@ class InteractionHub:
     def poll_inbox(self) -> None:
         """Take what other processes left in the run's inbox (``lev msg``, ``lev respond``):
         cheap when nothing arrived (one stat of the folder)."""
+        self.poll_inbox_stamped(self.state.store.inbox_stamp())
+
+    def poll_inbox_stamped(self, stamp: int | None) -> None:
+        """:meth:`poll_inbox`, given the inbox folder's stamp (taken for many runs at once)."""
         store = self.state.store
-        stamp = store.inbox_stamp()
         if stamp is None or stamp == self._inbox_stamp:
             return
         entries = store.take_inbox()

@@ -59,6 +59,7 @@ from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.engine.state import Ending, Outcome, RunFailure, RunPaused, RunState, StageProgress
 from lev_nb.engine.title import start_title, stop_title
 from lev_nb.providers.base import Provider
+from lev_nb.store.files import inbox_stamps
 
 if TYPE_CHECKING:
     from lev_nb.engine.resume import Resumption
@@ -79,7 +80,7 @@ class _InboxWatch:
     """Every root run of this process reads its inbox every INBOX_WATCH_S even while a model
     call or a tool runs, so a cancel from another process (lev cancel) is not held up by a long
     step; a run also reads it at every step. One task on the engine loop does it for all of them
-    (one stat of each run's inbox folder), and only while there is a root run. Kept per loop: a
+    (one native call looks at every run's inbox folder), and only while there is a root run. Kept per loop: a
     forked worker process starts its own engine loop."""
 
     runners: dict[asyncio.AbstractEventLoop, set[Runner]] = {}
@@ -104,9 +105,11 @@ class _InboxWatch:
         try:
             while watched:
                 await asyncio.sleep(INBOX_WATCH_S)
-                for runner in list(watched):
+                runners = list(watched)
+                stamps = inbox_stamps([runner.state.store for runner in runners])  # one call for all
+                for runner, stamp in zip(runners, stamps):
                     try:
-                        runner.interaction.poll_inbox()
+                        runner.interaction.poll_inbox_stamped(stamp)
                     except CALLEE_ERRORS as exc:  # never the end of the run: it reads its inbox at its next step
                         runner.state.warn(f"the run's inbox could not be read: {exc}")
         finally:

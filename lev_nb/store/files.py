@@ -216,6 +216,13 @@ def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSErr
         return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes])
 
 
+def inbox_stamps(stores: list[RunStore]) -> list[int | None]:
+    """:meth:`RunStore.inbox_stamp` of each store, in one native call for all of them."""
+    from lev_nb._rhai import mtimes  # imported on first use: not on `lev --help`
+
+    return mtimes([store._path(INBOX) for store in stores])
+
+
 class RecordUnwritable(OSError):
     """The run's record cannot be written (a read-only or full disk, a LEV_HOME that is a file):
     the run does not start. The message names the folder and the cause."""
@@ -392,10 +399,7 @@ class RunStore:
     def inbox_stamp(self) -> int | None:
         """The inbox folder's modification time (ns), None when nothing was ever posted: a cheap
         "has anything arrived" check before :meth:`take_inbox` lists it."""
-        try:
-            return os.stat(self._path(INBOX)).st_mtime_ns
-        except OSError:
-            return None
+        return inbox_stamps([self])[0]
 
     def take_inbox(self) -> list[dict[str, Any]]:
         """Read and remove every entry posted so far, oldest first.

@@ -7,7 +7,7 @@
 //! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
 //! * `helpers` - functions registered for every script
 //! * `errors`  - `RhaiError` and its subclasses
-//! * `paths`   - a path's real location in one call
+//! * `paths`   - a path's real location, and many paths' modification times, in one call
 //! * `record_files` - run-record files appended to and replaced, many with the interpreter lock released once
 
 pub mod convert;
@@ -38,6 +38,7 @@ fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_files::append_batch, m)?)?;
     m.add_function(wrap_pyfunction!(record_files::replace_batch, m)?)?;
     m.add_function(wrap_pyfunction!(paths::real_path, m)?)?;
+    m.add_function(wrap_pyfunction!(paths::mtimes, m)?)?;
     errors::add_to_module(m)?;
     Ok(())
 }

@@ -172,3 +172,13 @@ def test_meta_is_json_with_the_upstream_names_on_disk():
     run.write_meta(new_meta("r-1", "agent", "task"))
     on_disk = json.loads((run.dir / "meta.json").read_text())
     assert on_disk["flags"]["modified_files"] == [] and on_disk["children"] == []
+
+
+def test_inbox_stamps_of_many_runs_in_one_call_are_what_stat_says(home):
+    posted, quiet = RunStore("posted-run", home), RunStore("quiet-run", home)
+    for run in (posted, quiet):
+        run.create(b"{}")
+    posted.post_inbox({"type": "message", "text": "hello"})
+    stamps = store_files.inbox_stamps([posted, quiet])
+    assert stamps == [os.stat(posted.dir / "inbox").st_mtime_ns, None]  # None: nothing ever posted
+    assert posted.inbox_stamp() == stamps[0]
