@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -168,23 +169,13 @@ class RecordWriter:
                 lines, self._lines = self._lines, {}
                 waiters, self._waiters = self._waiters, []
                 self._writing.update(lines)
-            # A stopped run's files keep what was written before the failure, whole.
-            todo = [(store, name, chunk) for (run_id, name), (store, chunk) in lines.items() if run_id not in self._stopped]
-            for (store, name, _), failure in zip(todo, self._append(todo)):
-                run_id = store.run_id
-                if failure is not None:
-                    handler = self._handlers.get(run_id, {}).get(name)
-                    if handler is not None:
-                        handler(f"{failure} (writing {name})")
-                    else:
-                        self._stopped.add(run_id)
-                        self._lines_failed(run_id, f"{failure} (writing {name})")
-                for found in store.take_foreign():
-                    self._lines_failed(run_id, f"{found}: something other than lev_nb wrote into the run record")
-            if lines:
-                with self._cond:
-                    self._writing.difference_update(lines)
-                    self._written.notify_all()
+            try:
+                self._write_lines(lines)
+            finally:  # whatever happened, write_through must not wait for these any longer
+                if lines:
+                    with self._cond:
+                        self._writing.difference_update(lines)
+                        self._written.notify_all()
             # Whole files, then each run's newest meta.json (the sidecars it names exist before it).
             deferring = self._deferring
             replaces = [(store, name, data, False) for (_, name), (store, data) in files.items()]
@@ -202,6 +193,22 @@ class RecordWriter:
                 if not future.done():
                     future.set_result(None)
 
+    def _write_lines(self, lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]]) -> None:
+        """Append a batch's lines and report what failed (a stopped run's files keep what was
+        written before the failure, whole)."""
+        todo = [(store, name, chunk) for (run_id, name), (store, chunk) in lines.items() if run_id not in self._stopped]
+        for (store, name, _), failure in zip(todo, self._append(todo)):
+            run_id = store.run_id
+            if failure is not None:
+                handler = self._handlers.get(run_id, {}).get(name)
+                if handler is not None:
+                    _call(handler, f"{failure} (writing {name})")
+                else:
+                    self._stopped.add(run_id)
+                    self._lines_failed(run_id, f"{failure} (writing {name})")
+            for found in store.take_foreign():
+                self._lines_failed(run_id, f"{found}: something other than lev_nb wrote into the run record")
+
     def _lines_failed(self, run_id: str, reason: str) -> None:
         with self._cond:
             if run_id in self._line_failures:
@@ -209,7 +216,7 @@ class RecordWriter:
             self._line_failures[run_id] = reason
             watcher = self._watchers.get(run_id)
         if watcher is not None:
-            watcher(reason)
+            _call(watcher, reason)
 
     def watch(self, run_id: str, callback: Callable[[str], None]) -> None:
         """Call ``callback(reason)`` (on the writer's thread) when ``run_id``'s lines first fail to
@@ -254,6 +261,14 @@ class RecordWriter:
         except Exception as exc:  # a full or vanished disk must not kill the writer; the runs go on in memory
             return [f"the record writer failed: {type(exc).__name__}: {exc}"] * len(todo)
         return [None if failure is None else str(failure.strerror or failure) for failure in failures]
+
+
+def _call(callback: Callable[[str], None], reason: str) -> None:
+    """Tell ``callback``; one that raises must not end the thread every run writes through."""
+    try:
+        callback(reason)
+    except Exception:  # a bug in the callback: said in the log, and the writer goes on
+        logging.getLogger(__name__).exception("a record-failure callback failed")
 
 
 _lock = threading.Lock()
