@@ -33,9 +33,9 @@ run's events are: if the process is killed before they reach the disk, a resume 
 or runs a read-only tool again, which changes nothing outside. What must never happen twice is
 written through before the engine goes on: the ``call`` entry before a tool that may change
 something runs, its ``tool`` entry once it has, a ``spawn`` before the child starts, and what
-sub-agents and fan-out workers brought back. So a run
-killed at any moment never repeats a side effect on resume. (The engine wrote every entry itself,
-four system calls each on the engine thread: a quarter of its time in a run of many agents.)
+sub-agents and fan-out workers brought back. So a run killed at any moment never repeats a side
+effect on resume. (The engine wrote every entry itself, four system calls each on the engine
+thread: a quarter of its time in a run of many agents.)
 
 A resumed run is the same run executed again from its start with the journal standing in for the
 outside world: model calls are answered from it (the provider is not asked), a completed tool

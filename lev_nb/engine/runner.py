@@ -80,8 +80,8 @@ class _InboxWatch:
     """Every root run of this process reads its inbox every INBOX_WATCH_S even while a model
     call or a tool runs, so a cancel from another process (lev cancel) is not held up by a long
     step; a run also reads it at every step. One task on the engine loop does it for all of them
-    (one native call looks at every run's inbox folder), and only while there is a root run. Kept per loop: a
-    forked worker process starts its own engine loop."""
+    (one native call looks at every run's inbox folder), and only while there is a root run.
+    Kept per loop: a forked worker process starts its own engine loop."""
 
     runners: dict[asyncio.AbstractEventLoop, set[Runner]] = {}
 

@@ -173,6 +173,19 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
     return ("{\n  " + text[1:-1] + "\n}").encode("utf-8", "backslashreplace")
 
 
+@contextlib.contextmanager
+def _writing_into(stores: list[RunStore]) -> Iterator[None]:
+    """Hold the lock of each store a batch writes into, its folder made first (each store once,
+    taken in one order for every batch: never a lock cycle)."""
+    unique = list({id(store): store for store in stores}.values())
+    for store in unique:
+        store.ensure()
+    with contextlib.ExitStack() as held:
+        for store in sorted(unique, key=id):
+            held.enter_context(store._lock)
+        yield
+
+
 def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSError | None]:
     """Append each ``(store, name, lines)``: the lines, in one write, to the file ``name`` of the
     store's run folder (see :meth:`RunStore.append_lines` for what is checked). The disk work of
@@ -180,12 +193,7 @@ def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSErr
     append, None or the OSError that stopped it (its file then keeps only whole lines)."""
     from lev_nb._rhai import append_batch as native_append  # imported on first use: not on `lev --help`
 
-    stores = list({id(store): store for store, _, _ in appends}.values())
-    for store in stores:
-        store.ensure()
-    with contextlib.ExitStack() as held:
-        for store in sorted(stores, key=id):  # one order for every batch: never a lock cycle
-            held.enter_context(store._lock)
+    with _writing_into([store for store, _, _ in appends]):
         outcomes = native_append(
             [(store._path(name), b"".join(lines), store._sizes.get(name)) for store, name, lines in appends]
         )
@@ -207,12 +215,7 @@ def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSErr
 def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSError | None]:
     """Replace each ``(store, name, data, durable)``: the file ``name`` of the store's run folder,
     whole (see :func:`replace_files`, which does the work in one native call)."""
-    stores = list({id(store): store for store, _, _, _ in writes}.values())
-    for store in stores:
-        store.ensure()
-    with contextlib.ExitStack() as held:
-        for store in sorted(stores, key=id):  # one order for every batch: never a lock cycle
-            held.enter_context(store._lock)
+    with _writing_into([store for store, _, _, _ in writes]):
         return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes])
 
 

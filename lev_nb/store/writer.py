@@ -2,17 +2,19 @@
 
 The engine loop hands it bytes and moves on, so a slow disk never stalls the runs; the writes
 themselves are :mod:`lev_nb.store.files`' functions, the one implementation. Writes queued for the
-same run are batched (one open per file per batch; the lines of a whole batch are appended, and its files
-replaced, in one native call each, which takes the interpreter lock once, not once a system call)
-and only the newest meta.json of a run is written. meta.json is still replaced atomically, so whatever is on disk parses. A run's
-end waits for :meth:`RecordWriter.flush`, so ``run.wait()`` returns with the record complete.
+same run are batched (one open per file per batch; a whole batch's lines are appended, and its
+files replaced, in one native call each, which takes the interpreter lock once, not once a system
+call) and only the newest meta.json of a run is written. meta.json is still replaced atomically,
+so whatever is on disk parses. A run's end waits for :meth:`RecordWriter.flush`, so
+``run.wait()`` returns with the record complete.
 Lines that cannot be written (a full disk) or a record someone else wrote into are reported to the
-run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines. A file
-with a handler of its own (:meth:`RecordWriter.on_failure`: the resume journal) reports to it instead.
+run (:meth:`RecordWriter.watch`), which then ends in error; its files keep only whole lines. A
+file with a handler of its own (:meth:`RecordWriter.on_failure`: the resume journal) reports to it
+instead.
 
 A line that must be on disk before the engine goes on (the journal entry of a call that may change
-something) is written by :meth:`RecordWriter.write_through`, after the lines queued before it for the
-same file: a file's lines always reach the disk in the order they were given.
+something) is written by :meth:`RecordWriter.write_through`, after the lines queued before it for
+the same file: a file's lines always reach the disk in the order they were given.
 
 The thread is woken only when it sleeps with nothing to do, and it then gathers writes for
 ``GATHER_S`` before writing them (a flush cuts that short): waking it for every event made the
