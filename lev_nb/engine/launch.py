@@ -256,12 +256,12 @@ def _check_keys(plan: RunPlan, provider: Provider | None, settings: Settings) ->
                 )
             users.setdefault(pick.provider, []).append(stage.name)
     for name, stages in users.items():
-        if not is_registered(name):
+        if not is_registered(name, settings):
             source = settings.source("default_provider")
             raise LaunchError(
                 f"{_stages(stages)} of blueprint '{plan.agent_name}' would run on the default provider "
                 f"'{name}' (default_provider, from {source}), which lev_nb cannot call; the providers "
-                f"it calls are {', '.join(known_providers())}",
+                f"it calls are {', '.join(known_providers(settings))}",
                 cli_hint="change default_provider (see `lev config`), or run with --model mock",
                 python_hint="change default_provider (lev_nb.configure), or pass model='mock'",
             )
