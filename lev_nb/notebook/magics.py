@@ -160,9 +160,10 @@ class LevMagics(Magics):
         if handler is None:
             from lev_nb.cli.app import guess_command
 
-            hint = guess_command(command, [*handlers, "help"])
+            names = [*handlers, "help"]
+            hint = guess_command(command, names)
             raise UsageError(f"%lev: unknown command '{command}'" + (f" ({hint})" if hint else "")
-                             + "; use one of validate, graph, ps, show, config, models, help")
+                             + f"; use one of {', '.join(names)}")
         return handler(rest)
 
     def _validate(self, rest: str) -> Any:
