@@ -171,6 +171,12 @@ class RecordWriter:
                 lines, self._lines = self._lines, {}
                 waiters, self._waiters = self._waiters, []
                 self._writing.update(lines)
+            # A batch's meta.json goes before its lines, so one never lags the events on disk (a
+            # process killed now leaves a meta.json that says where the run was), except a run's
+            # last word (durable), which goes after them: whoever sees the run ended finds every
+            # line it wrote (lev log --follow stops there). Sidecars go before any meta.json.
+            deferring = self._deferring
+            self._replace_metas(files, [m for m in metas.values() if not m[2]], deferring)
             try:
                 self._write_lines(lines)
             finally:  # whatever happened, write_through must not wait for these any longer
@@ -178,22 +184,28 @@ class RecordWriter:
                     with self._cond:
                         self._writing.difference_update(lines)
                         self._written.notify_all()
-            # Whole files, then each run's newest meta.json (the sidecars it names exist before it).
-            deferring = self._deferring
-            replaces = [(store, name, data, False) for (_, name), (store, data) in files.items()]
-            replaces += [(store, META, data, durable and not deferring) for store, data, durable in metas.values()]
-            outcomes = self._replace(replaces)[len(files):]
-            for (store, data, durable), failure in zip(metas.values(), outcomes):
-                with self._cond:
-                    if failure is None:
-                        self._meta_failures.pop(store.run_id, None)
-                        if durable and deferring:
-                            self._unsynced.add(str(store.dir / META))
-                    else:
-                        self._meta_failures[store.run_id] = failure
+            self._replace_metas({}, [m for m in metas.values() if m[2]], deferring)
             for future in waiters:
                 if not future.done():
                     future.set_result(None)
+
+    def _replace_metas(self, files: dict[tuple[str, str], tuple[RunStore, bytes]],
+                       metas: list[tuple[RunStore, bytes, bool]], deferring: bool) -> None:
+        """Replace the sidecar ``files``, then each of ``metas``, noting which meta.json failed and
+        which durable one still owes its fsync (``deferring``: see defer_durability)."""
+        if not files and not metas:
+            return
+        replaces = [(store, name, data, False) for (_, name), (store, data) in files.items()]
+        replaces += [(store, META, data, durable and not deferring) for store, data, durable in metas]
+        outcomes = self._replace(replaces)[len(files):]
+        for (store, _, durable), failure in zip(metas, outcomes):
+            with self._cond:
+                if failure is None:
+                    self._meta_failures.pop(store.run_id, None)
+                    if durable and deferring:
+                        self._unsynced.add(str(store.dir / META))
+                else:
+                    self._meta_failures[store.run_id] = failure
 
     def _write_lines(self, lines: dict[tuple[str, str], tuple[RunStore, list[bytes]]]) -> None:
         """Append a batch's lines and report what failed (a stopped run's files keep what was

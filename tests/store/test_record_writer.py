@@ -116,3 +116,25 @@ def test_the_journal_is_on_disk_before_a_call_that_may_change_something_runs(sto
     assert [json.loads(line)["t"] for line in lines(store, JOURNAL)] == ["model", "call"]
     journal.record_tool("c1", "shell", "built", False, None, changed=True)
     assert [json.loads(line)["t"] for line in lines(store, JOURNAL)] == ["model", "call", "tool"]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_batchs_meta_goes_before_its_lines_and_a_last_word_after_them(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch, durable: bool
+) -> None:
+    # A meta.json never lags the events on disk (a killed run's says where it was), but the run's
+    # last word (durable) lands after its lines, so whoever sees the run ended finds them all.
+    writer = RecordWriter()
+    seen: list[bytes] = []
+
+    def appending(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSError | None]:
+        seen.append((store.dir / "meta.json").read_bytes())
+        return files.append_batch(appends)
+
+    monkeypatch.setattr(writer_module, "append_batch", appending)
+    with writer._cond:  # queued together: one batch
+        writer.append(store, EVENTS, b'{"type": "tool_started"}\n')
+        writer.write_meta(store, b'{"status": "running"}', durable=durable)
+    writer.flush().result(timeout=10)
+    assert seen == [b"{}" if durable else b'{"status": "running"}']
+    assert (store.dir / "meta.json").read_bytes() == b'{"status": "running"}'
