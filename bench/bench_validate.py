@@ -82,7 +82,7 @@ def _time_command(cmd: list[str], runs: int) -> list[float]:
 def _time_in_process(folder: Path, runs: int) -> tuple[list[float], dict]:
     import lev_nb
 
-    report = lev_nb.validate(folder)  # warm up: imports and pydantic schema builds
+    report = lev_nb.validate(folder)  # warm up: imports and first compiles
     times = []
     for _ in range(runs):
         start = time.perf_counter()

@@ -1,6 +1,6 @@
 """MkDocs hook: the reference pages generated from the code at build time.
 
-``reference/blueprint.md`` is read off the blueprint's pydantic models (lev_nb.blueprint.model) and
+``reference/blueprint.md`` is read off the blueprint's tables (lev_nb.blueprint.model) and
 the key descriptions beside them (lev_nb.blueprint.keydocs); ``reference/configuration.md`` off the
 typed settings (lev_nb.settings.schema); ``reference/cli.md`` off the ``lev`` argument parsers
 (lev_nb.cli.build_parser). A key, type, default or option added to the code appears in the site at
@@ -95,14 +95,13 @@ def _first_paragraph(doc: str | None) -> str:
 # The blueprint format
 # ------------------------------------------------------------------------------------------------
 def blueprint_reference() -> str:
-    """Every table and key of ``agent.leviath``, from the pydantic models."""
-    from pydantic import BaseModel
-
+    """Every table and key of ``agent.leviath``, from the blueprint's tables."""
     from lev_nb.blueprint import keydocs
     from lev_nb.blueprint import model as M
+    from lev_nb.blueprint.table import Table
 
     # The TOML path of each table model, in the order a reader meets them.
-    paths: list[tuple[str, type[BaseModel]]] = [
+    paths: list[tuple[str, type[Table]]] = [
         ("[agent]", M.AgentInfo),
         ("[agent.nudge], [stages.<name>.nudge]", M.Nudge),
         ("[agent.output], [stages.<name>.output]", M.OutputSpec),
@@ -162,8 +161,8 @@ def blueprint_reference() -> str:
             if info.exclude:
                 continue
             key = info.alias or name
-            kind = _pydantic_type(info.annotation, anchors)
-            default = _pydantic_default(info)
+            kind = _key_type(info.annotation, anchors)
+            default = _key_default(info)
             text = info.description or own.get(name, "")
             lines.append(f"| `{key}` | {kind} | {default} | {_cell(text)} |")
         lines.append("")
@@ -191,18 +190,18 @@ def _lint_codes() -> list[str]:
     ]
 
 
-def _pydantic_type(hint: Any, anchors: dict[type, str]) -> str:
+def _key_type(hint: Any, anchors: dict[type, str]) -> str:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         kept = [a for a in args if a is not type(None)]
-        return " or ".join(_pydantic_type(a, anchors) for a in kept)
+        return " or ".join(_key_type(a, anchors) for a in kept)
     if origin is typing.Literal:
         return " \\| ".join(f"`{json.dumps(a)}`" for a in args)
     if origin is list:
-        return f"array of {_pydantic_type(args[0], anchors)}"
+        return f"array of {_key_type(args[0], anchors)}"
     if origin is dict:
-        return f"table of {_pydantic_type(args[1], anchors)}"
+        return f"table of {_key_type(args[1], anchors)}"
     if hint in anchors:
         return f"[table](#{anchors[hint]})"
     names = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -213,8 +212,8 @@ def _pydantic_type(hint: Any, anchors: dict[type, str]) -> str:
     return _cell(getattr(hint, "__name__", str(hint)))
 
 
-def _pydantic_default(info: Any) -> str:
-    from pydantic import BaseModel
+def _key_default(info: Any) -> str:
+    from lev_nb.blueprint.table import Table
 
     if info.is_required():
         return "required"
@@ -223,7 +222,7 @@ def _pydantic_default(info: Any) -> str:
             value = info.default_factory()
         except TypeError:
             return ""
-        if isinstance(value, BaseModel):
+        if isinstance(value, Table):
             return ""
         if isinstance(value, list) and value and hasattr(value[0], "model_dump"):
             return _code(json.dumps([v.model_dump(exclude_none=True) for v in value]))

@@ -32,7 +32,7 @@ Read paths (``read_paths``: the ``[read_paths]`` entry forms, shared with the us
 Script tools (``script_tools``: the one reader of ``// @tool`` annotations and tool manifests)
     ``script_tool_names(agent_dir)``; ``script_tools.scan_tools(agent_dir)``, ``tool_spec(path)``
 
-Model (pydantic v2, frozen; field names are the TOML keys)
+Model (immutable tables, lev_nb.blueprint.table; field names are the TOML keys)
     ``Blueprint``: .agent (AgentInfo) .stages (dict name -> Stage, declaration order)
         .context (ContextConfig: .regions dict, .file_tracking) .tool_permissions (dict tool->policy)
         .security .sandbox .read_paths .safe_commands .compaction .repetition_detection

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import field
 
-from pydantic import BaseModel
 
 from lev_nb.records import record
 
@@ -33,6 +32,7 @@ from .formats import format_typo
 from .lints_own import OWN_CHECKS, OWN_CODES, format_key_typos
 from .mcp_names import split_qualified
 from .model import Blueprint, OutputSpec, Region, Stage
+from .table import Table
 from .read_paths import grant_stanza, toml_key
 from .report import Finding, Severity, sort_findings
 from .shellkeys import is_valid_prefix, seed_refusal
@@ -429,17 +429,17 @@ def a19_unbounded_percentage_budget(bp: Blueprint, env: LintEnv) -> list[Finding
 # lev_nb's own checks: a lenient table's unknown keys, and a misspelt output format
 # ------------------------------------------------------------------------------------------------
 def _is_lenient(obj: object) -> bool:
-    return isinstance(obj, BaseModel) and obj.model_config.get("extra") == "allow"
+    return isinstance(obj, Table) and obj.model_config.get("extra") == "allow"
 
 
-def _table_keys(model: BaseModel) -> list[str]:
+def _table_keys(model: Table) -> list[str]:
     """The keys a table of this model's type may hold, as the TOML spells them."""
     return [f.alias or name for name, f in type(model).model_fields.items() if not f.exclude]
 
 
 def _unknown_keys(obj: object, path: tuple[str, ...], seen: set[int]) -> Iterable[tuple[tuple[str, ...], str, list[str]]]:
     """(table path, unknown key, the table's keys) for every key a lenient table kept unread."""
-    if not isinstance(obj, BaseModel) or id(obj) in seen:
+    if not isinstance(obj, Table) or id(obj) in seen:
         return
     seen.add(id(obj))
     if _is_lenient(obj):
@@ -450,7 +450,7 @@ def _unknown_keys(obj: object, path: tuple[str, ...], seen: set[int]) -> Iterabl
             continue
         value = getattr(obj, name)
         here = path + (f.alias or name,)
-        if isinstance(value, BaseModel):
+        if isinstance(value, Table):
             yield from _unknown_keys(value, here, seen)
         elif isinstance(value, list):
             for index, item in enumerate(value):

@@ -19,7 +19,6 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 
 from . import constants as C
 from .errors import BlueprintError, did_you_mean, locate_key
@@ -186,14 +185,12 @@ def load_text(text: str, *, path: str | os.PathLike[str] | None = None,
         ) from None
     try:
         bp = _Loader(text, file).build(raw)
-    except ValidationError as exc:  # a bug of ours, but never let it escape raw
-        raise BlueprintError(f"internal model error: {exc.errors()[0].get('msg')}", path=file) from None
     except RecursionError:
         raise BlueprintError("blueprint is nested too deeply", path=file) from None
-    bp._raw = raw
-    bp._source_path = file.resolve() if file is not None else None
-    bp._source_text = text
-    bp._base_dir = Path(base_dir).resolve() if base_dir is not None else None
+    bp.set_private(
+        _raw=raw, _source_path=file.resolve() if file is not None else None, _source_text=text,
+        _base_dir=Path(base_dir).resolve() if base_dir is not None else None,
+    )
     return bp
 
 

@@ -1,4 +1,4 @@
-"""The blueprint as immutable pydantic models.
+"""The blueprint as immutable tables (:mod:`lev_nb.blueprint.table`).
 
 Field names are the TOML key names, so the generated JSON Schema describes the file format.
 Each model only records the keys a blueprint actually wrote (``model_fields_set``), which is
@@ -11,14 +11,11 @@ defaults, sugar and checks (docs/reference/blueprint.md).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
-
 from . import constants as C
+from .table import Table, _fill, field, private
 
 Mode = Literal["autonomous", "interactive", "interactive_points", "fan_out", "output"]
 Condition = Literal["always", "llm_choice", "error", "max_iterations", "stuck", "dead_end"]
@@ -40,95 +37,23 @@ __all__ = [
 ]
 
 
-_M = TypeVar("_M", bound=BaseModel)
-# Per model class: alias -> field name, and (name, default, factory, factory_takes_data) per field.
-# A pydantic default factory takes either nothing or the data built so far; which one is decided
-# once here, so the factory is typed loosely as ``Callable[..., Any]``.
-_FieldPlan = tuple[str, Any, Callable[..., Any] | None, bool]
-_FIELD_PLANS: dict[type, tuple[dict[str, str], list[_FieldPlan]]] = {}
+_M = TypeVar("_M", bound=Table)
 
 
 def construct(cls: type[_M], **values: Any) -> _M:
-    """Build a model from values the loader has already checked, without validating them again.
-
-    Equivalent to ``cls.model_construct(**values)`` (the given keys become ``model_fields_set``,
-    unknown keys go to ``model_extra`` on lenient tables) but much cheaper for the thousands of
-    small tables a large blueprint holds.
-    """
-    plan = _FIELD_PLANS.get(cls)
-    if plan is None:
-        aliases = {f.alias: n for n, f in cls.model_fields.items() if f.alias and f.alias != n}
-        fields: list[_FieldPlan] = [
-            (n, f.default, f.default_factory, bool(f.default_factory_takes_validated_data))
-            for n, f in cls.model_fields.items()
-        ]
-        plan = _FIELD_PLANS[cls] = (aliases, fields)
-    aliases, fields = plan
-    for alias, name in aliases.items():
-        if alias in values:
-            values[name] = values.pop(alias)
-    data: dict[str, Any] = {}
-    fields_set: set[str] = set()
-    for name, default, factory, takes_data in fields:
-        if name in values:
-            data[name] = values.pop(name)
-            fields_set.add(name)
-        elif factory is None:
-            data[name] = default
-        else:
-            data[name] = factory(data) if takes_data else factory()
+    """Build a table from values the loader has already checked (the given keys become
+    ``model_fields_set``; unknown keys go to ``model_extra`` on lenient tables)."""
     instance = cls.__new__(cls)
-    object.__setattr__(instance, "__dict__", data)
-    allow_extra = cls.model_config.get("extra") == "allow"
-    if allow_extra:
-        fields_set.update(values)
-    object.__setattr__(instance, "__pydantic_fields_set__", fields_set)
-    object.__setattr__(instance, "__pydantic_extra__", dict(values) if allow_extra else None)
-    private = {
-        k: (
-            v.get_default(call_default_factory=True, validated_data=data)
-            if v.default_factory is not None
-            else v.default
-        )
-        for k, v in cls.__private_attributes__.items()
-    } or None
-    object.__setattr__(instance, "__pydantic_private__", private)
+    _fill(instance, values)
     return instance
 
 
-def _without_deprecated(cls: type) -> frozenset[str]:
-    """The names pydantic keeps only for v1 code (``dict``, ``json``, ``parse_obj``, ``copy``, ...):
-    pydantic marks each one deprecated, so the set follows whatever pydantic version is installed."""
-    names = set()
-    for name in dir(cls):
-        value = inspect.getattr_static(cls, name)
-        if getattr(getattr(value, "__func__", value), "__deprecated__", None) is not None:
-            names.add(name)
-    return frozenset(names)
-
-
-_DEPRECATED = _without_deprecated(BaseModel)
-
-
-def _public_dir(self: BaseModel) -> list[str]:
-    """What ``obj.<Tab>`` offers: the fields, properties and methods, not pydantic's deprecated API."""
-    return sorted(set(object.__dir__(self)) - _DEPRECATED)
-
-
-class _Strict(BaseModel):
+class _Strict(Table, extra="forbid"):
     """A table that rejects unknown keys (the loader reports them with a location)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
-    __dir__ = _public_dir
-
-
-class _Lenient(BaseModel):
+class _Lenient(Table, extra="allow"):
     """A table that keeps unknown keys instead of rejecting them."""
-
-    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True, defer_build=True)
-
-    __dir__ = _public_dir
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -158,13 +83,13 @@ def _default_models() -> list[ModelRef]:
 class ModelSpec(_Lenient):
     """A stage's ``model`` table. ``models`` is the resolved, ordered fallback list (never empty)."""
 
-    models: list[ModelRef] = Field(default_factory=_default_models)
+    models: list[ModelRef] = field(default_factory=_default_models)
     provider: str | None = None
     model: str | None = None
     fallbacks: list[ModelRef] | None = None
     allow_user_default: bool = True
     request_timeout_secs: int | None = None
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> ModelRef:
@@ -186,7 +111,7 @@ class OutputSpec(_Lenient):
     format: str | None = None
     instructions: str | None = None
     example: str | None = None
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    json_schema: dict[str, Any] | None = field(default=None, alias="schema")
     validator: str | None = None
 
 
@@ -219,8 +144,8 @@ class ToolRouting(_Strict):
     default_region: str = "tool_results"
     persist: bool = True
     max_result_tokens: int | None = None
-    overrides: dict[str, RoutingOverride] = Field(default_factory=dict)
-    max_result_tokens_per_tool: dict[str, int] = Field(default_factory=dict)
+    overrides: dict[str, RoutingOverride] = field(default_factory=dict)
+    max_result_tokens_per_tool: dict[str, int] = field(default_factory=dict)
 
     def target_regions(self) -> list[tuple[str, str]]:
         """(key path, region) for every routing target, default first then overrides."""
@@ -237,7 +162,7 @@ class Sandbox(_Lenient):
     image: str | None = None
     engine: str | None = None
     network: bool = True
-    mount: list[str] = Field(default_factory=list)
+    mount: list[str] = field(default_factory=list)
     persist: bool = False
     on_unavailable: Literal["error", "warn"] = "error"
 
@@ -256,10 +181,10 @@ class InteractionPoint(_Lenient):
     required: bool = True
     unattended: Literal["auto_approve", "ask"] = "auto_approve"
     style: Literal["free_text", "multiple_choice", "confirm"] = "free_text"
-    options: list[str] = Field(default_factory=list)
-    directives: dict[str, str] = Field(default_factory=dict)
-    abort_options: list[str] = Field(default_factory=list)
-    edit_options: list[str] = Field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    directives: dict[str, str] = field(default_factory=dict)
+    abort_options: list[str] = field(default_factory=list)
+    edit_options: list[str] = field(default_factory=list)
     document_region: str | None = None
 
 
@@ -270,12 +195,12 @@ class Gate(_Strict):
     """An edge gate: what the stage must show before the edge may be taken."""
 
     require_modifications: bool = False
-    require_regions: list[str] = Field(default_factory=list)
+    require_regions: list[str] = field(default_factory=list)
     require_region_updated: str | None = None
     require_no_open_items: str | None = None
     message: str | None = None
     region: str | None = None
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
     max_attempts: int | None = None
 
     @property
@@ -287,16 +212,16 @@ class Gate(_Strict):
 class TransformConfig(_Lenient):
     """Per-region rules of a ``transform = "custom"`` edge."""
 
-    carry: list[str] = Field(default_factory=list)
-    compact: list[str] = Field(default_factory=list)
-    clear: list[str] = Field(default_factory=list)
+    carry: list[str] = field(default_factory=list)
+    compact: list[str] = field(default_factory=list)
+    clear: list[str] = field(default_factory=list)
     compact_prompt: str | None = None
 
 
 class Edge(_Strict):
     """One transition ``[stages.S.transitions.<target>]``."""
 
-    target: str = Field(exclude=True)
+    target: str = field(exclude=True)
     condition: Condition = "always"
     hint: str | None = None
     transform: TransformKind = "direct"
@@ -330,7 +255,7 @@ class SeedTool(_Lenient):
     """A tool call made by a ``tool`` / ``tools`` seed."""
 
     name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 class Seed(_Strict):
@@ -343,8 +268,8 @@ class Seed(_Strict):
     kind: SeedKind
     key: str | None = None
     value: str | None = None
-    files: list[str] = Field(default_factory=list)
-    tools: list[SeedTool] = Field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    tools: list[SeedTool] = field(default_factory=list)
     refresh: Literal["once", "each_stage"] = "once"
 
     def to_toml_value(self) -> dict[str, Any]:
@@ -387,7 +312,7 @@ def _round_half_away(x: float) -> int:
 class Region(_Lenient):
     """One context region ``[context.regions.<name>]``. ``max_tokens`` None means not written."""
 
-    name: str = Field(exclude=True)
+    name: str = field(exclude=True)
     kind: RegionKind = "temporary"
     budget: str | None = None
     max_tokens: int | None = None
@@ -477,7 +402,7 @@ _DEFAULT_LAYOUT = default_layout()
 class StageContext(_Strict):
     """``[stages.X.context]``: a stage's own layout, replacing the global one."""
 
-    regions: dict[str, Region] = Field(default_factory=dict)
+    regions: dict[str, Region] = field(default_factory=dict)
 
 
 class FileTracking(_Lenient):
@@ -492,7 +417,7 @@ class FileTracking(_Lenient):
 class ContextConfig(_Lenient):
     """The top-level ``[context]`` table."""
 
-    regions: dict[str, Region] = Field(default_factory=dict)
+    regions: dict[str, Region] = field(default_factory=dict)
     file_tracking: FileTracking | None = None
 
 
@@ -509,14 +434,14 @@ class Stage(_Strict):
     ``interactive_points`` stages, as upstream reads them.
     """
 
-    name: str = Field(exclude=True)
+    name: str = field(exclude=True)
     mode: Mode = "autonomous"
     description: str | None = None
     system_prompt: str | None = None
-    model: ModelSpec = Field(default_factory=lambda: construct(ModelSpec))
-    available_tools: list[str] = Field(default_factory=list)
-    available_connectors: list[str] = Field(default_factory=list)
-    required_tools: list[str] = Field(default_factory=list)
+    model: ModelSpec = field(default_factory=lambda: construct(ModelSpec))
+    available_tools: list[str] = field(default_factory=list)
+    available_connectors: list[str] = field(default_factory=list)
+    required_tools: list[str] = field(default_factory=list)
     max_iterations: int | None = None
     max_revisits: int | None = None
     transition_prompt: str | None = None
@@ -529,7 +454,7 @@ class Stage(_Strict):
     output: OutputSpec | None = None
     nudge: Nudge | None = None
     hooks: Hooks | None = None
-    tool_permissions: dict[str, Policy] = Field(default_factory=dict)
+    tool_permissions: dict[str, Policy] = field(default_factory=dict)
     tool_routing: ToolRouting | None = None
     context: StageContext | None = None
     sandbox: Sandbox | None = None
@@ -537,7 +462,7 @@ class Stage(_Strict):
     batch_tool_hint: bool | None = None
     shell_hint: bool | None = None
     transitions: dict[str, Edge] | None = None
-    interaction_points: list[InteractionPoint] = Field(default_factory=list)
+    interaction_points: list[InteractionPoint] = field(default_factory=list)
     worker_agent: str | None = None
     worker_stage: str | None = None
     worker_query: str | None = None
@@ -621,14 +546,14 @@ class AgentInfo(_Lenient):
 class ReadPaths(_Lenient):
     """``[read_paths]``: reads outside the workdir the blueprint asks for."""
 
-    allow: list[str] = Field(default_factory=list)
+    allow: list[str] = field(default_factory=list)
 
 
 class SafeCommands(_Lenient):
     """``[safe_commands]``: tools and shell prefixes the blueprint asks to run without a prompt."""
 
-    tools: list[str] = Field(default_factory=list)
-    shell: list[str] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    shell: list[str] = field(default_factory=list)
 
 
 class Compaction(_Lenient):
@@ -663,13 +588,11 @@ class TransformSpec(_Lenient):
 
     from_blueprint: str | None = None
     to_blueprint: str | None = None
-    mappings: list[RegionMapping] = Field(default_factory=list)
+    mappings: list[RegionMapping] = field(default_factory=list)
 
 
-class CallerInput(BaseModel):
+class CallerInput(_Strict):
     """A caller input: a global region filled from a named launch input."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     key: str
     region: str
@@ -695,22 +618,22 @@ class Blueprint(_Lenient):
     loaded back from its :meth:`to_toml`.
     """
 
-    agent: AgentInfo = Field(default_factory=lambda: construct(AgentInfo))
-    stages: dict[str, Stage] = Field(default_factory=dict)
-    context: ContextConfig = Field(default_factory=lambda: construct(ContextConfig))
-    tool_permissions: dict[str, Policy] = Field(default_factory=dict)
+    agent: AgentInfo = field(default_factory=lambda: construct(AgentInfo))
+    stages: dict[str, Stage] = field(default_factory=dict)
+    context: ContextConfig = field(default_factory=lambda: construct(ContextConfig))
+    tool_permissions: dict[str, Policy] = field(default_factory=dict)
     security: Security | None = None
     sandbox: Sandbox | None = None
     read_paths: ReadPaths | None = None
     safe_commands: SafeCommands | None = None
     compaction: Compaction | None = None
     repetition_detection: RepetitionDetection | None = None
-    transforms: list[TransformSpec] = Field(default_factory=list)
+    transforms: list[TransformSpec] = field(default_factory=list)
 
-    _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _source_path: Path | None = PrivateAttr(default=None)
-    _source_text: str | None = PrivateAttr(default=None)
-    _base_dir: Path | None = PrivateAttr(default=None)  # the folder of a blueprint given as text
+    _raw: dict[str, Any] = private(default_factory=dict)
+    _source_path: Path | None = private(default=None)
+    _source_text: str | None = private(default=None)
+    _base_dir: Path | None = private(default=None)  # the folder of a blueprint given as text
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Blueprint):

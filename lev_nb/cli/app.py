@@ -79,10 +79,13 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     are registered by name and help line alone (what the top level's help and errors show of them)."""
     parser, subparsers = top_parser()
     summaries = dict(COMMAND_SUMMARIES)
+    # A line that names a command and asks for no help never shows the others: they are left out
+    # (thirty small parsers were a tenth of a `lev validate`).
+    named = only is not None and not {"-h", "--help"} & set(only) and any(n in only for n, _, _ in COMMANDS)
     for name, module, add in COMMANDS:
         if only is None or name in only:
             getattr(import_module(f"lev_nb.cli.{module}"), add)(subparsers)
-        else:
+        elif not named:
             subparsers.add_parser(name, help=summaries[name])
     verbosity.add_everywhere(parser)  # -v on every command and sub-command (the top level has it already)
     return parser

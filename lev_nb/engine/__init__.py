@@ -6,7 +6,7 @@ Starting a run
     prepare.py      before the run exists: the cached RunPlan, and the stage hooks, custom-region
                     scripts and output validators compiled once (a broken one fails at launch)
     plan/           the RunPlan: ``types`` (the frozen dataclasses the loop reads) and ``build``
-                    (from a Blueprint; the engine's only reader of the pydantic model)
+                    (from a Blueprint; the engine's only reader of the blueprint model)
     handle.py       ``Run``: the handle a user holds (status, events, result, wait, cancel)
     loop.py         the engine thread whose asyncio loop runs every run
 

@@ -1,4 +1,4 @@
-"""Turning a pydantic :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`
+"""Turning a :class:`~lev_nb.blueprint.Blueprint` into the engine's :class:`RunPlan`
 (docs/concepts.md#stages, docs/reference/blueprint.md#bp-stage).
 
 This is the one place where the run engine reads the blueprint model. Where the model already

@@ -1,6 +1,6 @@
 """The engine's view of a blueprint: plain, frozen, precomputed facts (docs/concepts.md#stages).
 
-The run loop reads only these dataclasses, never the pydantic blueprint model
+The run loop reads only these dataclasses, never the blueprint model
 (:mod:`lev_nb.engine.plan.build` is the one place that does), so the format can grow without the
 loop noticing. Defaults the blueprint layer also knows are read from
 :mod:`lev_nb.blueprint.constants`, not repeated here.
