@@ -1,23 +1,26 @@
 """The agents that ship inside the package (``lev_nb/agents/<name>/agent.leviath``), found by name.
 
-They are package data, read through :mod:`importlib.resources`, so an installed wheel finds them as a
-source checkout does (where ``blueprints/`` at the top of the repository points at the same folder).
+They are package data beside this package's modules, so an installed wheel finds them as a source
+checkout does (where ``blueprints/`` at the top of the repository points at the same folder). The
+package is always on disk (its native module cannot be imported from a zip), so the folder is found
+from this file's own path: ``importlib.resources`` would cost a first run a few milliseconds of imports.
 Fan-out workers name an agent; :func:`bundled_agent` is the last place that name is looked for.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 from lev_nb.blueprint.constants import MANIFEST_NAME
 
 __all__ = ["bundled_agents_dir", "bundled_agent", "bundled_agent_names"]
 
+_AGENTS = Path(__file__).parent.parent / "agents"
+
 
 def bundled_agents_dir() -> Path:
     """The folder that holds the bundled agents, one subfolder each."""
-    return Path(str(resources.files("lev_nb") / "agents"))
+    return _AGENTS
 
 
 def bundled_agent(name: str) -> Path | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -46,10 +45,18 @@ class BlueprintError(CleanError, LocatedError):
         return Problem(self.message, ", ".join(places) or None, self.hint)
 
 
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice closest in spelling to ``word``, or None when none is close enough."""
+    import difflib  # only when there is a misspelling to name: a first run need not import it
+
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A "did you mean 'x'?" hint for a misspelt key or value, or None when nothing is close."""
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{matches[0]}'?" if matches else None
+    match = closest(word, choices)
+    return f"did you mean '{match}'?" if match else None
 
 
 def unrecognized_arguments(unknown: list[str], options: Iterable[str]) -> str:

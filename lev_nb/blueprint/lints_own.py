@@ -20,13 +20,13 @@ a permission the user's configuration caps.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.schemas import schema_problem
 
 from . import constants as C
+from .errors import closest
 from .report import Finding
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def gate_unknown_region(bp: Blueprint, env: LintEnv) -> list[Finding]:
             for region in gate.require_regions if gate is not None else []:
                 if region in known:
                     continue
-                close = difflib.get_close_matches(region, sorted(known), n=1, cutoff=0.6)
-                fix = (f"did you mean '{close[0]}'?" if close
+                close = closest(region, sorted(known))
+                fix = (f"did you mean '{close}'?" if close
                        else f"declare the region under [context.regions], or name one of: {', '.join(sorted(known))}")
                 out.append(Finding(
                     "gate-unknown-region", "error",
@@ -94,7 +94,7 @@ def format_key_typos(bp: Blueprint) -> list[tuple[str | None, str, str]]:
         if spec.json_schema is None:
             continue
         for key in spec.model_extra or {}:
-            if key != "format" and difflib.get_close_matches(key, ["format"], n=1, cutoff=0.6):
+            if key != "format" and closest(key, ["format"]):
                 found.append((stage, where, key))
     return found
 

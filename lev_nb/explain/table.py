@@ -10,7 +10,6 @@ once is not parsed again while its meta.json is unchanged (bench/bench_runs.py m
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import os
 import threading
@@ -149,6 +148,8 @@ class RunTable(list[RunRow]):
         return repr(self)
 
     def _repr_html_(self) -> str:
+        import html  # only for a notebook's view: a terminal's `lev run` need not import it
+
         if not self:
             return "<p>no runs match</p>"
         head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in self.HEADER)

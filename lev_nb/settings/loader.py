@@ -16,7 +16,6 @@ value remembers its :class:`Source`. A missing file is not an error: the default
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import threading
@@ -27,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lev_nb.blueprint.errors import did_you_mean, locate_key
+from lev_nb.blueprint.errors import closest, did_you_mean, locate_key
 from lev_nb.blueprint.read_paths import toml_key
 from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
@@ -219,9 +218,9 @@ def _unknown_hint(word: str, node: Table, key: Key) -> str | None:
     hint = did_you_mean(word, node.fields)
     if hint:
         return hint
-    close = difflib.get_close_matches(word, [k[-1] for k in statics], n=1, cutoff=0.75)
+    close = closest(word, [k[-1] for k in statics], cutoff=0.75)
     if close:
-        target = next(k for k in statics if k[-1] == close[0])
+        target = next(k for k in statics if k[-1] == close)
         return f"did you mean '{dotted(target)}'?"
     return f"valid keys here: {', '.join(node.fields)}"
 
@@ -599,11 +598,11 @@ def _override_key(name: str) -> Key:
     for key, _ in static_keys():
         by_leaf.setdefault(key[-1], key)
     everything = [dotted(k) for k, _ in static_keys()] + list(SCHEMA.fields) + list(by_leaf)
-    close = difflib.get_close_matches(name, everything, n=1, cutoff=0.6)
+    close = closest(name, everything)
     hint = None
     if close:
-        target = by_leaf.get(close[0])
-        hint = f"did you mean '{dotted(target) if target else close[0]}'?"
+        target = by_leaf.get(close)
+        hint = f"did you mean '{dotted(target) if target else close}'?"
     raise ConfigError(f"unknown setting '{name}'", origin="lev_nb.configure()", hint=hint)
 
 

@@ -14,7 +14,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -395,7 +394,7 @@ class RunStore:
         """
         folder = self.dir / INBOX
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.json"
+        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}.json"
         write_atomic(folder / name, json.dumps(entry, ensure_ascii=False).encode("utf-8"), durable=False)
         return folder / name
 

@@ -9,8 +9,8 @@ plain dicts, since a record on disk may come from another version or be half-wri
 from __future__ import annotations
 
 import copy
+import os
 import re
-import secrets
 import time
 from dataclasses import field
 from datetime import datetime, timezone
@@ -50,7 +50,7 @@ def new_run_id(agent_name: str, now: float | None = None) -> str:
     """``<agent name, other than [A-Za-z0-9-] -> '-'>-<unix seconds>-<12 hex>``."""
     safe = re.sub(r"[^A-Za-z0-9-]", "-", agent_name) or "agent"
     secs = int(time.time() if now is None else now)
-    return f"{safe}-{secs}-{secrets.token_hex(6)}"
+    return f"{safe}-{secs}-{os.urandom(6).hex()}"
 
 
 @record(frozen=False)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import locale
 import os
-import platform
 import shutil
 import socket
 import sys
@@ -41,6 +40,8 @@ def _json(value: dict[str, Any]) -> str:
 def _os_version() -> str | None:
     """The release from /etc/os-release (Linux) or SystemVersion.plist (macOS); None elsewhere."""
     if sys.platform == "darwin":
+        import platform  # only here: a first run need not import it
+
         version = platform.mac_ver()[0]
         return version or None
     try:
@@ -64,7 +65,7 @@ async def system_info(ctx: ToolContext, args: dict[str, Any]) -> str:
         return _json({
             "os": _OS_NAMES.get(sys.platform, sys.platform),
             "os_version": _os_version(),
-            "arch": _ARCH_NAMES.get(platform.machine().lower(), platform.machine() or None),
+            "arch": _ARCH_NAMES.get(os.uname().machine.lower(), os.uname().machine or None),
             "cpu_count": os.cpu_count(),
             "hostname": socket.gethostname() or None,
             "path_separator": os.sep,
