@@ -128,8 +128,7 @@ class Table:
         fields = dict(cls.model_fields)
         privates = dict(cls._privates)
         for name in cls.__dict__.get("__annotations__", {}):
-            if name.startswith("__") or name in ("model_config", "model_fields", "model_fields_set",
-                                                 "model_extra", "_aliases", "_plan", "_privates", "_private"):
+            if name.startswith("__") or name in Table.__annotations__:  # the base's own attributes
                 continue
             value = cls.__dict__.get(name, _MISSING)
             if name.startswith("_"):
