@@ -23,6 +23,8 @@ after construction: they carry provenance such as the file a blueprint was read 
 from __future__ import annotations
 
 import sys
+import types
+import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeVar, dataclass_transform
 
@@ -148,11 +150,17 @@ class Table:
         cls._plan = tuple((n, f.default, f.default_factory) for n, f in fields.items())
 
     def __init__(self, **values: Any) -> None:
-        if self.model_config["extra"] != "allow":
-            unknown = [k for k in values if k not in self.model_fields and k not in self._aliases]
+        cls = type(self)
+        if cls.model_config["extra"] != "allow":
+            unknown = [k for k in values if k not in cls.model_fields and k not in cls._aliases]
             if unknown:
-                raise TypeError(f"{type(self).__name__} has no key {', '.join(map(repr, unknown))}; "
-                                f"it has {', '.join(self.model_fields)}")
+                raise TypeError(f"{cls.__name__} has no key {', '.join(map(repr, unknown))}; "
+                                f"it has {', '.join(cls.model_fields)}")
+        # Built by hand, not by the loader: the values are checked against the keys' types here.
+        for given, value in values.items():
+            spec = cls.model_fields.get(cls._aliases.get(given, given))
+            if spec is not None and not _conforms(value, spec.annotation):
+                raise TypeError(f"{cls.__name__}.{given} must be {_describe(spec.annotation)}, not {value!r}")
         _fill(self, values)
 
     @classmethod
@@ -244,6 +252,44 @@ class Table:
             fields_set.add(name)
         copy.__setstate__((data, fields_set, extra, dict(self._private) if self._private is not None else None))
         return copy
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the type a key declares (the forms the blueprint's tables use)."""
+    if hint is Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if origin is Literal:
+        return value in args
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_conforms(v, args[1]) for v in value.values())
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    """A key's type in words, for the error of a table built by hand with a wrong value."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(map(repr, args))
+    if origin is list:
+        return f"a list of {_describe(args[0])}"
+    if origin is dict:
+        return f"a table of {_describe(args[1])}"
+    if hint is type(None):
+        return "None"
+    return "anything" if hint is Any else getattr(hint, "__name__", str(hint))
 
 
 def _fill(instance: Table, values: dict[str, Any]) -> None:

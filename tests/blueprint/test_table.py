@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,18 @@ def test_written_keys_aliases_and_unknown_keys() -> None:
         Edge()  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
         Gate().colour  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: Region(name="r", kind="bogus"), "Region.kind must be one of 'temporary', 'pinned', "),
+    (lambda: Gate(max_attempts="3"), "Gate.max_attempts must be int or None, not '3'"),
+    (lambda: Gate(max_attempts=True), "Gate.max_attempts must be int or None, not True"),
+    (lambda: Gate(require_regions=["notes", 1]), "Gate.require_regions must be a list of str"),
+    (lambda: OutputSpec(schema="{}"), "OutputSpec.schema must be a table of anything or None"),
+])
+def test_a_table_built_by_hand_checks_its_values(build: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(message)):
+        build()
 
 
 def test_model_dump_follows_what_was_written() -> None:
