@@ -21,13 +21,16 @@
 //! Each calling thread keeps its own idle workers (a companion, plus one more per level of
 //! evaluations nested through callbacks). A hand-off is a store to an atomic and an unpark; each
 //! side spins for a few microseconds before parking, so a call that takes microseconds costs
-//! about a microsecond more, not two context switches. A forked child never uses its parent's
-//! workers (they do not exist there).
+//! about a microsecond more, not two context switches. Each place a side waits remembers whether
+//! its last wait outlasted the spin (`Patience`): then the next wait there parks at once, so a
+//! provider script waiting on the network, or a worker idle between model calls, burns no
+//! processor time spinning. A forked child never uses its parent's workers (they do not exist
+//! there).
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -67,6 +70,10 @@ struct Slot {
     caller: UnsafeCell<Option<Thread>>,
     worker: OnceLock<Thread>,
     pid: u32,
+    /// How each of the three waits on this slot went last time (see `Patience`).
+    caller_waits: Patience,
+    callback_waits: Patience,
+    idle_waits: Patience,
 }
 
 // The slot's cells are only touched by the side the state hands them to.
@@ -91,16 +98,31 @@ unsafe fn erase<'a>(task: &'a mut (dyn FnMut() + 'a)) -> Task {
     >(ptr))
 }
 
+/// Whether the last wait at one place outlasted its spin. Spinning pays when the other side
+/// answers within microseconds (a validator, a hook); when it answers in milliseconds (a script
+/// waiting on HTTP, the next model call) every spin is processor time thrown away, so after one
+/// long wait the next one parks at once, and after a short one it spins again.
+struct Patience(AtomicBool);
+
+impl Patience {
+    fn new() -> Self {
+        Patience(AtomicBool::new(false))
+    }
+}
+
 /// Wait until `state` satisfies `ready`: spin a little, then yield the processor until `spin` has
 /// passed (the other side is often runnable on this very processor: spinning alone would keep
 /// it from running), then park (every hand-off stores the state, then unparks the other side,
-/// so no wake-up is lost).
-fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration) -> u32 {
+/// so no wake-up is lost). Skips the yielding when `patience` says the last wait here was long.
+fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration, patience: &Patience) -> u32 {
+    let budget = if patience.0.load(Ordering::Relaxed) { Duration::ZERO } else { spin };
     let mut start: Option<Instant> = None;
     let mut spins: u32 = 0;
     loop {
         let now = state.load(Ordering::Acquire);
         if ready(now) {
+            let long = start.is_some_and(|began| began.elapsed() >= spin);
+            patience.0.store(long, Ordering::Relaxed);
             return now;
         }
         spins = spins.wrapping_add(1);
@@ -109,7 +131,7 @@ fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration) -> u32 {
             continue;
         }
         let began = *start.get_or_insert_with(Instant::now);
-        if began.elapsed() < spin {
+        if began.elapsed() < budget {
             thread::yield_now();
         } else {
             thread::park();
@@ -155,7 +177,7 @@ fn worker_main(slot: Arc<Slot>) {
         if ran_long {
             trim_stack();
         }
-        if wait(&slot.state, |s| s == JOB || s == EXIT, IDLE_SPIN) == EXIT {
+        if wait(&slot.state, |s| s == JOB || s == EXIT, IDLE_SPIN, &slot.idle_waits) == EXIT {
             return;
         }
         let started = Instant::now();
@@ -198,6 +220,9 @@ fn spawn() -> Result<Worker, String> {
         caller: UnsafeCell::new(None),
         worker: OnceLock::new(),
         pid: std::process::id(),
+        caller_waits: Patience::new(),
+        callback_waits: Patience::new(),
+        idle_waits: Patience::new(),
     });
     let theirs = slot.clone();
     let handle = thread::Builder::new()
@@ -269,7 +294,7 @@ where
         slot.state.store(JOB, Ordering::Release);
         slot.wake_worker();
         loop {
-            let state = wait(&slot.state, |s| s == CALLBACK || s == DONE, CALLER_SPIN);
+            let state = wait(&slot.state, |s| s == CALLBACK || s == DONE, CALLER_SPIN, &slot.caller_waits);
             if state == DONE {
                 break;
             }
@@ -325,7 +350,7 @@ pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
         if let Some(caller) = caller {
             caller.unpark();
         }
-        wait(&slot.state, |s| s == CALLBACK_DONE, CALLBACK_SPIN);
+        wait(&slot.state, |s| s == CALLBACK_DONE, CALLBACK_SPIN, &slot.callback_waits);
         slot.state.store(RUNNING, Ordering::Relaxed);
     }
     guard::adopt_bytes(allocated);
@@ -471,5 +496,48 @@ mod tests {
         for (k, t) in threads.into_iter().enumerate() {
             assert_eq!(t.join().unwrap(), (0..200).sum::<u64>() * k as u64);
         }
+    }
+
+    #[test]
+    fn a_long_wait_makes_the_next_one_park_and_a_short_one_spin_again() {
+        let patience = Patience::new();
+        let state = Arc::new(AtomicU32::new(IDLE));
+        // Ready at once: nothing learned.
+        state.store(DONE, Ordering::Release);
+        assert_eq!(wait(&state, |s| s == DONE, CALLER_SPIN, &patience), DONE);
+        assert!(!patience.0.load(Ordering::Relaxed));
+        // The other side answers after 5 ms, far beyond the spin: the next wait parks at once.
+        state.store(IDLE, Ordering::Release);
+        let me = thread::current();
+        let other = {
+            let state = state.clone();
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(5));
+                state.store(DONE, Ordering::Release);
+                me.unpark();
+            })
+        };
+        assert_eq!(wait(&state, |s| s == DONE, CALLER_SPIN, &patience), DONE);
+        other.join().unwrap();
+        assert!(patience.0.load(Ordering::Relaxed));
+        // A wait that ends at once after that spins again next time.
+        assert_eq!(wait(&state, |s| s == DONE, CALLER_SPIN, &patience), DONE);
+        assert!(!patience.0.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn calls_with_slow_callbacks_still_finish() {
+        // Every callback outlasts the spins: each wait after the first parks at once, and no
+        // wake-up may be lost on the way.
+        let total: u64 = (0..20)
+            .map(|i| {
+                run(move || {
+                    on_caller(|| thread::sleep(Duration::from_millis(1)));
+                    i
+                })
+                .unwrap()
+            })
+            .sum();
+        assert_eq!(total, (0..20).sum::<u64>());
     }
 }
