@@ -9,6 +9,7 @@ and the run plan.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
@@ -37,6 +38,13 @@ class ModelPick:
     refusal: str | None = None
 
 
+# How long an answer of model_candidates is kept for the same stage, settings and environment: as
+# long as the provider script lookup keeps its answer (lev_nb.providers.rhai_provider.RECHECK_S),
+# so a script added or removed is seen within a second or two, as before.
+CANDIDATES_KEPT_S = 1.0
+_KEPT_MAX = 512  # answers kept per settings object (a long session loads many blueprints)
+
+
 def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], str | None]:
     """The models a stage may run on, best first, and why none is allowed
     (docs/providers.md#fallback-and-circuit-breakers).
@@ -47,7 +55,32 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     ``allow_user_default = false``. Entries whose provider lev_nb can call but has no key for come
     last, so that a stage nothing configured can serve starts on the model its author named and
     the launch check names the missing key. The head is the starting model, the rest its fallbacks.
+
+    The launch check, the run's label and each stage's first call all ask, for every run: the
+    answer is kept with the settings while the stage, the environment's keys and the registered
+    providers stay the same (:func:`~lev_nb.providers.resolve.availability_print`), for
+    :data:`CANDIDATES_KEPT_S`.
     """
+    from lev_nb.providers.resolve import availability_print
+
+    memo = settings.memo()
+    key = ("model_candidates", id(stage))
+    stamp = availability_print(settings)
+    now = time.monotonic()
+    kept = memo.get(key)
+    if kept is not None and kept[0] is stage and kept[1] == stamp and now - kept[2] < CANDIDATES_KEPT_S:
+        picks, refusal = kept[3]
+        return list(picks), refusal
+    picks, refusal = _candidates(stage, settings)
+    mine = [k for k in list(memo) if isinstance(k, tuple) and k[0] == "model_candidates"]  # list(): other threads add
+    if len(mine) >= _KEPT_MAX:
+        for stale in mine:
+            memo.pop(stale, None)
+    memo[key] = (stage, stamp, now, (tuple(picks), refusal))
+    return picks, refusal
+
+
+def _candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], str | None]:
     from lev_nb.providers.resolve import is_configured, is_registered
 
     preferred = settings.default_provider

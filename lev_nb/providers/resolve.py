@@ -195,7 +195,26 @@ def register_provider(name: str, factory: ProviderFactory) -> None:
     """Make ``name/<model>`` resolvable: ``factory(model, options)`` builds the provider, where
     ``options`` is the ``[model_providers.<name>]`` table of the user's configuration. A
     registered name wins over a built-in one of the same name."""
+    global _registrations
     _FACTORIES[name] = factory
+    _registrations += 1
+
+
+_registrations = 0  # how many times register_provider was called: part of availability_print
+
+
+def availability_print(settings: Settings) -> tuple[object, ...]:
+    """What, besides ``settings`` and the provider scripts on disk, decides whether a provider is
+    configured (:func:`is_configured`): the providers registered from Python, the run store (where
+    scripts are looked for) and every API key variable the configuration may read. Two equal
+    prints mean the same answers, so callers may keep an answer while the print stays the same."""
+    memo = settings.memo()
+    variables = memo.get("key_variables")
+    if variables is None:
+        names = set(_KEY_ENV.values()) | {o.api_key_env for o in settings.model_providers.values() if o.api_key_env}
+        variables = memo["key_variables"] = tuple(sorted(names))
+    environ = os.environ
+    return (_registrations, environ.get("LEV_HOME"), *(environ.get(v) for v in variables))
 
 
 class UnavailableProvider:

@@ -466,13 +466,19 @@ class Settings:
         list when ``[safe_commands] defaults``, ``[safe_commands]`` and
         ``[agent_safe_commands.<agent>]``, and the blueprint's own ``declared_*`` entries where
         :meth:`safe_commands_honoured` says they count."""
+        memo = self.memo()
+        key = ("safe_command_entries", agent, tuple(declared_tools), tuple(declared_shell))
+        known = memo.get(key)
+        if known is not None:  # every run of an agent asks, and the answer is the configuration's
+            return known  # type: ignore[no-any-return]
         keys = self.safe_command_origins(agent)
         tools = {k for k in keys if not k.startswith(SHELL_KEY)}
         shell = {k[len(SHELL_KEY):] for k in keys if k.startswith(SHELL_KEY)}
         if self.safe_commands_honoured(agent):
             tools.update(t.lower() for t in declared_tools)
             shell.update(e for e in declared_shell if not e.startswith(">"))
-        return frozenset(tools), frozenset(shell)
+        memo[key] = found = (frozenset(tools), frozenset(shell))
+        return found
 
     def safe_command_origins(self, agent: str = "") -> dict[str, tuple[str, Source]]:
         """What runs unasked for ``agent`` by this configuration alone (a blueprint's own block is
@@ -498,12 +504,25 @@ class Settings:
 
     def provider(self, name: str) -> ProviderSettings:
         """The options of provider ``name`` (all defaults when the config says nothing about it)."""
-        return self.model_providers.get(name) or ProviderSettings()
+        return self.model_providers.get(name) or _NO_OPTIONS
+
+    def memo(self) -> dict[Any, Any]:
+        """Answers worked out from these settings alone, kept with them: settings never change,
+        and every run asks the same questions of them (a changed configuration is a new object)."""
+        memo: dict[Any, Any] | None = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        return memo
 
     # -- plain forms ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain JSON-able data (nested like the TOML file)."""
         return _plain(self)
+
+
+# What provider() answers for a provider the configuration says nothing about (immutable, so shared).
+_NO_OPTIONS = ProviderSettings()
 
 
 def _plain(value: Any) -> Any:

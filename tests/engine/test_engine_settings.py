@@ -201,6 +201,34 @@ def test_the_model_pick_prefers_a_provider_whose_key_is_there(monkeypatch) -> No
     assert pick_model(stage, keyed).provider == "openai"
 
 
+def test_a_kept_model_pick_follows_keys_and_providers_registered_later(monkeypatch) -> None:
+    """Every run asks for its stages' candidates; the answer is kept with the settings, but a key
+    set, a key removed or a provider registered afterwards changes it on the next ask."""
+    from lev_nb.engine import model_choice
+    from lev_nb.engine.pipeline.inference import model_candidates
+    from lev_nb.engine.plan.types import ModelChoice, StagePlan
+    from lev_nb.providers import resolve
+    from lev_nb.settings import load
+
+    defaults = load(Path("/nonexistent/config.toml"), environ={})
+    stage = StagePlan(name="s", index=0, models=(ModelChoice("mine", "m1"), ModelChoice("openai", "gpt-x")))
+    worked = []
+    real = model_choice._candidates
+    monkeypatch.setattr(model_choice, "_candidates", lambda *a: worked.append(1) or real(*a))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    first = [(p.provider, p.model) for p in model_candidates(stage, defaults)[0]]
+    assert ("mine", "m1") not in first and model_candidates(stage, defaults)[0][0].provider == first[0][0]
+    assert len(worked) == 1  # the second ask was answered from the kept one
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert model_candidates(stage, defaults)[0][0].provider == "openai"
+    monkeypatch.setattr(resolve, "_FACTORIES", dict(resolve._FACTORIES))  # undone after the test
+    resolve.register_provider("mine", lambda model, options: None)
+    assert (model_candidates(stage, defaults)[0][0].provider, len(worked)) == ("mine", 3)
+    picks, _ = model_candidates(stage, defaults)
+    picks.clear()  # a caller's copy: the kept answer is not changed through it
+    assert model_candidates(stage, defaults)[0]
+
+
 class CountingModel:
     """A provider that answers after a short pause and records how many calls overlapped."""
 
