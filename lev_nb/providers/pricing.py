@@ -157,7 +157,19 @@ def price_for(provider: str, model: str, configured: Mapping[str, Any] | None = 
         own = _lookup(configured, model)
         if own is not None:
             return _from_config(own)
-    return _lookup({m: p for (prov, m), p in PUBLISHED_PRICES.items() if prov == provider}, model)
+    return _lookup(_published(provider), model)
+
+
+_by_provider: dict[str, dict[str, ModelPricing]] = {}
+
+
+def _published(provider: str) -> dict[str, ModelPricing]:
+    """The published table's entries of ``provider``, by model (built once a provider: every
+    model call is priced)."""
+    table = _by_provider.get(provider)
+    if table is None:
+        table = _by_provider[provider] = {m: p for (prov, m), p in PUBLISHED_PRICES.items() if prov == provider}
+    return table
 
 
 def _from_config(entry: Any) -> ModelPricing:
