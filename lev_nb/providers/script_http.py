@@ -312,7 +312,7 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
         self._address = address
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._address, self.port, self.timeout)
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
@@ -323,8 +323,21 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self._address = address
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        sock = _connect(self._address, self.port, self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+def _connect(address: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to a checked address, with Nagle's algorithm off, as http.client's own
+    connect() does: it sends a request's headers and body in two writes, and with Nagle on the
+    body waits for the server to acknowledge the headers, which a server delaying its ACKs holds
+    up to 40 ms on every call."""
+    sock = socket.create_connection((address, port), timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:  # a platform without it: slower, not broken
+        pass
+    return sock
 
 
 class _Pool:
