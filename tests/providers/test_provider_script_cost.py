@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,9 +39,10 @@ fn inference(state, request) {
 
 
 class KeepAlive:
-    """An HTTP/1.1 server on 127.0.0.1 that counts the connections it accepted."""
+    """An HTTP/1.1 server on 127.0.0.1 that counts the connections it accepted (over TLS with
+    ``certificate``, a trustme leaf certificate for 127.0.0.1)."""
 
-    def __init__(self) -> None:
+    def __init__(self, certificate: Any = None) -> None:
         self.connections = 0
         owner = self
 
@@ -60,7 +62,13 @@ class KeepAlive:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        scheme = "http"
+        if certificate is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            certificate.configure_cert(context)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -147,6 +155,36 @@ def test_script_http_sends_without_waiting_for_acknowledgements(server: KeepAliv
     key = next(k for k in script_http.POOL._idle if k[2] == server.server.server_address[1])
     (connection, _since), = script_http.POOL._idle[key]
     assert connection.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+def test_script_http_over_tls_verifies_and_shares_one_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every HTTPS connection used to build its own TLS context, loading the whole certificate
+    store (about 35 ms of CPU) each time; one shared context now serves them all, and it still
+    verifies the server's certificate."""
+    import trustme
+
+    authority = trustme.CA()
+    server = KeepAlive(certificate=authority.issue_cert("127.0.0.1"))
+    try:
+        # The system's trust store does not know the test's authority: the certificate is refused.
+        with pytest.raises(script_http.ScriptHttpError, match="CERTIFICATE_VERIFY_FAILED"):
+            script_http.request("POST", server.url, "{}", allow_local=True)
+        trusting = ssl.create_default_context()
+        authority.configure_trust(trusting)
+        monkeypatch.setattr(script_http, "_tls", trusting)
+
+        def no_new_context(*args: object, **kwargs: object) -> ssl.SSLContext:
+            raise AssertionError("a connection built a TLS context of its own")
+
+        monkeypatch.setattr(ssl, "create_default_context", no_new_context)
+        for _ in range(2):
+            assert script_http.request("POST", server.url, "{}", allow_local=True) == '{"text": "ok"}'
+            for kept in script_http.POOL._idle.values():  # the next call opens a new connection
+                while kept:
+                    kept.pop()[0].close()
+        assert server.connections == 2  # two verified connections (the refused handshake never got a handler)
+    finally:
+        server.close()
 
 
 def test_the_request_map_is_the_plain_data_a_json_round_trip_gave() -> None:
