@@ -56,8 +56,12 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOU
         parts = urllib.parse.urlsplit(url)
         if not parts.hostname:
             raise ValueError("no host")
-        connection = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = connection(parts.hostname, parts.port, timeout=timeout)
+        if parts.scheme == "https":
+            from lev_nb.providers.script_http import tls_context  # loading the trust store once, not per delivery
+
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=tls_context())
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         conn.connect()

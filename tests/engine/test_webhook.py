@@ -147,6 +147,30 @@ def test_post_json_refuses_non_http_urls():
         post_json("file:///some/file", {})
 
 
+def test_an_https_webhook_is_verified_with_the_shared_tls_context(receiver, monkeypatch):
+    """A delivery over HTTPS checks the receiver's certificate, with the one context script HTTP
+    uses (building a context per delivery loaded the whole trust store each time)."""
+    import ssl
+
+    import trustme
+
+    from lev_nb.engine.webhook import DeliveryError
+    from lev_nb.providers import script_http
+
+    authority = trustme.CA()
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(served)
+    receiver.server.socket = served.wrap_socket(receiver.server.socket, server_side=True)
+    url = receiver.url.replace("http://", "https://")
+    with pytest.raises(DeliveryError, match="certificate"):
+        post_json(url, {"n": 1})  # the system's trust store does not know the test's authority
+    trusting = ssl.create_default_context()
+    authority.configure_trust(trusting)
+    monkeypatch.setattr(script_http, "_tls", trusting)
+    assert post_json(url, {"n": 2}) == 200
+    assert receiver.json() == {"n": 2}
+
+
 def test_completion_payload_without_output():
     meta = {"run_id": "r", "agent_name": "a", "status": "cancelled", "current_stage": "s",
             "stage_history": ["s"], "flags": {"empty_output": True}}
