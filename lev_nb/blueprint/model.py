@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import constants as C
-from .table import Table, _fill, field, private
+from .table import Table, field, private
 
 Mode = Literal["autonomous", "interactive", "interactive_points", "fan_out", "output"]
 Condition = Literal["always", "llm_choice", "error", "max_iterations", "stuck", "dead_end"]
@@ -43,9 +43,7 @@ _M = TypeVar("_M", bound=Table)
 def construct(cls: type[_M], **values: Any) -> _M:
     """Build a table from values the loader has already checked (the given keys become
     ``model_fields_set``; unknown keys go to ``model_extra`` on lenient tables)."""
-    instance = cls.__new__(cls)
-    _fill(instance, values)
-    return instance
+    return cls.from_checked(**values)
 
 
 class _Strict(Table, extra="forbid"):

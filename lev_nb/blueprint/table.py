@@ -48,7 +48,7 @@ class FrozenTable(AttributeError):
 class Key:
     """What a table knows of one of its keys (``Table.model_fields[name]``)."""
 
-    __slots__ = ("name", "default", "default_factory", "alias", "exclude", "description", "_owner")
+    __slots__ = ("name", "default", "default_factory", "alias", "exclude", "description", "_owner", "_hint")
 
     def __init__(self, default: Any = _MISSING, *, default_factory: Callable[[], Any] | None = None,
                  alias: str | None = None, exclude: bool = False, description: str | None = None) -> None:
@@ -59,6 +59,7 @@ class Key:
         self.exclude = exclude
         self.description = description
         self._owner: type | None = None
+        self._hint: Any = _MISSING
 
     def is_required(self) -> bool:
         """True when the key has neither a default nor a default factory."""
@@ -71,10 +72,13 @@ class Key:
     @property
     def annotation(self) -> Any:
         """The key's type, resolved from the declaring class's annotation when first asked."""
+        if self._hint is not _MISSING:
+            return self._hint
         assert self._owner is not None
         hint = self._owner.__dict__["__annotations__"][self.name]
         if isinstance(hint, str):  # postponed (``from __future__ import annotations``)
             hint = eval(hint, vars(sys.modules[self._owner.__module__]))  # our own source, not input
+        self._hint = hint
         return hint
 
     def __repr__(self) -> str:
@@ -167,6 +171,15 @@ class Table:
     def model_construct(cls: type[_T], **values: Any) -> _T:
         """Build a table from checked values (the same as calling the class)."""
         return cls(**values)
+
+    @classmethod
+    def from_checked(cls: type[_T], **values: Any) -> _T:
+        """Build a table from values already checked against its keys (the loader's fast path:
+        no type check; given keys become ``model_fields_set``, unknown ones ``model_extra`` on a
+        lenient table)."""
+        instance = cls.__new__(cls)
+        _fill(instance, values)
+        return instance
 
     # -- immutability -----------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

@@ -470,7 +470,7 @@ class Settings:
         key = ("safe_command_entries", agent, tuple(declared_tools), tuple(declared_shell))
         known = memo.get(key)
         if known is not None:  # every run of an agent asks, and the answer is the configuration's
-            return known  # type: ignore[no-any-return]
+            return known
         keys = self.safe_command_origins(agent)
         tools = {k for k in keys if not k.startswith(SHELL_KEY)}
         shell = {k[len(SHELL_KEY):] for k in keys if k.startswith(SHELL_KEY)}
