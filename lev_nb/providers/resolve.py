@@ -207,14 +207,15 @@ def availability_print(settings: Settings) -> tuple[object, ...]:
     """What, besides ``settings`` and the provider scripts on disk, decides whether a provider is
     configured (:func:`is_configured`): the providers registered from Python, the run store (where
     scripts are looked for) and every API key variable the configuration may read. Two equal
-    prints mean the same answers, so callers may keep an answer while the print stays the same."""
+    prints mean the same answers, so callers may keep an answer while the print stays the same.
+    A key's value is in it only as its (per-process, salted) hash: a print holds no secret."""
     memo = settings.memo()
     variables = memo.get("key_variables")
     if variables is None:
         names = set(_KEY_ENV.values()) | {o.api_key_env for o in settings.model_providers.values() if o.api_key_env}
         variables = memo["key_variables"] = tuple(sorted(names))
     environ = os.environ
-    return (_registrations, environ.get("LEV_HOME"), *(environ.get(v) for v in variables))
+    return (_registrations, environ.get("LEV_HOME"), *(hash(environ.get(v)) for v in variables))
 
 
 class UnavailableProvider:

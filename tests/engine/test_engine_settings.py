@@ -227,6 +227,7 @@ def test_a_kept_model_pick_follows_keys_and_providers_registered_later(monkeypat
     picks, _ = model_candidates(stage, defaults)
     picks.clear()  # a caller's copy: the kept answer is not changed through it
     assert model_candidates(stage, defaults)[0]
+    assert "sk-test" not in repr(defaults.memo())  # what is kept holds no key's value
 
 
 class CountingModel:
