@@ -22,7 +22,7 @@ __all__ = ["IDLE_EXIT_S", "ElasticThreads", "THREADS", "run_blocking"]
 
 T = TypeVar("T")
 IDLE_EXIT_S = 30.0
-_Job = tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]]
+_Job = Callable[[], None]  # runs the call and hands its outcome on; never raises
 
 
 class _Worker:
@@ -36,17 +36,13 @@ class _Worker:
     def _serve(self) -> None:
         while True:
             try:
-                fn, args, future = self.inbox.get(timeout=self.pool.idle_exit_s)
+                job = self.inbox.get(timeout=self.pool.idle_exit_s)
             except queue.Empty:
                 if self.pool._retire(self):
                     return
                 continue  # handed a job just as the wait ran out: it is in the inbox
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as exc:  # noqa: BLE001 - the caller's await re-raises it
-                    future.set_exception(exc)
-            del fn, args, future  # drop the job's references before idling
+            job()
+            del job  # drop the job's references before idling
             self.pool._idle_again(self)
 
 
@@ -63,19 +59,31 @@ class ElasticThreads:
     def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
         """Run ``fn(*args)`` on an idle thread, or on a new one when none is idle."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def job() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # noqa: BLE001 - the caller's result() re-raises it
+                    future.set_exception(exc)
+
+        self.start(job)
+        return future
+
+    def start(self, job: _Job) -> None:
+        """Run ``job`` (which must not raise) on an idle thread, or on a new one."""
         with self._lock:
             worker = self._idle.pop() if self._idle else None
             if worker is None:
                 worker = _Worker(self)
                 self.threads += 1
-                start = True
+                fresh = True
             else:
-                start = False
+                fresh = False
             self.busy += 1
-        worker.inbox.put((fn, args, future))
-        if start:
+        worker.inbox.put(job)
+        if fresh:
             worker.thread.start()
-        return future
 
     def _idle_again(self, worker: _Worker) -> None:
         with self._lock:
@@ -97,6 +105,33 @@ THREADS = ElasticThreads()
 
 async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` on a thread of :data:`THREADS` in a copy of the caller's context variables
-    (as ``asyncio.to_thread`` runs it), awaited from the running loop."""
+    (as ``asyncio.to_thread`` runs it), awaited from the running loop.
+
+    The thread settles a future of the loop directly (one call_soon_threadsafe): a
+    concurrent.futures.Future chained to the loop by ``asyncio.wrap_future`` cost every model
+    call a lock, a condition and two callbacks more on the engine thread."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
-    return await asyncio.wrap_future(THREADS.submit(context.run, fn, *args))
+
+    def job() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (context.run(fn, *args), None)
+        except BaseException as exc:  # noqa: BLE001 - the awaiting task re-raises it
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(_settle, waiter, *outcome)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            pass
+
+    THREADS.start(job)
+    return await waiter
+
+
+def _settle(waiter: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if waiter.done():  # the awaiting task was cancelled meanwhile
+        return
+    if error is None:
+        waiter.set_result(result)
+    else:
+        waiter.set_exception(error)

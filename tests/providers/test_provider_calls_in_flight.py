@@ -113,3 +113,34 @@ def test_the_pool_reuses_idle_threads_and_lets_them_go() -> None:
     while pool.threads:  # idle threads end on their own
         done.wait(0.01)
     assert pool.submit(lambda: "again").result(10) == "again"
+
+
+def test_run_blocking_answers_fails_and_survives_a_cancelled_waiter() -> None:
+    """The calling thread settles the loop's future itself: a value, an exception, and an await
+    cancelled meanwhile (the call runs on, its outcome goes nowhere) all come out right."""
+    import asyncio
+    import contextvars
+
+    from lev_nb.providers.blocking import THREADS, run_blocking
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+    gate = threading.Event()
+
+    async def scenario() -> tuple[str, str, int]:
+        marker.set("the caller's")
+        seen = await run_blocking(marker.get)  # the caller's context variables go along
+        try:
+            await run_blocking(lambda: 1 / 0)
+        except ZeroDivisionError as exc:
+            failed = type(exc).__name__
+        slow = asyncio.ensure_future(run_blocking(gate.wait, 10))
+        await asyncio.sleep(0.01)
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        gate.set()
+        return seen, failed, await run_blocking(lambda: 7)
+
+    assert asyncio.run(scenario()) == ("the caller's", "ZeroDivisionError", 7)
+    while THREADS.busy:  # the cancelled call finished on its thread, which went back to idle
+        gate.wait(0.01)
