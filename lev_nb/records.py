@@ -24,13 +24,33 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import reprlib
+import sys
+import types
 from dataclasses import MISSING, FrozenInstanceError, dataclass
 from operator import attrgetter
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
 
-__all__ = ["record"]
+__all__ = ["evaluated_annotation", "record"]
 
 T = TypeVar("T")
+
+
+_compiled_annotations: dict[str, types.CodeType] = {}
+
+
+def evaluated_annotation(owner: type, annotation: Any) -> Any:
+    """``annotation``, as written on ``owner``, evaluated in the module that defines ``owner``.
+
+    Our modules postpone annotations (``from __future__ import annotations``), so a class's
+    ``__annotations__`` hold strings. The same few strings recur across the settings and blueprint
+    tables, so each is compiled once per process. Only our own classes' annotations come here,
+    never input."""
+    if not isinstance(annotation, str):
+        return annotation
+    code = _compiled_annotations.get(annotation)
+    if code is None:
+        code = _compiled_annotations[annotation] = compile(annotation, "<annotation>", "eval")
+    return eval(code, vars(sys.modules[owner.__module__]))  # noqa: S307 - our own source
 
 
 class _Factory:

@@ -22,11 +22,12 @@ after construction: they carry provenance such as the file a blueprint was read 
 
 from __future__ import annotations
 
-import sys
 import types
 import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, TypeVar, dataclass_transform
+
+from lev_nb.records import evaluated_annotation
 
 __all__ = ["FrozenTable", "Key", "Table", "field", "private"]
 
@@ -75,9 +76,7 @@ class Key:
         if self._hint is not _MISSING:
             return self._hint
         assert self._owner is not None
-        hint = self._owner.__dict__["__annotations__"][self.name]
-        if isinstance(hint, str):  # postponed (``from __future__ import annotations``)
-            hint = eval(hint, vars(sys.modules[self._owner.__module__]))  # our own source, not input
+        hint = evaluated_annotation(self._owner, self._owner.__dict__["__annotations__"][self.name])
         self._hint = hint
         return hint
 

@@ -10,7 +10,7 @@ and the run plan.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lev_nb.blueprint.constants import DEFAULT_MODEL, DEFAULT_PROVIDER
 from lev_nb.records import record
@@ -63,20 +63,17 @@ def model_candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPi
     """
     from lev_nb.providers.resolve import availability_print
 
-    memo = settings.memo()
-    key = ("model_candidates", id(stage))
+    kept_answers: dict[int, Any] = settings.memo().setdefault("model_candidates", {})
     stamp = availability_print(settings)
     now = time.monotonic()
-    kept = memo.get(key)
+    kept = kept_answers.get(id(stage))
     if kept is not None and kept[0] is stage and kept[1] == stamp and now - kept[2] < CANDIDATES_KEPT_S:
         picks, refusal = kept[3]
         return list(picks), refusal
     picks, refusal = _candidates(stage, settings)
-    mine = [k for k in list(memo) if isinstance(k, tuple) and k[0] == "model_candidates"]  # list(): other threads add
-    if len(mine) >= _KEPT_MAX:
-        for stale in mine:
-            memo.pop(stale, None)
-    memo[key] = (stage, stamp, now, (tuple(picks), refusal))
+    if len(kept_answers) >= _KEPT_MAX:
+        kept_answers.clear()
+    kept_answers[id(stage)] = (stage, stamp, now, (tuple(picks), refusal))
     return picks, refusal
 
 

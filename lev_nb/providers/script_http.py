@@ -332,9 +332,10 @@ _tls_lock = threading.Lock()
 
 
 def tls_context() -> ssl.SSLContext:
-    """The one TLS client context of script HTTP (the system's trusted certificates, host names
-    checked), made on first use and shared by every connection: making one loads the whole
-    certificate store, about 35 ms of CPU, which every new connection paid."""
+    """The process's one TLS client context (the system's trusted certificates, host names
+    checked), made on first use and shared by every script HTTP connection and every webhook
+    delivery: making one loads the whole certificate store, about 35 ms of CPU, which every new
+    connection paid."""
     global _tls
     if _tls is None:
         with _tls_lock:

@@ -8,13 +8,12 @@ variable that sets a key, in one place, so ``lev config`` and the README name th
 from __future__ import annotations
 
 import dataclasses
-import sys
 import types
 import typing
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
-from lev_nb.records import record
+from lev_nb.records import evaluated_annotation, record
 
 from .mcp_servers import McpServer
 from .model import Policy, ScriptPermission, Settings
@@ -69,24 +68,14 @@ _KEY_NAMES = {
 }
 
 
-_compiled: dict[str, types.CodeType] = {}
-
-
 def _field_types(cls: type) -> dict[str, Any]:
     """The evaluated annotations of ``cls`` and its bases, each in its own module, as
     ``typing.get_type_hints`` gives them for these classes. Every process that reads the
-    configuration builds the schema, and get_type_hints' general machinery was most of its cost;
-    the same few annotation strings recur across the tables, so each is compiled once."""
+    configuration builds the schema, and get_type_hints' general machinery was most of its cost."""
     found: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
-        namespace = sys.modules[klass.__module__].__dict__
         for name, annotation in klass.__dict__.get("__annotations__", {}).items():
-            if isinstance(annotation, str):
-                code = _compiled.get(annotation)
-                if code is None:
-                    code = _compiled[annotation] = compile(annotation, "<annotation>", "eval")
-                annotation = eval(code, namespace)  # noqa: S307 - our own classes' annotations
-            found[name] = annotation
+            found[name] = evaluated_annotation(klass, annotation)
     return found
 
 
