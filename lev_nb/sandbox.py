@@ -26,9 +26,6 @@ This module imports nothing of lev_nb but :mod:`lev_nb.secrets` (a bottom layer)
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -139,6 +136,8 @@ _probes: dict[tuple[str, ...], bool] = {}
 
 def _probe(argv: tuple[str, ...]) -> bool:
     """Whether ``argv`` runs and exits 0 (once per argv and process: a probe costs a process)."""
+    import subprocess  # here: reading a configuration imports this module, and probes are rarer
+
     with _probe_lock:
         known = _probes.get(argv)
         if known is not None:
@@ -155,6 +154,8 @@ def _probe(argv: tuple[str, ...]) -> bool:
 
 def _bwrap(path: str | None) -> tuple[str | None, str]:
     """bubblewrap's path if it is on ``path`` and can create a sandbox here, else why not."""
+    import shutil
+
     found = shutil.which("bwrap", path=path)
     if found is None:
         return None, "bubblewrap (bwrap) is not on PATH"
@@ -167,6 +168,8 @@ def _bwrap(path: str | None) -> tuple[str | None, str]:
 
 def _container(engine: str | None, path: str | None) -> tuple[str | None, str]:
     """A container runtime (``engine``, else podman then docker) that answers ``info``, else why not."""
+    import shutil
+
     names = (engine,) if engine else CONTAINER_ENGINES
     reasons = []
     for name in names:
@@ -401,6 +404,9 @@ class Sandbox:
         if not self.spec.persist:
             return None
         if self._scratch is None:
+            import shutil
+            import tempfile
+
             self._scratch = tempfile.mkdtemp(prefix="lev-sandbox-")
             weakref.finalize(self, shutil.rmtree, self._scratch, True)
         return self._scratch
@@ -408,6 +414,8 @@ class Sandbox:
     def close(self) -> None:
         """Remove what the sandbox kept between commands."""
         if self._scratch is not None:
+            import shutil
+
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
