@@ -13,6 +13,10 @@ a permission the user's configuration caps.
   is ``unknown-key``'s, a warning.)
 - ``tool-unavailable`` (warning): a stage lists a script tool whose ``@requires`` this machine
   cannot meet (``search`` without a readable search key): runs do not offer it, and say so.
+- ``wrong-type`` (warning): a key written with a value of the wrong TOML type
+  (``max_iterations = "ten"``), or a string list with items that are not strings. The format reads
+  such a value as absent (the upstream does the same), so the stage runs as if the key were not
+  there; the finding names the key, its line and the type that belongs there.
 - ``permission-capped`` (note): a blueprint permission looser than the user's configuration
   allows (``edit_file = "allow"`` against the default ``ask``): runs ask for it, and deny it where
   nobody can be asked, unless the launch allows it.
@@ -20,14 +24,17 @@ a permission the user's configuration caps.
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.schemas import schema_problem
 
 from . import constants as C
-from .errors import closest
+from .errors import closest, locate_key
 from .report import Finding
+from .table import Key, Table
 
 if TYPE_CHECKING:
     from .lints import LintEnv
@@ -36,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["OWN_CHECKS", "OWN_CODES", "format_key_typos"]
 
 OWN_CODES: tuple[str, ...] = ("gate-unknown-region", "output-schema-invalid", "output-format-key-typo",
-                              "permission-capped", "tool-unavailable")
+                              "wrong-type", "permission-capped", "tool-unavailable")
 
 
 def gate_unknown_region(bp: Blueprint, env: LintEnv) -> list[Finding]:
@@ -109,6 +116,90 @@ def output_format_key_typo(bp: Blueprint, env: LintEnv) -> list[Finding]:
     ]
 
 
+# Keys with a finding of their own when their value cannot be read (region-seed-not-understood).
+_OWN_FINDING = frozenset({"seed"})
+
+
+def _ignored_values(loaded: Table, raw: dict[str, Any], path: tuple[str, ...]
+                    ) -> Iterator[tuple[tuple[str, ...], Any, Key, int]]:
+    """(key path, value written, the key, items dropped) for each value of ``raw`` that the loader
+    could not use: a value of the wrong type, read as absent (items dropped: 0), or a string list
+    some of whose items were not strings. Keys the table does not have are ``unknown-key``'s."""
+    fields = type(loaded).model_fields
+    by_spelling = {(f.alias or name): (name, f) for name, f in fields.items() if not f.exclude}
+    for key, written in raw.items():
+        known = by_spelling.get(key)
+        if known is None or key in _OWN_FINDING:
+            continue
+        name, spec = known
+        here = path + (key,)
+        if name not in loaded.model_fields_set:
+            yield here, written, spec, 0
+            continue
+        value = getattr(loaded, name)
+        if isinstance(value, Table):
+            if isinstance(written, dict):
+                yield from _ignored_values(value, written, here)
+            elif not value.model_fields_set:  # a table of defaults stands in for it (not a short form)
+                yield here, written, spec, 0
+        elif isinstance(value, list) and isinstance(written, list):
+            if len(value) < len(written) and all(isinstance(item, str) for item in value):
+                yield here, written, spec, len(written) - len(value)
+            elif len(value) == len(written):
+                for index, (item, item_written) in enumerate(zip(value, written)):
+                    if isinstance(item, Table) and isinstance(item_written, dict):
+                        yield from _ignored_values(item, item_written, path + (f"{key}[{index}]",))
+        elif isinstance(value, dict) and isinstance(written, dict):
+            for entry, item in value.items():
+                item_written = written.get(entry)
+                if isinstance(item, Table) and isinstance(item_written, dict):
+                    yield from _ignored_values(item, item_written, here + (str(entry),))
+
+
+_TOML_TYPES = ((bool, "a boolean"), (int, "a whole number"), (float, "a number"), (str, "a string"),
+               (list, "an array"), (dict, "a table"))
+
+
+def _toml_type(value: Any) -> str:
+    """What a TOML value is, in words (a date or a time is neither of the listed kinds)."""
+    return next((words for kind, words in _TOML_TYPES if isinstance(value, kind)), "a date or time")
+
+
+def _expected(hint: Any) -> str:
+    """The kind of value a key takes, in words, from its annotation."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_expected(a) for a in args if a is not type(None)))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is list:
+        return "an array of strings" if args == (str,) else "an array"
+    if origin is dict or isinstance(hint, type) and issubclass(hint, Table):
+        return "a table"
+    words = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+    return words.get(hint, "a value of another type")
+
+
+def wrong_type(bp: Blueprint, env: LintEnv | None = None) -> list[Finding]:
+    """A value the format reads as absent because of its type, said where it is written."""
+    out = []
+    for path, written, spec, dropped in _ignored_values(bp, bp.raw, ()):
+        stage = path[1] if len(path) > 2 and path[0] == "stages" else None
+        where = ".".join(path)
+        found = locate_key(bp.source_text, list(path)) if bp.source_text else None
+        at = f" (line {found[0]})" if found else ""
+        if dropped:
+            items = f"{dropped} items that are not strings" if dropped > 1 else "an item that is not a string"
+            message = f"{where}{at} has {items}, which the format drops"
+            fix = "write each item as a quoted string"
+        else:
+            message = (f"{where}{at} is {_toml_type(written)}, but it takes {_expected(spec.annotation)}, "
+                       "so the value is ignored and the key reads as not set")
+            fix = f"write {path[-1]} as {_expected(spec.annotation)}, or remove it"
+        out.append(Finding("wrong-type", "warning", message, stage, fix))
+    return out
+
+
 def _permissions(bp: Blueprint) -> Iterator[tuple[str | None, str, str, str]]:
     """(stage or None, table path, tool, policy) of every permission the blueprint sets."""
     for tool, policy in bp.tool_permissions.items():
@@ -163,5 +254,5 @@ def default_policy(tool: str) -> str | None:
     return "allow" if canon in C.BUILTIN_TOOLS else None
 
 
-OWN_CHECKS: list[Any] = [gate_unknown_region, output_schema_invalid, output_format_key_typo, permission_capped,
-                         tool_unavailable]
+OWN_CHECKS: list[Any] = [gate_unknown_region, output_schema_invalid, output_format_key_typo, wrong_type,
+                         permission_capped, tool_unavailable]

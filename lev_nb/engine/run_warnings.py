@@ -69,6 +69,9 @@ The codes (:data:`WARNING_CODES`):
 ``title-failed``
     the model ``[title]`` names could not write the run's title, so the run has none (told only when
     ``[title]`` is in the configuration)
+``wrong-type``
+    the blueprint writes a value of the wrong type (``max_iterations = "ten"``), which the run reads
+    as not set (``lev validate`` names the same)
 ``internal-error``
     a bug in lev_nb (the message is its traceback)
 ``warning``
@@ -113,6 +116,7 @@ WARNING_CODES: dict[str, str] = {
     "policy-rule-failed": "a taint policy rule or the policy file could not be used, so it allowed nothing",
     "write-refused": "a write was refused by a [limits] write cap or the free-disk guard",
     "title-failed": "the configured [title] model could not title the run, so it has none",
+    "wrong-type": "the blueprint writes a value of the wrong type, which the run reads as not set",
     "internal-error": "a bug in lev_nb (the message is its traceback)",
     "warning": "something else the run survived",
 }

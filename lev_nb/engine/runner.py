@@ -487,6 +487,8 @@ class Runner:
         )
         self._title_task = start_title(state, self.plan, self.provider, top_level=self.parent is None,
                                        resumed=self.resumption is not None)
+        for message in self.plan.ignored_values:
+            state.warn(message, "wrong-type", in_stage=False)
         if self._script_error is not None:
             raise RunFailure(self._script_error)
         if self._workdir_given and not state.workdir.exists():

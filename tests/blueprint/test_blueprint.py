@@ -234,7 +234,9 @@ def test_round_trip_keeps_stage_order_in_equality() -> None:
     assert a != b
 
 
-WELL_FORMED = [p for p in LOADABLE if p.parent.name != "invalid"]
+# invalid/: blueprints the loader refuses; wrong-type: values the loader reads as absent, which the
+# JSON Schema refuses too (that fixture exists to show the lint that says so).
+WELL_FORMED = [p for p in LOADABLE if p.parent.name != "invalid" and p.name != "wrong-type"]
 
 
 @pytest.mark.parametrize("folder", WELL_FORMED, ids=[f"{p.parent.name}/{p.name}" for p in WELL_FORMED])

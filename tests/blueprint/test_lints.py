@@ -67,7 +67,7 @@ def test_every_lint_code_has_a_fixture_or_a_direct_test() -> None:
     covered.add("output-missing-submit-tool")  # unreachable through validate; see the direct test below
     covered.add("taint-tracking-invalid")  # the JSON schema refuses its fixture: tests/taint tests it
     assert covered == set(ALL_CODES)
-    assert len(ALL_CODES) == 43
+    assert len(ALL_CODES) == 44
 
 
 def test_output_missing_submit_tool_on_a_blueprint_that_skipped_the_hard_checks() -> None:

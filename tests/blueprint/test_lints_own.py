@@ -59,3 +59,42 @@ def test_a_permission_the_configuration_caps_gets_a_note(lev: Lev, home: Path) -
     assert lev("validate", str(LINTS / "permission-capped")).stdout.count("[permission-capped]") == 1
     (home / "config.toml").write_text("[security]\nallow_blueprint_permissions = true\n", encoding="utf-8")
     assert "[permission-capped]" not in lev("validate", str(LINTS / "permission-capped")).stdout
+
+
+def test_a_value_of_the_wrong_type_is_named_with_its_line_and_the_type_it_takes(lev: Lev) -> None:
+    out = lev("validate", str(LINTS / "wrong-type"), "--json")
+    assert out.returncode == 0, out.stderr  # a warning: the blueprint loads, as the upstream's does
+    found = {(f["stage"], f["message"]): f["fix"] for f in json.loads(out.stdout)["findings"] if f["code"] == "wrong-type"}
+    assert found == {
+        (None, "context.regions.system.max_tokens (line 14) is a string, but it takes a whole number, so the value "
+               "is ignored and the key reads as not set"): "write max_tokens as a whole number, or remove it",
+        ("work", "stages.work.max_iterations (line 20) is a string, but it takes a whole number, so the value is "
+                 "ignored and the key reads as not set"): "write max_iterations as a whole number, or remove it",
+        ("work", "stages.work.available_tools (line 21) has an item that is not a string, which the format drops"):
+            "write each item as a quoted string",
+        ("work", "stages.work.allow_complete (line 22) is a string, but it takes true or false, so the value is "
+                 "ignored and the key reads as not set"): "write allow_complete as true or false, or remove it",
+        ("report", "stages.report.model.models[0].model (line 29) is a whole number, but it takes a string, so the "
+                   "value is ignored and the key reads as not set"): "write model as a string, or remove it",
+    }
+    assert lev("validate", str(LINTS / "wrong-type"), "--deny-warnings").returncode == 1
+
+
+def test_no_blueprint_written_right_is_told_it_has_a_wrong_type() -> None:
+    """Short forms the format reads into a table (a region's ``seed = "task_input"``) and every
+    bundled, example and fixture blueprint that loads give no ``wrong-type`` finding."""
+    from lev_nb.blueprint import BlueprintError, load
+    from lev_nb.blueprint.lints_own import wrong_type
+
+    root = Path(__file__).resolve().parents[2]
+    checked = 0
+    for path in sorted(root.glob("**/*.leviath")):
+        if ".venv" in path.parts or path.parent.name == "wrong-type":
+            continue
+        try:
+            bp = load(path)
+        except BlueprintError:
+            continue
+        checked += 1
+        assert wrong_type(bp) == [], path
+    assert checked > 50

@@ -147,3 +147,18 @@ def test_a_warning_never_shows_a_secret(engine: Any, home: Any, monkeypatch: Any
     run._runner.state.warn("the server said: bad key sk-ant-not-a-real-key-42", "model-fallback")
     assert run.warnings[-1].message == "the server said: bad key [redacted]"
     assert "sk-ant-not-a-real-key-42" not in (home / "runs" / run.run_id / "meta.json").read_text()
+
+
+def test_a_value_of_the_wrong_type_is_told_before_any_stage_with_its_line(engine: Any) -> None:
+    toml = """
+    [stages.work]
+    max_iterations = "two"
+    nudge = { enabled = false }
+    [stages.work.transitions]
+    """
+    run, _ = engine.run(toml, [say("done")])
+    assert run.status == "complete", run.error
+    [told] = [w for w in run.warnings if w.code == "wrong-type"]
+    assert told.stage is None
+    assert told.message.startswith("stages.work.max_iterations (line ")
+    assert "is a string, but it takes a whole number, so the value is ignored" in told.message

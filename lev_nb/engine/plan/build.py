@@ -47,6 +47,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
     stages = stage_plans(bp)
     layout = tuple(_region_config(r, window) for r in bp.global_layout.values())
     caller = tuple(i.region for i in bp.inputs) or ("task",)
+    from lev_nb.blueprint.lints_own import wrong_type
     from lev_nb.tools.builtin import default_registry
     from lev_nb.tools.scripts import script_tool_defs
 
@@ -63,6 +64,7 @@ def plan_from_blueprint(bp: Any) -> RunPlan:
         caller_regions=caller,
         script_tools={d.name: d for d in script_defs},
         skipped_scripts=tuple(skipped),
+        ignored_values=tuple(f.message for f in wrong_type(bp)),
         seeds=_seed_plans(bp),
         repetition=_repetition(bp),
         max_child_depth=bp.agent.max_child_depth,

@@ -270,6 +270,8 @@ class RunPlan:
     caller_regions: tuple[str, ...] = ("task",)
     script_tools: dict[str, Any] = field(default_factory=dict)  # name -> ToolDef
     skipped_scripts: tuple[Any, ...] = ()  # tool scripts that did not load, with reasons
+    # Values the blueprint writes with the wrong type, read as not set: one sentence each (wrong-type)
+    ignored_values: tuple[str, ...] = ()
     seeds: tuple[SeedPlan, ...] = ()  # the global layout's seeds, in declaration order
     repetition: RepetitionPolicy = field(default_factory=RepetitionPolicy)
     # How deep sub-agents and workers may nest ([agent] max_child_depth); None: the blueprint
