@@ -10,9 +10,12 @@ work as before; type checkers see a dataclass) but compiles one function per cla
 methods are the shared functions below, which read the class's fields and behave as the generated
 ones do.
 
-The ``__init__`` itself is compiled when the class's ``__init__`` is first looked up (its first
-instance, or a signature read), not when the class is defined: compiling is about 0.2 ms a class,
-and a process builds only some of its classes (a run makes a few kinds of event out of dozens).
+The ``__init__`` itself is compiled late: compiling is about 0.2 ms a class, and a process builds
+only some of its classes, most of them a few times (a run makes a few kinds of event out of
+dozens). A class's first instances are filled by a loop over its fields (:class:`_FieldLoop`, the
+same binding, defaults and order); its ``__init__`` is compiled at its ninth instance, at a call
+whose arguments do not bind (so that Python itself raises the error), or when the function itself
+is looked up (``Cls.__init__``, a signature read).
 
 ``@record`` is immutable: assigning or deleting an attribute raises
 :class:`dataclasses.FrozenInstanceError`, as on a frozen dataclass. ``@record(frozen=False)`` is the
@@ -101,15 +104,81 @@ def _write_init(cls: type, frozen: bool) -> None:
     cls.__init__ = init  # type: ignore[misc]
 
 
+# Instances a record class makes through the field loop before its __init__ is compiled: a
+# process starting up makes a few of most of its classes (compiling them all was about 7% of a
+# first mock `lev run`), and a class it makes more of gets the compiled one (about 5x faster).
+_LOOPED_INSTANCES = 8
+
+
+class _FieldLoop:
+    """What a record's ``__init__`` does, as a loop over its fields, for calls whose arguments
+    bind (a call that does not bind goes to the compiled ``__init__``, to raise Python's own
+    error): positional then keyword arguments, defaults and default factories, ``init=False``
+    fields from their defaults, in field order, then ``__post_init__``."""
+
+    def __init__(self, cls: type, frozen: bool) -> None:
+        fields = dataclasses.fields(cls)
+        self.cls, self.frozen = cls, frozen
+        self.positional = tuple(f.name for f in fields if f.init and not f.kw_only)
+        self.accepted = frozenset(f.name for f in fields if f.init)
+        self.required = tuple(f.name for f in fields
+                              if f.init and f.default is MISSING and f.default_factory is MISSING)
+        self.steps = tuple((f.name, f.init, f.default, None if f.default_factory is MISSING else f.default_factory)
+                           for f in fields)
+        self.post_init = hasattr(cls, "__post_init__")
+
+    def __call__(self, obj: Any, /, *args: Any, **kwargs: Any) -> None:  # "self" may be a keyword given
+        if len(args) > len(self.positional):
+            return self._compiled(obj, args, kwargs)
+        given = dict(zip(self.positional, args))
+        for name, value in kwargs.items():
+            if name in given or name not in self.accepted:
+                return self._compiled(obj, args, kwargs)
+            given[name] = value
+        if any(name not in given for name in self.required):
+            return self._compiled(obj, args, kwargs)
+        put = object.__setattr__ if self.frozen else setattr
+        for name, init, default, factory in self.steps:
+            if init and name in given:
+                value = given[name]
+            elif factory is not None:
+                value = factory()
+            elif default is not MISSING:
+                value = default
+            else:
+                continue
+            put(obj, name, value)
+        if self.post_init:
+            obj.__post_init__()
+        return None
+
+    def _compiled(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        init: Any = self.cls.__dict__["__init__"]
+        if isinstance(init, _InitOnFirstUse):
+            _write_init(self.cls, self.frozen)
+            init = self.cls.__dict__["__init__"]
+        init(obj, *args, **kwargs)
+
+
 class _InitOnFirstUse:
-    """A record's ``__init__`` until it is first looked up: then compiled (:func:`_write_init`), put
-    in the class in its place, and returned bound as the real one would be."""
+    """A record's ``__init__`` until the class has made :data:`_LOOPED_INSTANCES` instances, each
+    through :class:`_FieldLoop`, or until the function itself is looked up (``Cls.__init__``, a
+    signature read): then compiled (:func:`_write_init`), put in the class in its place, and
+    returned bound as the real one would be."""
 
     def __init__(self, cls: type, frozen: bool) -> None:
         self.cls, self.frozen = cls, frozen
+        self.loop: _FieldLoop | None = None
+        self.made = 0
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         init: Any = self.cls.__dict__["__init__"]
+        if init is self and obj is not None and self.made < _LOOPED_INSTANCES:
+            self.made += 1  # a race between threads only moves the switch by an instance or two
+            loop = self.loop
+            if loop is None:
+                loop = self.loop = _FieldLoop(self.cls, self.frozen)
+            return types.MethodType(loop, obj)
         if init is self:  # two threads may both compile it: the same function, either one kept
             _write_init(self.cls, self.frozen)
             init = self.cls.__dict__["__init__"]

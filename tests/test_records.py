@@ -138,3 +138,86 @@ def test_a_mutable_record_behaves_as_a_dataclass() -> None:
     assert repr(tally) == repr(ref).replace("TallyReference", "Tally") == "Tally(name='a', count=1)"
     assert tally == Tally("a", 1) != Tally("a") and tally != ref
     assert Tally.__hash__ is None is TallyReference.__hash__  # mutable and compared by value: unhashable
+
+
+def _record_kinds() -> list[type]:
+    """Fresh record classes of every field form: a class made anew has not compiled its __init__."""
+
+    @record
+    class Plain:
+        a: int
+        b: str = "b"
+        items: list[int] = field(default_factory=list)
+        later: int = field(default=7, init=False)
+        made: list[str] = field(default_factory=lambda: ["x"], init=False)
+        key: str = field(default="k", kw_only=True)
+        need: int = field(kw_only=True)
+
+    @record(frozen=False)
+    class Mutable:
+        a: int
+        b: int = 2
+        items: list[int] = field(default_factory=list, init=False)
+
+        def __setattr__(self, name: str, value: object) -> None:  # the fields go through it, as on a dataclass
+            object.__setattr__(self, name, value)
+            type(self).log.append((name, value))
+
+    Mutable.log = []  # type: ignore[attr-defined]
+
+    @record
+    class Posted:
+        a: int
+        doubled: int = field(default=0, init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "doubled", self.a * 2)
+
+    @record
+    class Child(Posted):
+        b: str = "c"
+
+    return [Plain, Mutable, Posted, Child]
+
+
+CALLS: list[tuple[tuple[object, ...], dict[str, object]]] = [
+    ((1,), {"need": 2}), ((1, "x", [3]), {"need": 2, "key": "z"}), ((), {"a": 1, "need": 2}),
+    ((1,), {}), ((1, "x", [3], 4), {"need": 2}), ((1,), {"need": 2, "nope": 0}), ((1,), {"a": 1, "need": 2}),
+    ((1,), {"need": 2, "later": 3}), ((1,), {"self": 1, "need": 2}), ((5,), {}), ((5, 6), {}), ((), {"a": 5, "b": "q"}),
+]
+
+
+def _outcome(cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+    log = getattr(cls, "log", [])
+    log.clear()
+    try:
+        made = cls(*args, **kwargs)
+    except TypeError as exc:
+        return ("TypeError", str(exc), list(log))
+    return (repr(made), {name: getattr(made, name) for name in vars(made)}, list(log))
+
+
+def test_a_records_first_instances_are_made_as_its_compiled_init_makes_them() -> None:
+    """Every call form (given, defaulted, factory-made, init=False, keyword-only, __post_init__,
+    a class's own __setattr__, and each kind of wrong call) gives what the compiled ``__init__``
+    gives: the same fields, the same order of assignments and the same error message."""
+    loops_used = 0
+    for args, kwargs in CALLS:
+        looped, compiled = _record_kinds(), _record_kinds()  # fresh classes for each call
+        for cls in compiled:
+            assert inspect.signature(cls.__init__)  # looking the function up compiles it
+        for fresh, ready in zip(looped, compiled):
+            assert _outcome(fresh, args, kwargs) == _outcome(ready, args, kwargs), (fresh.__name__, args, kwargs)
+            loops_used += not inspect.isfunction(fresh.__dict__["__init__"])  # bound: not compiled
+    assert loops_used >= 10
+
+
+def test_a_record_compiles_its_init_after_a_few_instances_and_when_it_is_looked_up() -> None:
+    [plain, mutable, *_] = _record_kinds()
+    for count in range(8):
+        plain(count, need=0)
+    assert not inspect.isfunction(plain.__dict__["__init__"])
+    plain(8, need=0)
+    assert inspect.isfunction(plain.__dict__["__init__"])
+    assert list(inspect.signature(mutable).parameters) == ["a", "b"]
+    assert inspect.isfunction(mutable.__dict__["__init__"])
