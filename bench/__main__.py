@@ -20,6 +20,8 @@ import datetime
 import json
 import os
 import platform
+import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -224,6 +226,19 @@ def first_model_call(runs: int, home: str) -> tuple[list[float], list[float]]:
     return walls, cpus
 
 
+def instructions(cmd: list[str], env: dict[str, str]) -> float | None:
+    """Millions of instructions ``cmd`` executes, counted by valgrind's callgrind (None without
+    valgrind). Unlike CPU time, the count does not move with the load of a shared machine, so it
+    shows a start-up change of a few percent that the timings' spread hides."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    return int(found.group(1)) / 1e6 if found else None
+
+
 def timed_process(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:
     """Wall and CPU (user + system) seconds of ``cmd`` as a whole process, after one warm-up."""
     walls, cpus = [], []
@@ -249,7 +264,8 @@ def cold_rows(runs: int) -> list[Row]:
 
     The value judged is the process's CPU time (user + system): on a shared machine the wall time
     of a start-up mostly measures the other processes; on an idle one the two agree (the wall
-    time is in the JSON as ``wall_ms``)."""
+    time is in the JSON as ``wall_ms``). Where valgrind is installed, each command's instruction
+    count follows, which a busy machine does not move (:func:`instructions`)."""
     lev = str(Path(sys.executable).parent / "lev")
     triage = str(ROOT / "blueprints" / "triage")
     rows = []
@@ -257,18 +273,26 @@ def cold_rows(runs: int) -> list[Row]:
         env = bench_cli_startup._child_env(home)
         _, python = timed_process([sys.executable, "-c", "pass"], runs, env)
         base, _ = stats([t * 1e3 for t in python])
-        for label, cmd, target in (
+        commands = (
             ("import lev_nb", [sys.executable, "-c", "import lev_nb"], None),
             ("lev --help", [lev, "--help"], 20.0),
             ("lev validate blueprints/triage", [lev, "validate", triage], 100.0),
             # A first mock run in a new process, to its end (issue 29).
             ("lev run blueprints/triage --model mock", [lev, "run", triage, "--task", "R-1: the app crashes",
                                                         "--model", "mock", "--quiet"], 200.0),
-        ):
+        )
+        for label, cmd, target in commands:
             walls, cpus = timed_process(cmd, runs, env)
             median, spread = stats([t * 1e3 for t in cpus])
             rows.append(Row("cold start (process CPU)", label, "ms", median, spread, base, "python -c pass", target,
                             f"< {target:g} ms" if target else "", wall_ms=statistics.median(walls) * 1e3).judge())
+        counted_rows = []
+        bare = instructions([sys.executable, "-c", "pass"], env)
+        for label, cmd, _ in commands if bare is not None else ():
+            counted = instructions(cmd, env)
+            if counted is not None:
+                counted_rows.append(Row("cold start (instructions, callgrind)", label, "M", counted, None, bare,
+                                        "python -c pass"))
         walls, cpus = first_model_call(runs, home)
         median, spread = stats([t * 1e3 for t in cpus])
         rows.append(Row("cold start (process CPU)", "lev run: first model call", "ms", median, spread, base,
@@ -288,7 +312,7 @@ def cold_rows(runs: int) -> list[Row]:
     rows.append(Row("cold start (process CPU)", "fresh process: first JSON Schema check", "ms", median, spread, base,
                     "import jsonschema + its format checker", bench_schema_import.TARGET_MS, "< 200 ms",
                     wall_ms=statistics.median(r["wall_s"] for r in schema["lev_nb"]) * 1e3).judge())
-    return rows
+    return rows + counted_rows
 
 
 def ps_rows(runs: int, repeats: int) -> list[Row]:
