@@ -233,9 +233,11 @@ def script_tool_def(tool: ToolScript) -> ToolDef:
     from lev_nb.scripting import run_tool
 
     async def handler(ctx: ToolContext, args: dict[str, Any]) -> str:
+        # (shell allowed, host function -> why refused), from the engine's batch; none: a seed's call
+        permissions = ctx.extra.get("script_permissions")
+        shell_allowed, refusals = permissions() if permissions is not None else (False, None)
         host = RunToolHost(
-            ctx.workspace, shell_allowed=bool(ctx.extra.get("shell_allowed")), sandbox=ctx.sandbox,
-            refusals=ctx.extra.get("script_refusals"),
+            ctx.workspace, shell_allowed=shell_allowed, sandbox=ctx.sandbox, refusals=refusals,
             allow_local_network=bool(ctx.extra.get("allow_local_network")),
             http_timeout_s=ctx.extra.get("http_timeout_s", 30.0), shell_env=ctx.extra.get("shell_env"),
             writes=ctx.writes, allowed_env=tuple(ctx.extra.get("allow_env_vars") or ()),

@@ -7,6 +7,7 @@ sub-agent tools (docs/concepts.md#tools).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -119,6 +120,7 @@ class StageTools:
             },
         )
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._outputs: dict[str, OutputSpec | None] = {}  # stage -> its final-output spec (output_spec)
         self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
         self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
         self.taint = TaintFlow(state, self.registry, reads_outside=self.tool_context.workspace.read_grant is not None)
@@ -204,7 +206,6 @@ class StageTools:
             self.state.warn(f"{who} asks for a sandbox (kind = \"{sandbox.spec.kind}\") this machine cannot give: "
                             f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}", "sandbox-fallback")
         self.tool_context.sandbox = sandbox
-        self._outputs: dict[str, OutputSpec | None] = {}
 
     # -- what the model sees ----------------------------------------------------------------
     def output_spec(self, stage: StagePlan) -> OutputSpec | None:
@@ -311,11 +312,12 @@ class StageTools:
             flow_gate=self.taint.gate_for(stage),
         )
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
-        # Script tools may use the shell only where the built-in shell tool would run unasked.
-        self.tool_context.extra["shell_allowed"] = resolve_policy("shell", self.registry, policies) == "allow"
-        # What a tool script may do inside: [tool_script_permissions] over the stage's policies.
-        self.tool_context.extra["script_refusals"] = script_host_permissions(
-            settings.tool_script_permissions.__dict__, self.registry, policies)
+        # What a tool script may do inside: the shell only where the built-in shell tool would run
+        # unasked, and [tool_script_permissions] over the stage's policies. Worked out when a script
+        # tool of this batch asks (most batches call built-in tools alone).
+        self.tool_context.extra["script_permissions"] = functools.cache(
+            lambda: (resolve_policy("shell", self.registry, policies) == "allow",
+                     script_host_permissions(settings.tool_script_permissions.__dict__, self.registry, policies)))
         journal = _BatchJournal(state.journal, state.warn) if state.journal is not None else None
         results = await execute_calls(
             calls, self.offered(stage), self.registry, self.tool_context, policies, on_start=on_start,
