@@ -710,6 +710,11 @@ def s10_no_reachable_provider(bp: Blueprint, st: Stage, env: LintEnv) -> list[Fi
         message = (f"{unreachable}, nor your default model ({default}) or a [providers] fallback_order entry, "
                    "so it cannot start until one of them is configured")
         fix = "configure one of these providers or your default model's, or add a model from one you have"
+    known = {*C.KNOWN_PROVIDERS, "mock", "scripted", *env.available_providers}
+    misspelt = [f"'{ref.provider}' is no provider lev_nb knows ({hint})" for ref in dict.fromkeys(st.models)
+                if ref.provider not in known and (hint := did_you_mean(ref.provider, sorted(known)))]
+    if misspelt:
+        fix = f"{'; '.join(dict.fromkeys(misspelt))}; else {fix}"
     return [_f("no-reachable-provider", "warning", message, fix, stage=st.name)]
 
 

@@ -126,3 +126,14 @@ def test_implicit_shell_policy_says_what_happens_with_nobody_to_ask():
     [finding] = [f for f in lint(bp, LintEnv.for_blueprint(bp)) if f.code == "implicit-shell-policy"]
     assert "waits" not in finding.message and "denied" in finding.message
     assert "--allow shell" in (finding.fix or "")
+
+
+def test_a_misspelt_provider_gets_a_did_you_mean_in_the_fix() -> None:
+    bp = load('[agent]\nname = "t"\n[stages.work]\nmode = "autonomous"\nmax_iterations = 3\n'
+              'model = { models = [{ provider = "antropic", model = "claude-sonnet-4-6" }, '
+              '{ provider = "acme-llm", model = "m" }] }\n[stages.work.transitions]\n')
+    env = LintEnv(**{**LintEnv.for_blueprint(bp).__dict__, "available_providers": frozenset({"openai"})})
+    [finding] = [f for f in validate(bp, env=env).findings if f.code == "no-reachable-provider"]
+    assert finding.fix is not None
+    assert finding.fix.startswith("'antropic' is no provider lev_nb knows (did you mean 'anthropic'?); else configure")
+    assert "acme-llm" not in finding.fix  # a provider of the user's own, nothing close: no guess
