@@ -329,6 +329,8 @@ class StageTools:
             if result.inline:
                 on_start(by_id[result.call_id])
                 results[i] = await self._run_inline(by_id[result.call_id], result)
+        # No tool runs after this: a finished run keeps no hold on this batch's policies.
+        self.tool_context.extra.pop("script_permissions", None)
         routing = _routing(stage)
 
         def merge() -> None:
