@@ -153,11 +153,15 @@ class _FieldLoop:
         return None
 
     def _compiled(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        init: Any = self.cls.__dict__["__init__"]
-        if isinstance(init, _InitOnFirstUse):
-            _write_init(self.cls, self.frozen)
-            init = self.cls.__dict__["__init__"]
-        init(obj, *args, **kwargs)
+        _compiled_init(self.cls, self.frozen)(obj, *args, **kwargs)
+
+
+def _compiled_init(cls: type, frozen: bool) -> Any:
+    """``cls``'s compiled ``__init__``, compiled now if the class still holds its placeholder (two
+    threads may both compile it: the same function, either one kept)."""
+    if isinstance(cls.__dict__["__init__"], _InitOnFirstUse):
+        _write_init(cls, frozen)
+    return cls.__dict__["__init__"]
 
 
 class _InitOnFirstUse:
@@ -179,10 +183,7 @@ class _InitOnFirstUse:
             if loop is None:
                 loop = self.loop = _FieldLoop(self.cls, self.frozen)
             return types.MethodType(loop, obj)
-        if init is self:  # two threads may both compile it: the same function, either one kept
-            _write_init(self.cls, self.frozen)
-            init = self.cls.__dict__["__init__"]
-        return init.__get__(obj, owner)
+        return _compiled_init(self.cls, self.frozen).__get__(obj, owner)
 
 
 def _signature_text(cls: type) -> str:
