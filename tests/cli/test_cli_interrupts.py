@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lev_nb.store.files import read_jsonl
+
 pytestmark = pytest.mark.slow
 
 WAIT_S = 60  # generous: only a hung process takes this long (the commands it runs sleep 300 s)
@@ -86,7 +88,7 @@ def interrupt(proc: subprocess.Popen[str], times: int) -> tuple[str, str]:
 def events_say(tmp_path: Path, kind: str) -> Callable[[], bool]:
     def check() -> bool:
         for path in (tmp_path / "home" / "runs").glob("*/events.jsonl"):
-            if f'"type": "{kind}"' in path.read_text(encoding="utf-8"):
+            if any(event.get("type") == kind for event in read_jsonl(path)):
                 return True
         return False
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from lev_nb.store.files import read_jsonl
+
 pytestmark = pytest.mark.slow
 
 WAIT_S = 60  # generous: only a hung process takes this long
@@ -69,7 +71,7 @@ class LiveRun:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             for events in (self.home / "runs").glob("*/events.jsonl"):
-                if '"tool": "shell"' in events.read_text(encoding="utf-8"):
+                if any(event.get("tool") == "shell" for event in read_jsonl(events)):
                     return events.parent
             assert self.proc.poll() is None, self.proc.communicate()
             time.sleep(0.05)

@@ -182,3 +182,23 @@ def test_inbox_stamps_of_many_runs_in_one_call_are_what_stat_says(home):
     stamps = store_files.inbox_stamps([posted, quiet])
     assert stamps == [os.stat(posted.dir / "inbox").st_mtime_ns, None]  # None: nothing ever posted
     assert posted.inbox_stamp() == stamps[0]
+
+
+def test_record_lines_and_meta_encode_whatever_a_run_holds() -> None:
+    """Lines and meta.json read back as what was given; what the fast encoder refuses (a lone
+    surrogate from a model's text, an integer wider than 64 bits) is still written, as valid JSON."""
+    import json
+
+    from lev_nb.store import encode_line, encode_meta
+
+    plain = {"type": "model_call", "text": "héllo ✓", "n": 3, "x": 0.5, "none": None, "list": [1, {"a": True}]}
+    line = encode_line(plain)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1 and json.loads(line) == plain
+    assert json.loads(encode_line({1: os.path})) == {"1": str(os.path)}  # int keys and unknown types as text
+    odd = {"text": "a\ud800b", "big": 2**70}
+    line = encode_line(odd)
+    assert line.count(b"\n") == 1 and json.loads(line) == {"text": "a\ud800b", "big": 2**70}
+    meta = encode_meta({"status": "running", "pid": 42, "usage": {"stage": {"prompt_tokens": 1}}})
+    assert b'\n  "status": "running",\n' in meta  # a key a line, which `lev ps` peeks at without parsing
+    assert json.loads(meta)["usage"] == {"stage": {"prompt_tokens": 1}}
+    assert json.loads(encode_meta({"note": "\udcff", "big": -(2**80)})) == {"note": "\udcff", "big": -(2**80)}
