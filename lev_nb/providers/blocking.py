@@ -11,10 +11,12 @@ inference pool's permit, taken before the call, is the only limit. A thread idle
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextvars
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -107,25 +109,67 @@ async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` on a thread of :data:`THREADS` in a copy of the caller's context variables
     (as ``asyncio.to_thread`` runs it), awaited from the running loop.
 
-    The thread settles a future of the loop directly (one call_soon_threadsafe): a
+    The thread settles a future of the loop directly through the loop's :class:`_Settler`: a
     concurrent.futures.Future chained to the loop by ``asyncio.wrap_future`` cost every model
     call a lock, a condition and two callbacks more on the engine thread."""
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
+    settler = _settler(loop)
 
     def job() -> None:
         try:
             outcome: tuple[Any, BaseException | None] = (context.run(fn, *args), None)
         except BaseException as exc:  # noqa: BLE001 - the awaiting task re-raises it
             outcome = (None, exc)
-        try:
-            loop.call_soon_threadsafe(_settle, waiter, *outcome)
-        except RuntimeError:  # the loop has closed: nobody is waiting any more
-            pass
+        settler.post(waiter, *outcome)
 
     THREADS.start(job)
     return await waiter
+
+
+class _Settler:
+    """Hands finished calls back to one loop, waking it once for all the calls that finish while
+    it is busy: each wake-up is a write to the loop's socket, for which the calling thread lets go
+    of the interpreter lock and takes it back, and with hundreds of calls in flight most calls
+    finish while the loop is still working through the previous ones."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._done: collections.deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = collections.deque()
+        self._lock = threading.Lock()
+        self._woken = False  # a drain is scheduled and has not started yet
+
+    def post(self, waiter: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """Queue ``waiter``'s outcome (from any thread); wake the loop unless a drain is due."""
+        self._done.append((waiter, result, error))
+        with self._lock:
+            if self._woken:
+                return  # the scheduled drain has not started: it will see this outcome
+            self._woken = True
+        try:
+            self.loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            pass
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._woken = False  # an outcome queued from here on schedules a drain of its own
+        done = self._done
+        while done:
+            _settle(*done.popleft())
+
+
+_settlers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Settler] = weakref.WeakKeyDictionary()
+_settlers_lock = threading.Lock()
+
+
+def _settler(loop: asyncio.AbstractEventLoop) -> _Settler:
+    settler = _settlers.get(loop)
+    if settler is None:
+        with _settlers_lock:
+            settler = _settlers.setdefault(loop, _Settler(loop))
+    return settler
 
 
 def _settle(waiter: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

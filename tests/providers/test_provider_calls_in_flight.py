@@ -144,3 +144,35 @@ def test_run_blocking_answers_fails_and_survives_a_cancelled_waiter() -> None:
     assert asyncio.run(scenario()) == ("the caller's", "ZeroDivisionError", 7)
     while THREADS.busy:  # the cancelled call finished on its thread, which went back to idle
         gate.wait(0.01)
+
+
+def test_calls_that_finish_while_the_loop_is_busy_wake_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call finished while the loop was busy is settled by one wake-up of the loop, not one
+    each (each is a write to the loop's socket and a hand-off of the interpreter lock)."""
+    import asyncio
+    import time
+
+    from lev_nb.providers import blocking
+
+    drains: list[int] = []
+    drain = blocking._Settler._drain
+
+    def counted(self: blocking._Settler) -> None:
+        drains.append(len(self._done))
+        drain(self)
+
+    monkeypatch.setattr(blocking._Settler, "_drain", counted)
+    calls = 30
+    gate = threading.Event()
+
+    async def scenario() -> list[int]:
+        waiters = [asyncio.ensure_future(blocking.run_blocking(lambda i=i: gate.wait(10) and i)) for i in range(calls)]
+        await asyncio.sleep(0)  # every call is on its thread, waiting at the gate
+        gate.set()
+        settler = blocking._settler(asyncio.get_running_loop())
+        while len(settler._done) < calls:  # the loop stays busy until every call has finished
+            time.sleep(0.005)
+        return await asyncio.gather(*waiters)
+
+    assert asyncio.run(scenario()) == list(range(calls))
+    assert drains == [calls]  # one wake-up settled all of them
