@@ -43,6 +43,7 @@ import bench_cli_startup  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_first_run  # noqa: E402
 import bench_ps  # noqa: E402
+import bench_record_writes  # noqa: E402
 import bench_runs  # noqa: E402
 import bench_rhai  # noqa: E402
 import bench_schema_import  # noqa: E402
@@ -315,6 +316,23 @@ def cold_rows(runs: int) -> list[Row]:
     return rows + counted_rows
 
 
+def record_rows(runs: int, rounds: int) -> list[Row]:
+    """A run record's writes (bench_record_writes): meta.json replaced on every turn by swapping with
+    a kept sibling, next to renaming a new file over it; a record line encoded by orjson, next to
+    json's C encoder. Both alternatives measured in the same run."""
+    group = "run record writes"
+    writes = bench_record_writes.meta_writes(runs, 6, rounds)
+    swap, swap_spread = stats(writes["swap with a kept sibling"])
+    rename, _ = stats(writes["rename over"])
+    lines = bench_record_writes.line_encoding()
+    return [
+        Row(group, f"meta.json write ({runs:,} runs x 6 turns)", "us", swap, swap_spread, rename,
+            "renamed over (before)"),
+        Row(group, "a transcript line encoded", "us", lines["encode_line (orjson)"], None,
+            lines["json's C encoder"], "json's C encoder (before)"),
+    ]
+
+
 def ps_rows(runs: int, repeats: int) -> list[Row]:
     """``lev ps`` (and --all, --json) over a store of ``runs`` fake records, two thirds of them
     abandoned (bench_ps.make_store); the baseline is ``lev ps`` over an empty store."""
@@ -566,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a CI-sized pass: fewer repeats, 100 and 1,000 runs")
     parser.add_argument("--big", action="store_true", help="add the 1,000-agent provider-script shapes")
     parser.add_argument("--out", default=str(HERE / "results"), metavar="DIR", help="where the JSON goes")
-    parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,"
+    parser.add_argument("--only", default=None, help="comma-separated groups: engine,concurrent,cold,rhai,records,"
                                                      "outputs,validate,scaling,ps,tracing,runs,script")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -609,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     section("outputs", lambda: output_rows(repeats))
     section("validate", lambda: validate_rows(3 if quick else 7))
     section("scaling", lambda: scaling_rows(300 if quick else 1200, 1 if quick else 3))
+    section("records", lambda: record_rows(200 if quick else 1000, 3))
     section("ps", lambda: ps_rows(2000 if quick else 15_000, 1 if quick else 3))
     section("runs", lambda: runs_rows(2000 if quick else 10_000, 1 if quick else 3))
 

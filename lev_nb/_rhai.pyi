@@ -82,9 +82,10 @@ def append_batch(appends: list[tuple[str, bytes, int | None]]) -> list[tuple[int
     batch; per file ``(size_after or -1, foreign_bytes, errno)`` (see lev_nb.store.files.append_batch)."""
     ...
 
-def replace_batch(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
-    """Replace each ``(path, tmp, data, durable)`` through ``tmp`` with the interpreter lock released
-    once for the batch; each file's errno, 0 when replaced (see lev_nb.store.files.write_atomic)."""
+def replace_batch(files: list[tuple[str, str, bytes, bool, bool]]) -> list[int]:
+    """Replace each ``(path, tmp, data, durable, keep_sibling)`` through ``tmp`` with the interpreter
+    lock released once for the batch; each file's errno, 0 when replaced (see
+    lev_nb.store.files.replace_files, and its ``keep_siblings`` for the last flag)."""
     ...
 
 def real_path(path: str) -> str | None:

@@ -2,8 +2,10 @@
 and transcript.jsonl, and ``inbox/``: one small JSON file per message or answer that another
 process (``lev msg``, ``lev respond``) leaves for the process that owns the run.
 
-meta.json and final_output are replaced atomically (temporary file in the same folder, fsync,
-rename), so a crash mid-write leaves the previous version readable. The JSONL files are append-only,
+meta.json and final_output are replaced atomically (a sibling file in the same folder, written,
+fsynced when it matters, then put in the file's place in one step), so a crash mid-write leaves the
+previous version readable; during a run meta.json's sibling ``.meta.json.tmp`` is kept (see
+:func:`replace_files`). The JSONL files are append-only,
 one object per line; a torn last line (a crash mid-append) is skipped when reading.
 """
 
@@ -78,18 +80,26 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, durable: bool = True
         raise failure
 
 
-def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]]) -> list[OSError | None]:
+def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]],
+                  keep_siblings: bool = False) -> list[OSError | None]:
     """Replace each ``(path, data, durable)`` as :func:`write_atomic` does, through a temporary
-    sibling ``.NAME.tmp`` that is renamed over it. The disk work of the whole batch is one native
-    call with the interpreter lock released; returns, for each file, None or the OSError that
-    stopped it (the file then keeps what it had)."""
+    sibling ``.NAME.tmp`` that then takes the file's place. The disk work of the whole batch is one
+    native call with the interpreter lock released; returns, for each file, None or the OSError that
+    stopped it (the file then keeps what it had).
+
+    ``keep_siblings`` (the run record's files, replaced on every turn): the sibling and the file
+    swap contents in one atomic step where the system can, and the sibling, now holding the previous
+    content, is kept for the next write until a durable write removes it. Renaming over the file
+    freed one inode and allocated another on every turn of every run, and with hundreds of runs the
+    file system's search for a free inode cost more processor time than the writes themselves.
+    """
     from lev_nb._rhai import replace_batch as native_replace  # imported on first use: not on `lev --help`
 
     items = []
     for path, data, durable in writes:
         path = os.fspath(path)
         head, name = os.path.split(path)
-        items.append((path, os.path.join(head, f".{name}.tmp"), data, durable))
+        items.append((path, os.path.join(head, f".{name}.tmp"), data, durable, keep_siblings))
     codes = native_replace(items)
     return [OSError(code, os.strerror(code), item[0]) if code else None for item, code in zip(items, codes)]
 
@@ -219,7 +229,8 @@ def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSErr
     """Replace each ``(store, name, data, durable)``: the file ``name`` of the store's run folder,
     whole (see :func:`replace_files`, which does the work in one native call)."""
     with _writing_into([store for store, _, _, _ in writes]):
-        return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes])
+        return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes],
+                             keep_siblings=True)
 
 
 def inbox_stamps(stores: list[RunStore]) -> list[int | None]:

@@ -75,8 +75,8 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int | str]:
     real_fsync, real_replace = os.fsync, _rhai.replace_batch
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
 
-    def replace_batch(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
-        synced.extend(path for path, _, _, durable in files if durable)
+    def replace_batch(files: list[tuple[str, str, bytes, bool, bool]]) -> list[int]:
+        synced.extend(path for path, _, _, durable, _ in files if durable)
         return real_replace(files)
 
     monkeypatch.setattr(_rhai, "replace_batch", replace_batch)

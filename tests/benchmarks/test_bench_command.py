@@ -32,10 +32,11 @@ def test_the_bench_command_prints_one_table_and_writes_the_json(tmp_path: Path, 
     monkeypatch.syspath_prepend(str(ROOT))
     from bench.__main__ import main
 
-    assert main(["--quick", "--only", "rhai,outputs", "--out", str(tmp_path)]) == 0
+    assert main(["--quick", "--only", "rhai,outputs,records", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "figure" in out and "baseline" in out and "target" in out
     assert "Rhai parse_json validator (1 KB)" in out and "json + JSON Schema" in out
+    assert "meta.json write (200 runs x 6 turns)" in out and "renamed over (before)" in out
     data = check_results(tmp_path)
     assert data["mode"] == "quick"
     assert all(row["baseline"] is not None for row in data["rows"])  # each figure next to its baseline

@@ -54,7 +54,7 @@ def test_a_record_that_stops_reaching_the_disk_ends_the_run_in_error(engine, mon
     real = _rhai.replace_batch  # the native call that replaces meta.json (lev_nb.store.files)
     metas = {"n": 0}
 
-    def full_disk(files: list[tuple[str, str, bytes, bool]]) -> list[int]:
+    def full_disk(files: list[tuple[str, str, bytes, bool, bool]]) -> list[int]:
         codes = []
         for item in files:
             if item[0].endswith("meta.json"):

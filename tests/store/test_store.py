@@ -202,3 +202,46 @@ def test_record_lines_and_meta_encode_whatever_a_run_holds() -> None:
     assert b'\n  "status": "running",\n' in meta  # a key a line, which `lev ps` peeks at without parsing
     assert json.loads(meta)["usage"] == {"stage": {"prompt_tokens": 1}}
     assert json.loads(encode_meta({"note": "\udcff", "big": -(2**80)})) == {"note": "\udcff", "big": -(2**80)}
+
+
+def test_meta_json_is_swapped_with_a_kept_sibling_not_renamed_over(tmp_path) -> None:
+    """Each turn's meta.json swaps contents with its sibling `.meta.json.tmp` in one step: the two
+    files keep their inodes (renaming over the file freed one and allocated one every turn), a
+    reader sees a whole document each time, and a durable write (a run's last) removes the sibling."""
+    store = RunStore("r-1", home=tmp_path)
+    store.create(b'{"n": 0}')
+    meta, sibling = store.dir / "meta.json", store.dir / ".meta.json.tmp"
+    inodes = set()
+    for n in range(1, 6):
+        store.write_meta({"n": n}, durable=False)
+        assert json.loads(meta.read_text()) == {"n": n}
+        inodes.add(meta.stat().st_ino)
+        assert json.loads(sibling.read_text()) == {"n": n - 1}  # the previous content, written over next time
+    assert len(inodes) == 2  # the same two files all along
+    store.write_meta({"n": 6, "status": "complete"}, durable=True)
+    assert json.loads(meta.read_text())["n"] == 6 and not sibling.exists()
+    store.write_meta({"n": 7}, durable=False)  # after a durable write: a fresh sibling, as at first
+    assert json.loads(meta.read_text()) == {"n": 7}
+
+
+def test_a_link_planted_as_the_sibling_is_not_written_through(tmp_path) -> None:
+    store = RunStore("r-2", home=tmp_path)
+    store.create(b'{"n": 0}')
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    (store.dir / ".meta.json.tmp").symlink_to(target)
+    with pytest.raises(OSError) as refused:
+        store.write_meta({"n": 1}, durable=False)
+    assert refused.value.errno == errno.ELOOP
+    assert target.read_text() == "keep me" and json.loads((store.dir / "meta.json").read_text()) == {"n": 0}
+    store.write_meta({"n": 2}, durable=False)  # the link is gone with the failed write; the next one lands
+    assert json.loads((store.dir / "meta.json").read_text()) == {"n": 2}
+
+
+def test_files_outside_a_run_record_are_still_renamed_over_without_a_leftover(tmp_path) -> None:
+    from lev_nb.store import write_atomic
+
+    path = tmp_path / "config.toml"
+    for text in (b"a = 1\n", b"a = 2\n"):
+        write_atomic(path, text, durable=False)
+    assert path.read_bytes() == b"a = 2\n" and sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
