@@ -35,9 +35,11 @@ The ceiling check: at 1.5 s a call, 100 agents in flight at once must have 100 c
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +59,23 @@ AGENTS = HERE / "agents"
 MIX = (("tool-user", 3, 4), ("one-shot", 3, 1), ("two-stage", 2, 3), ("three-stage", 2, 6))
 LONGEST = max(calls for _, _, calls in MIX)
 POOL = 4096  # [limits] max_concurrent_inferences: wide enough that the pool is never the limit
+
+
+# ----------------------------------------------------------------------------------------- the homes
+_HOMES: list[str] = []
+
+
+@contextlib.contextmanager
+def kept_home() -> Iterator[str]:
+    """A fresh run store for one measurement, deleted when the bench ends, not after it: deleting a
+    home's thousands of files right before the next measurement made the file system search past
+    them for every inode the next runs allocated, which doubled the kernel time of the next repeat
+    and no user's run pays (perf: find_get_block_common, recently_deleted)."""
+    if not _HOMES:
+        atexit.register(lambda: [shutil.rmtree(home, ignore_errors=True) for home in _HOMES])
+    home = tempfile.mkdtemp(prefix="lev-bench-")
+    _HOMES.append(home)
+    yield home
 
 
 # ------------------------------------------------------------------------------------------ the server
@@ -165,7 +184,7 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
 
 def run_engine(n: int, delay: float) -> dict[str, Any]:
     """The ``engine`` shape once: a fresh process against a fresh server."""
-    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+    with latency_server(delay) as port, kept_home() as home:
         write_home(home, port)
         out = subprocess.run([sys.executable, __file__, "--child", str(n), "--home", home],
                              capture_output=True, text=True, cwd=ROOT, env=_env(home))
@@ -197,7 +216,7 @@ def _env(home: str) -> dict[str, str]:
 def run_cli(n: int, delay: float, workers: int | None) -> dict[str, Any]:
     """The four agents' shares as ``lev run AGENT --count K [--workers W]``, started together."""
     lev = str(Path(sys.executable).parent / "lev")
-    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+    with latency_server(delay) as port, kept_home() as home:
         write_home(home, port)
         start = time.perf_counter()
         procs = []
@@ -236,7 +255,7 @@ print(json.dumps({"failed": failed[:3]}))
 def run_many_shape(n: int, delay: float, processes: int) -> dict[str, Any]:
     """The four agents' shares through ``lev_nb.run_many`` (one call per agent, side by side)."""
     agents = [(str(AGENTS / name), count) for name, count in shares(n)]
-    with latency_server(delay) as port, tempfile.TemporaryDirectory() as home:
+    with latency_server(delay) as port, kept_home() as home:
         write_home(home, port)
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", RUN_MANY_CHILD, json.dumps(agents), home, str(processes)],
