@@ -52,7 +52,8 @@ def meta_writes(runs: int, turns: int, rounds: int) -> dict[str, list[float]]:
                     os.mkdir(folder)
                 start = _cpu()
                 for _ in range(turns):
-                    replace_files([(os.path.join(f, "meta.json"), META, False) for f in folders], keep_siblings=keep)
+                    replace_files([(os.path.join(f, "meta.json"), META, False) for f in folders],
+                                  keep_siblings=frozenset({"meta.json"} if keep else ()))
                 samples[label].append((_cpu() - start) / (runs * turns) * 1e6)
     return samples
 

@@ -81,15 +81,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, durable: bool = True
 
 
 def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]],
-                  keep_siblings: bool = False) -> list[OSError | None]:
+                  keep_siblings: frozenset[str] = frozenset()) -> list[OSError | None]:
     """Replace each ``(path, data, durable)`` as :func:`write_atomic` does, through a temporary
     sibling ``.NAME.tmp`` that then takes the file's place. The disk work of the whole batch is one
     native call with the interpreter lock released; returns, for each file, None or the OSError that
     stopped it (the file then keeps what it had).
 
-    ``keep_siblings`` (the run record's files, replaced on every turn): the sibling and the file
-    swap contents in one atomic step where the system can, and the sibling, now holding the previous
-    content, is kept for the next write until a durable write removes it. Renaming over the file
+    ``keep_siblings`` names the files (meta.json of a run record, replaced on every turn) whose
+    sibling and the file swap contents in one atomic step where the system can; the sibling, now
+    holding the previous content, is kept for the next write until a durable write removes it. Renaming over the file
     freed one inode and allocated another on every turn of every run, and with hundreds of runs the
     file system's search for a free inode cost more processor time than the writes themselves.
     """
@@ -99,7 +99,7 @@ def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]],
     for path, data, durable in writes:
         path = os.fspath(path)
         head, name = os.path.split(path)
-        items.append((path, os.path.join(head, f".{name}.tmp"), data, durable, keep_siblings))
+        items.append((path, os.path.join(head, f".{name}.tmp"), data, durable, name in keep_siblings))
     codes = native_replace(items)
     return [OSError(code, os.strerror(code), item[0]) if code else None for item, code in zip(items, codes)]
 
@@ -225,12 +225,17 @@ def append_batch(appends: list[tuple[RunStore, str, list[bytes]]]) -> list[OSErr
     return failures
 
 
+# The record files replaced on every turn, whose sibling is kept between writes (replace_files);
+# the others (final_output, launch.json) are written once or twice and leave no sibling behind.
+_SWAPPED = frozenset({META})
+
+
 def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSError | None]:
     """Replace each ``(store, name, data, durable)``: the file ``name`` of the store's run folder,
     whole (see :func:`replace_files`, which does the work in one native call)."""
     with _writing_into([store for store, _, _, _ in writes]):
         return replace_files([(store._path(name), data, durable) for store, name, data, durable in writes],
-                             keep_siblings=True)
+                             keep_siblings=_SWAPPED)
 
 
 def inbox_stamps(stores: list[RunStore]) -> list[int | None]:

@@ -238,6 +238,18 @@ def test_a_link_planted_as_the_sibling_is_not_written_through(tmp_path) -> None:
     assert json.loads((store.dir / "meta.json").read_text()) == {"n": 2}
 
 
+def test_record_files_written_once_or_twice_leave_no_sibling(tmp_path) -> None:
+    """Only meta.json keeps a sibling: final_output and launch.json, rewritten now and then, are
+    renamed over as before."""
+    store = RunStore("r-3", home=tmp_path)
+    store.create(b'{"n": 0}', b'{"task": "t"}')
+    for text in (b"first", b"second"):
+        store.write_file("final_output", text, durable=False)
+        store.write_file("launch.json", b'{"task": "' + text + b'"}', durable=False)
+    assert (store.dir / "final_output").read_bytes() == b"second"
+    assert sorted(p.name for p in store.dir.iterdir() if p.name.startswith(".")) == []
+
+
 def test_files_outside_a_run_record_are_still_renamed_over_without_a_leftover(tmp_path) -> None:
     from lev_nb.store import write_atomic
 
