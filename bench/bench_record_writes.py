@@ -60,15 +60,11 @@ def meta_writes(runs: int, turns: int, rounds: int) -> dict[str, list[float]]:
 
 def line_encoding(repeats: int = 5, number: int = 2000) -> dict[str, float]:
     """Microseconds to encode one transcript-sized line: ``encode_line`` and json's C encoder."""
-    from lev_nb.store.files import encode_line
-
-    plain = json.JSONEncoder(ensure_ascii=False, default=str)
-
-    def with_json() -> bytes:
-        return (plain.encode(LINE) + "\n").encode("utf-8", "backslashreplace")
+    from lev_nb.store.files import encode_line, json_line
 
     out = {}
-    for label, fn in (("encode_line (orjson)", lambda: encode_line(LINE)), ("json's C encoder", with_json)):
+    ways = (("encode_line (orjson)", lambda: encode_line(LINE)), ("json's C encoder", lambda: json_line(LINE)))
+    for label, fn in ways:
         out[label] = min(timeit.repeat(fn, number=number, repeat=repeats)) / number * 1e6
     return out
 

@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from lev_nb.settings.paths import lev_home
 
 __all__ = [
@@ -160,11 +158,17 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 # orjson encodes a record line in a tenth of the time of json's C encoder; the record is written
 # on every model call, so that was most of the engine's JSON work. What orjson refuses (a lone
-# surrogate from a model's text, an integer wider than 64 bits) goes through json, below.
-_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
+# surrogate from a model's text, an integer wider than 64 bits) goes through json (json_line).
+# orjson is imported on first use: `lev ps`, `lev show` and the run table read records and never
+# write one, and its import (with uuid and platform) cost them 2% more instructions.
 # Built once: json.dumps with options builds a new encoder on every call.
 _LINE = json.JSONEncoder(ensure_ascii=False, default=str)
 _META = json.JSONEncoder(ensure_ascii=False, default=str, indent=2)
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """``record`` as a JSON line by json's own encoder: what :func:`encode_line` falls back to."""
+    return (_LINE.encode(record) + "\n").encode("utf-8", "backslashreplace")
 
 
 def encode_line(record: dict[str, Any]) -> bytes:
@@ -172,16 +176,20 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
     A lone surrogate (from a model's text) cannot be UTF-8; written as ``\\udXXX`` it stays valid JSON.
     """
+    import orjson
+
     try:
-        return orjson.dumps(record, default=str, option=_ORJSON_OPTIONS | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
-        return (_LINE.encode(record) + "\n").encode("utf-8", "backslashreplace")
+        return json_line(record)
 
 
 def encode_meta(meta: dict[str, Any]) -> bytes:
     """``meta`` as the bytes of meta.json, indented for people who open it (a key a line)."""
+    import orjson
+
     try:
-        return orjson.dumps(meta, default=str, option=_ORJSON_OPTIONS | orjson.OPT_INDENT_2)
+        return orjson.dumps(meta, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
         return _META.encode(meta).encode("utf-8", "backslashreplace")
 
