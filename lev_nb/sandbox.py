@@ -33,6 +33,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
+from lev_nb.environ import env_value
 from lev_nb.records import record
 from lev_nb.secrets import child_environment
 
@@ -209,7 +210,7 @@ class Choice:
 
 def choose(spec: SandboxSpec, environ: Mapping[str, str] | None = None) -> Choice:
     """The backend ``spec`` runs on with this machine's programs (looked up on ``environ['PATH']``)."""
-    path = (os.environ if environ is None else environ).get("PATH")
+    path = env_value("PATH") if environ is None else environ.get("PATH")
     if spec.kind == "none":
         return Choice(spec, "host")
     if spec.kind == "container":

@@ -70,11 +70,26 @@ def confine(
 
 def real_path(path: str) -> str:
     """``os.path.realpath(path)``: for a path that exists, the C library's walk in one native call
-    (Python's own takes and gives back the interpreter lock at every component); otherwise, and
-    for anything the native call cannot say, Python's walk, so the answer is the same."""
+    (Python's own takes and gives back the interpreter lock at every component); for an absolute
+    path whose last part does not exist (not even as a dangling link) in a folder that does, that
+    folder's real path and the name (a run's workdir before it is made); otherwise, and for
+    anything the native call cannot say, Python's walk, so the answer is the same."""
     from lev_nb._rhai import real_path as native_real_path  # imported on first use
 
-    return native_real_path(path) or os.path.realpath(path)
+    found = native_real_path(path)
+    if found:
+        return found
+    head, name = os.path.split(path)
+    if os.path.isabs(head) and name not in ("", ".", ".."):
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            folder = native_real_path(head)
+            if folder:
+                return os.path.join(folder, name)
+        except OSError:
+            pass
+    return os.path.realpath(path)
 
 
 def _check_kind(raw: str, real: Path, for_write: bool) -> None:

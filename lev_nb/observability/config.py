@@ -19,10 +19,10 @@ cheap. The rules, in one place:
 from __future__ import annotations
 
 import importlib.util
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from lev_nb.environ import env_value
 from lev_nb.records import record
 
 if TYPE_CHECKING:
@@ -52,8 +52,8 @@ def trace_config(settings: Settings, environ: Mapping[str, str] | None = None) -
 
     Raises ConfigError for an ``OTEL_TRACES_EXPORTER`` lev_nb has no exporter for.
     """
-    env = os.environ if environ is None else environ
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    env: Callable[[str], str | None] = env_value if environ is None else environ.get
+    if (env("OTEL_SDK_DISABLED") or "").strip().lower() == "true":
         return None
     table = settings.observability
     if table.enabled is False:
@@ -69,7 +69,7 @@ def trace_config(settings: Settings, environ: Mapping[str, str] | None = None) -
     exporter = table.exporter or _env_exporter(env, strict=True) or "otlp"
     if exporter == "none":
         return None
-    service = table.service_name or env.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME
+    service = table.service_name or (env("OTEL_SERVICE_NAME") or "").strip() or DEFAULT_SERVICE_NAME
     return TraceConfig(exporter=exporter, endpoint=traces_url(table.endpoint) if table.endpoint else None,
                        service_name=service, origin=origin)
 
@@ -104,13 +104,13 @@ def _importable(name: str) -> bool:
         return False
 
 
-def _env_exporter(env: Mapping[str, str], strict: bool) -> str | None:
+def _env_exporter(env: Callable[[str], str | None], strict: bool) -> str | None:
     """The exporter ``OTEL_TRACES_EXPORTER`` names (its first entry), or None when it is unset.
 
     A name lev_nb has no exporter for (``zipkin``, set for another program) does not turn tracing
     on (``strict`` False); once the table has turned it on, it is a ConfigError (``strict``).
     """
-    raw = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    raw = (env("OTEL_TRACES_EXPORTER") or "").strip().lower()
     if not raw:
         return None
     first = raw.split(",")[0].strip()

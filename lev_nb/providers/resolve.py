@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Callable
 
+from lev_nb.environ import env_value
 from lev_nb.errors import UsageError
 from lev_nb.providers.catalogue import capabilities
 from lev_nb.providers.endpoints import API_KEY_ENV, DEFAULT_TIMEOUT_S, FLAVOURS, ollama_base_url
@@ -214,8 +215,7 @@ def availability_print(settings: Settings) -> tuple[object, ...]:
     if variables is None:
         names = set(_KEY_ENV.values()) | {o.api_key_env for o in settings.model_providers.values() if o.api_key_env}
         variables = memo["key_variables"] = tuple(sorted(names))
-    environ = os.environ
-    return (_registrations, environ.get("LEV_HOME"), *(hash(environ.get(v)) for v in variables))
+    return (_registrations, env_value("LEV_HOME"), *(hash(env_value(v)) for v in variables))
 
 
 class UnavailableProvider:

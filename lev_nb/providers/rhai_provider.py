@@ -29,6 +29,7 @@ Python host functions they call are registered with ``lev_nb.rhai.Engine.registe
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import os
@@ -153,7 +154,12 @@ _found: dict[tuple[str, str | None, str], tuple[Path | None, float]] = {}
 def _providers_dir() -> Path:
     from lev_nb.settings.paths import lev_home
 
-    return Path(lev_home()) / PROVIDERS_DIR
+    return _in_home(lev_home())
+
+
+@functools.lru_cache(maxsize=32)
+def _in_home(home: Path) -> Path:
+    return home / PROVIDERS_DIR  # every model call asks: built once per home (Paths are immutable)
 
 
 def find_script(name: str, settings: Settings) -> Path | None:

@@ -12,6 +12,8 @@ import functools
 import os
 from pathlib import Path
 
+from lev_nb.environ import env_value
+
 __all__ = ["CONFIG_ENV", "CONFIG_FILE", "HOME_ENV", "config_path", "lev_home"]
 
 HOME_ENV = "LEV_HOME"
@@ -26,15 +28,14 @@ def lev_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The lev_nb home: ``home`` if given, else ``$LEV_HOME`` (or ``$LEVIATH_HOME``), else ``~/.lev``
     (read at call time)."""
     if home is not None:
-        return Path(home)
-    environ = os.environ
-    return _home(environ.get(HOME_ENV) or environ.get(UPSTREAM_HOME_ENV), environ.get("HOME"))
+        return _path(home) if type(home) is str else Path(home)
+    return _home(env_value(HOME_ENV) or env_value(UPSTREAM_HOME_ENV), env_value("HOME"))
 
 
 def config_path() -> Path:
     """The user's configuration file: ``$LEV_CONFIG`` (or ``$LEVIATH_CONFIG_PATH``) if set, else
     ``config.toml`` in :func:`lev_home`."""
-    env = os.environ.get(CONFIG_ENV) or os.environ.get(UPSTREAM_CONFIG_ENV)
+    env = env_value(CONFIG_ENV) or env_value(UPSTREAM_CONFIG_ENV)
     return _path(env) if env else _config_in(lev_home())
 
 

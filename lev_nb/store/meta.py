@@ -13,7 +13,7 @@ import os
 import re
 import time
 from dataclasses import field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from lev_nb.blueprint.constants import DEFAULT_MAX_CHILD_DEPTH
@@ -30,9 +30,21 @@ RUN_STATUSES = ("starting", "running", "waiting_input", "paused", "complete", "e
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 
 
+# The last second utc_now formatted, with its text: a run stamps its record several times a turn,
+# and formatting the date part again each time cost more than the rest of a stamp.
+_second: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
     """The current time as an RFC 3339 UTC timestamp with milliseconds (``...Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _second
+    ns = time.time_ns()
+    second, text = _second  # one read: another thread may replace the pair meanwhile
+    if ns // 1_000_000_000 != second:
+        second = ns // 1_000_000_000
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second = (second, text)
+    return f"{text}.{ns // 1_000_000 % 1000:03d}Z"
 
 
 def parse_stamp(stamp: Any) -> datetime | None:
@@ -209,7 +221,7 @@ class RunMeta:
             "needs_setup": dict(self.needs_setup) if self.needs_setup is not None else None,
             "yolo": self.yolo,
             "allowed_tools": list(self.allowed_tools),
-            "pending": copy.deepcopy(self.pending),
+            "pending": copy.deepcopy(self.pending) if self.pending else [],  # mostly empty: no copy machinery
             "resumed": copy.deepcopy(self.resumed) if self.resumed is not None else None,
             "warnings": [dict(w) for w in self.warnings],
             "title": self.title,

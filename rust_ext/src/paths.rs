@@ -17,20 +17,26 @@ pub fn real_path(py: Python<'_>, path: String) -> Option<String> {
     py.detach(move || std::fs::canonicalize(&path).ok().and_then(|real| real.to_str().map(str::to_owned)))
 }
 
+fn mtime_ns(path: &str) -> Option<i128> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    Some(match modified.duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => after.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    })
+}
+
+/// Up to this many paths are looked at with the interpreter lock held: a run reads its own inbox
+/// at every step, one `stat` of a microsecond or two, and letting go of the lock for it meant
+/// waiting to take it back behind every other thread.
+const HELD_STATS: usize = 4;
+
 /// Each path's modification time in nanoseconds since the epoch (None: it cannot be read), as
-/// `os.stat(path).st_mtime_ns` gives it, with the interpreter lock released once for all of them.
+/// `os.stat(path).st_mtime_ns` gives it; for more than a few paths, with the interpreter lock
+/// released once for all of them.
 #[pyfunction]
 pub fn mtimes(py: Python<'_>, paths: Vec<String>) -> Vec<Option<i128>> {
-    py.detach(move || {
-        paths
-            .iter()
-            .map(|path| {
-                let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-                Some(match modified.duration_since(std::time::UNIX_EPOCH) {
-                    Ok(after) => after.as_nanos() as i128,
-                    Err(before) => -(before.duration().as_nanos() as i128),
-                })
-            })
-            .collect()
-    })
+    if paths.len() <= HELD_STATS {
+        return paths.iter().map(|path| mtime_ns(path)).collect();
+    }
+    py.detach(move || paths.iter().map(|path| mtime_ns(path)).collect())
 }

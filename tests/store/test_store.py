@@ -182,6 +182,9 @@ def test_inbox_stamps_of_many_runs_in_one_call_are_what_stat_says(home):
     stamps = store_files.inbox_stamps([posted, quiet])
     assert stamps == [os.stat(posted.dir / "inbox").st_mtime_ns, None]  # None: nothing ever posted
     assert posted.inbox_stamp() == stamps[0]
+    # A few paths are looked at with the interpreter lock held, many with it released: same answers.
+    many = [posted, quiet] * 5
+    assert store_files.inbox_stamps(many) == stamps * 5
 
 
 def test_record_lines_and_meta_encode_whatever_a_run_holds() -> None:
@@ -257,3 +260,23 @@ def test_files_outside_a_run_record_are_still_renamed_over_without_a_leftover(tm
     for text in (b"a = 1\n", b"a = 2\n"):
         write_atomic(path, text, durable=False)
     assert path.read_bytes() == b"a = 2\n" and sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
+
+
+def test_record_stamps_are_rfc3339_milliseconds_of_now() -> None:
+    import re
+    import time
+    from datetime import datetime, timezone
+
+    from lev_nb.store.meta import parse_stamp, utc_now
+
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    stamps = []
+    for _ in range(3):  # across a second's change the date part is formatted again
+        stamps.append(utc_now())
+        time.sleep(0.6)
+    after = datetime.now(timezone.utc)
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+        when = parse_stamp(stamp)
+        assert when is not None and before <= when <= after
+    assert stamps == sorted(stamps) and len({s[:19] for s in stamps}) >= 2

@@ -198,6 +198,9 @@ if os.name != "posix":  # pragma: no cover - the project runs on Linux
     "root", "root/sub/a.txt", "root/sub/../sub/a.txt", "to-sub", "to-sub/a.txt", "to-sub/../outside.txt",
     "chain", "chain/a.txt", "root/missing", "root/missing/deeper", "dangling", "dangling/x", "loop", "loop/x",
     "root/sub/a.txt/not-a-dir", "root/./sub//a.txt", "relative-sub",
+    # the last part missing: its folder's real path and the name, unless a link or an error is there
+    "to-sub/missing", "chain/missing", "dangling/missing", "loop/missing", "root/sub/a.txt/missing",
+    "root/missing/..", "root/sub/.",
 ])
 def test_real_path_answers_as_pythons_realpath(root: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # The native walk (one call) answers for paths that exist; the rest fall back to Python's walk.

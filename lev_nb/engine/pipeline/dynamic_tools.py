@@ -29,8 +29,9 @@ class DynamicTools:
         self.state = state
         self.registry = registry
         self.enabled = bool(state.plan.dynamic_tools)
-        self.folder = Path(state.workdir) / DYNAMIC_TOOLS_DIR
-        self.reserved = set(registry.names()) | {"bash"}
+        # Worked out only for a blueprint that asks for dynamic tools: every run makes this object.
+        self.folder = Path(state.workdir) / DYNAMIC_TOOLS_DIR if self.enabled else Path()
+        self.reserved = set(registry.names()) | {"bash"} if self.enabled else set()
         self.names: list[str] = []
         self.version = 0  # changes whenever the advertised tools may have
         self._stamp: dict[str, int] = {}

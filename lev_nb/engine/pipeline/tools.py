@@ -7,10 +7,9 @@ sub-agent tools (docs/concepts.md#tools).
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.access import ContextTools
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.journal import Journal
     from lev_nb.engine.state import RunState
 
+T = TypeVar("T")
 MAX_MODIFIED_FILES = 200
 RUNTIME_INFO_DESCRIPTION = (
     "This run reporting on itself: agent, stage, iteration and its limit, model and provider, context "
@@ -315,7 +315,7 @@ class StageTools:
         # What a tool script may do inside: the shell only where the built-in shell tool would run
         # unasked, and [tool_script_permissions] over the stage's policies. Worked out when a script
         # tool of this batch asks (most batches call built-in tools alone).
-        self.tool_context.extra["script_permissions"] = functools.cache(
+        self.tool_context.extra["script_permissions"] = _once(
             lambda: (resolve_policy("shell", self.registry, policies) == "allow",
                      script_host_permissions(settings.tool_script_permissions.__dict__, self.registry, policies)))
         journal = _BatchJournal(state.journal, state.warn) if state.journal is not None else None
@@ -575,3 +575,17 @@ def _routing(stage: StagePlan) -> ToolRouting | None:
         max_result_tokens=raw.get("max_result_tokens"),
         max_result_tokens_per_tool=dict(raw.get("max_result_tokens_per_tool") or {}),
     )
+
+
+def _once(compute: Callable[[], T]) -> Callable[[], T]:
+    """``compute``, run at the first call and its answer kept. Made for every tool batch:
+    ``functools.cache`` copies a function's name and docs into its wrapper, which cost more than
+    the batch's other bookkeeping."""
+    kept: list[T] = []
+
+    def answer() -> T:
+        if not kept:
+            kept.append(compute())
+        return kept[0]
+
+    return answer
