@@ -28,6 +28,8 @@ def lev_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The lev_nb home: ``home`` if given, else ``$LEV_HOME`` (or ``$LEVIATH_HOME``), else ``~/.lev``
     (read at call time)."""
     if home is not None:
+        if isinstance(home, Path):
+            return home  # immutable: no copy needed
         return _path(home) if type(home) is str else Path(home)
     return _home(env_value(HOME_ENV) or env_value(UPSTREAM_HOME_ENV), env_value("HOME"))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -63,7 +64,12 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
     """The folder holding one subfolder per run."""
-    return lev_home(home) / "runs"
+    return _runs_in(lev_home(home))
+
+
+@functools.lru_cache(maxsize=32)
+def _runs_in(home: Path) -> Path:
+    return home / "runs"  # every run store asks: built once per home (Paths are immutable)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, durable: bool = True) -> None:

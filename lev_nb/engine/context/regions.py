@@ -143,13 +143,18 @@ def ensure_auto_regions(layout: list[RegionConfig]) -> list[RegionConfig]:
     Adds ``tool_results`` (temporary, 5000), ``conversation`` (sliding window of 50, 10000)
     and ``final_output`` (pinned, 2000), in that order, after the declared regions.
     """
+    global _AUTO_REGIONS
+    if _AUTO_REGIONS is None:  # made once: every run asks, and a RegionConfig is immutable
+        _AUTO_REGIONS = (
+            RegionConfig(name="tool_results", kind="temporary", max_tokens=5000),
+            RegionConfig(name="conversation", kind="sliding_window", max_items=50, max_tokens=10000),
+            RegionConfig(name="final_output", kind="pinned", max_tokens=FINAL_OUTPUT_REGION_TOKENS),
+        )
     names = {region.name for region in layout}
-    extra = [
-        RegionConfig(name="tool_results", kind="temporary", max_tokens=5000),
-        RegionConfig(name="conversation", kind="sliding_window", max_items=50, max_tokens=10000),
-        RegionConfig(name="final_output", kind="pinned", max_tokens=FINAL_OUTPUT_REGION_TOKENS),
-    ]
-    return list(layout) + [region for region in extra if region.name not in names]
+    return list(layout) + [region for region in _AUTO_REGIONS if region.name not in names]
+
+
+_AUTO_REGIONS: tuple[RegionConfig, ...] | None = None
 
 
 @record(frozen=False)
