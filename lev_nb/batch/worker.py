@@ -215,10 +215,13 @@ def init_local(channel: Channel, cpus: Any = None, stop: Any = None) -> None:
     and the caller stops them through ``stop`` (so each run ends with a record that says so)."""
     import signal
 
+    from lev_nb.own_process import tune_collector
+
     global _LOCAL_CHANNEL, _LOCAL_STOP
     _LOCAL_CHANNEL = channel
     _LOCAL_STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tune_collector()  # the pool's processes are lev_nb's own, as the lev command's is
     if cpus is not None:
         try:
             os.sched_setaffinity(0, {cpus.get_nowait()})

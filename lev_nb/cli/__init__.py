@@ -66,12 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lev {__version__}")
             return 0
         if argv is None:  # a process of its own, not a caller's (tests, the notebook's %lev)
-            import gc
+            from lev_nb.own_process import tune_collector
 
-            # Most of a command's start is imports, whose objects all live on: with the default
-            # young-generation threshold (700) the collector scanned them over and over, about 3%
-            # of `lev validate` and of a first `lev run`. mypy's command line does the same.
-            gc.set_threshold(100_000, 10, 10)
+            tune_collector()
         from lev_nb.cli.app import run
 
         return run(args)

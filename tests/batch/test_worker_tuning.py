@@ -108,3 +108,13 @@ def test_a_deferred_final_meta_is_fsynced_by_sync_not_by_its_write(home: Path, f
 def test_a_final_meta_is_fsynced_as_it_is_written_by_default(home: Path, fsyncs: list[int | str]) -> None:
     final_meta_written(home, "durable-run", defer=False)
     assert len(fsyncs) == 1
+
+
+def test_a_local_worker_process_collects_young_objects_less_often() -> None:
+    """A local pool's processes are lev_nb's own, like the lev command's: their collector is tuned
+    as the command's is (lev_nb.own_process); the process that calls run_many keeps its own."""
+    code = ("import gc\nfrom lev_nb.batch.worker import init_local\nfrom lev_nb.own_process import COLLECTOR_THRESHOLDS\n"
+            "before = gc.get_threshold()\ninit_local(None)\nprint(before == (700, 10, 10), gc.get_threshold() == COLLECTOR_THRESHOLDS)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
