@@ -11,6 +11,7 @@ clashes, unknown capabilities) and runs them. A tool's failures while running co
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from dataclasses import field
 from pathlib import Path
@@ -92,6 +93,46 @@ def parse_tool_script(
     return ToolScript(spec.name, spec.description, spec.params, spec.requires, file, ast, spec.manifest)
 
 
+# Each tool file's parse while the file and its sibling .toml are unchanged: every run looks at the
+# global tools folder ($LEV_HOME/tools) when it starts, and reading and compiling every script again
+# for every run cost more than the rest of the start. A ToolScript is immutable and its compiled
+# form is only read, so runs share it. Errors are not kept: a broken file is read again next time.
+_parsed: dict[str, tuple[tuple[Any, ...], ToolScript]] = {}
+_parsed_lock = threading.Lock()
+_PARSED_MAX = 1024
+
+
+def _file_stamp(file: Path) -> tuple[Any, ...] | None:
+    """What says the file (and the manifest beside it) is unchanged; None when it cannot be read."""
+    try:
+        script = file.stat()
+    except OSError:
+        return None
+    try:
+        beside = file.with_suffix(".toml").stat()
+        manifest: tuple[int, ...] | None = (beside.st_mtime_ns, beside.st_ctime_ns, beside.st_size, beside.st_ino)
+    except OSError:
+        manifest = None
+    return (script.st_mtime_ns, script.st_ctime_ns, script.st_size, script.st_ino, manifest)
+
+
+def tool_script_of_file(file: Path) -> ToolScript:
+    """:func:`parse_tool_script` of ``file``, kept while the file and its sibling ``.toml`` are
+    unchanged (modification and change times, size, inode). Raises ScriptError."""
+    key = str(file)
+    stamp = _file_stamp(file)
+    known = _parsed.get(key)
+    if stamp is not None and known is not None and known[0] == stamp:
+        return known[1]
+    tool = parse_tool_script(file)
+    if stamp is not None:
+        with _parsed_lock:
+            if len(_parsed) >= _PARSED_MAX:
+                _parsed.clear()  # a long session that saw many folders starts again
+            _parsed[key] = (stamp, tool)
+    return tool
+
+
 def discover_tools(
     dirs: Iterable[str | Path], *, reserved: Iterable[str] = ()
 ) -> tuple[dict[str, ToolScript], list[SkippedTool]]:
@@ -106,7 +147,7 @@ def discover_tools(
     skipped: list[SkippedTool] = []
     for file in tool_files(dirs):
         try:
-            tool = parse_tool_script(file)
+            tool = tool_script_of_file(file)
         except ScriptError as exc:
             skipped.append(SkippedTool(file, str(exc)))
             continue

@@ -107,3 +107,31 @@ def test_validate_knows_the_global_tools(lev, home: Path, tmp_path: Path) -> Non
     assert unknown()
     _global(home, "upper.rhai", UPPER)
     assert not unknown()
+
+
+def test_a_tool_file_is_compiled_once_while_it_is_unchanged(home: Path) -> None:
+    """Every run looks at the global tools folder: an unchanged file's parse is reused, an edited
+    one (or one whose sibling .toml appears) is read again, and a broken one is never kept."""
+    from lev_nb.scripting import discover_tools
+
+    folder = home / "tools"
+    _global(home, "upper.rhai", UPPER)
+    first, _ = discover_tools([folder])
+    again, _ = discover_tools([folder])
+    assert again["upper"] is first["upper"]
+
+    (folder / "upper.rhai").write_text(UPPER.replace("Upper-case text", "Capitals, longer"))
+    edited, _ = discover_tools([folder])
+    assert edited["upper"].description == "Capitals, longer"
+
+    (folder / "upper.toml").write_text('[tool]\nname = "upper"\ndescription = "From the manifest"\n')
+    described, skipped = discover_tools([folder])
+    assert skipped == [] and described["upper"].description == "From the manifest"
+
+    (folder / "upper.toml").unlink()
+    (folder / "upper.rhai").write_text("// @tool upper\nlet = ;\n")
+    _, skipped = discover_tools([folder])
+    assert [s.path.name for s in skipped] == ["upper.rhai"]
+    (folder / "upper.rhai").write_text(UPPER)
+    fixed, skipped = discover_tools([folder])
+    assert skipped == [] and fixed["upper"].description == "Upper-case text"
