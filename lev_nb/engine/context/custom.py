@@ -293,13 +293,13 @@ class ScriptedRegion(Region):
                 )
         return super().add(entry)
 
-    def _make_room(self, candidate: list[Entry], newcomer: Entry) -> list[Entry]:
+    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> list[Entry]:
         """Let ``on_overflow`` pick entries to drop, then evict oldest-first for what is left."""
         script = self.script
         dropped: list[Entry] = []
         if script is not None and script.has_on_overflow:
             others = [e for e in candidate if e is not newcomer]
-            needed = sum(e.tokens for e in candidate) - self.max_tokens
+            needed = total - self.max_tokens
             ctx = {
                 "region": self._info(),
                 "entries": [self._entry_ctx(e) for e in others],
@@ -309,7 +309,8 @@ class ScriptedRegion(Region):
             if chosen:
                 dropped = [others[i] for i in chosen]
                 candidate[:] = [e for e in candidate if not any(e is d for d in dropped)]
-        return dropped + super()._make_room(candidate, newcomer)
+                total -= sum(e.tokens for e in dropped)
+        return dropped + super()._make_room(candidate, newcomer, total)
 
     def _overflow_choice(self, script: RegionScript, ctx: dict[str, Any], count: int) -> list[int]:
         """The sorted, distinct indices on_overflow named; [] when its answer is unusable."""

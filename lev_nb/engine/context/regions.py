@@ -293,21 +293,23 @@ class Region:
                 # A hashmap orders entries by last update, so an upsert moves to the back.
                 del candidate[position]
             candidate.append(entry)
-        if self._fits(candidate):
+        total = sum(e.tokens for e in candidate)
+        if self._fits(total, len(candidate)):
             self.entries = candidate
             return []
         self._check_admissible(entry, position)
-        evicted = self._make_room(candidate, entry)
+        evicted = self._make_room(candidate, entry, total)
         self.entries = candidate
         return evicted
 
-    def _fits(self, entries: list[Entry]) -> bool:
-        if sum(e.tokens for e in entries) > self.max_tokens:
+    def _fits(self, tokens: int, count: int) -> bool:
+        """Whether ``count`` entries holding ``tokens`` in all stay within the region's limits."""
+        if tokens > self.max_tokens:
             return False
-        if self.kind == "sliding_window" and len(entries) > self.config.max_items:
+        if self.kind == "sliding_window" and count > self.config.max_items:
             return False
         limit = self.config.max_entries
-        return not (self.kind == "hashmap" and limit is not None and len(entries) > limit)
+        return not (self.kind == "hashmap" and limit is not None and count > limit)
 
     def _check_admissible(self, entry: Entry, position: int | None) -> None:
         replaced = self.entries[position].tokens if position is not None else 0
@@ -339,8 +341,9 @@ class Region:
                 free,
             )
 
-    def _make_room(self, candidate: list[Entry], newcomer: Entry) -> list[Entry]:
-        """Evict from ``candidate`` in place until it fits; the newcomer always stays."""
+    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> list[Entry]:
+        """Evict from ``candidate`` (holding ``total`` tokens) in place until it fits; the newcomer
+        always stays. The total goes down with each eviction instead of being summed again."""
         evicted: list[Entry] = []
         if self.kind == "clearable":
             evicted = [e for e in candidate if e is not newcomer]
@@ -351,7 +354,7 @@ class Region:
             chunk = max(1, self.config.overflow)
         elif self.kind == "sliding_window" and self.config.strategy == "compact":
             chunk = max(1, self.config.compact_count)
-        while not self._fits(candidate):
+        while not self._fits(total, len(candidate)):
             for _ in range(chunk):
                 # A summary of what was evicted earlier goes last: it stands for all of it.
                 victim = next((e for e in candidate if e is not newcomer and not e.metadata.get("summary")), None)
@@ -360,6 +363,7 @@ class Region:
                     break
                 candidate.remove(victim)
                 evicted.append(victim)
+                total -= victim.tokens
             if len(candidate) == 1:
                 break
         if self.kind == "sliding_window" and self.config.strategy == "compact":
