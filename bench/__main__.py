@@ -188,6 +188,12 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
         if "per_run_kib" in r:
             rows.append(Row(group, "live memory per run", "KiB", r["per_run_kib"], spread("per_run_kib"),
                             r["base_kib"] / 1024, "MiB of the idle process"))
+    counted = bench_script_provider.engine_instructions(*((30, 10) if quick else (60, 20)))
+    if counted is not None:  # the engine's share without the machine's noise (needs valgrind)
+        raw.append({"shape": "engine instructions, model in process", **counted})
+        group = "provider script: the engine's own work (model answered in process, callgrind)"
+        rows.append(Row(group, "instructions per run", "M", counted["instructions_per_run"] / 1e6))
+        rows.append(Row(group, "instructions per model call", "M", counted["instructions_per_call"] / 1e6))
     return rows, raw
 
 

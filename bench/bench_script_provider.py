@@ -26,6 +26,11 @@ Shapes, each in a fresh process:
 The ceiling check: at 1.5 s a call, 100 agents in flight at once must have 100 calls in flight
 (the only limit being ``max_concurrent_inferences``), and drain near the ideal.
 
+The engine's own work, without the machine's noise: the same mix with the model answered in the
+process (the latency server's answers, no provider script, no network, no wait), counted in
+instructions by valgrind's callgrind (:func:`engine_instructions`): per run, the difference between
+a process making many runs and one making few, so start-up and first-use costs cancel out.
+
     python bench/bench_script_provider.py                  # quick: 100 agents at 50 ms and at 1.5 s
     python bench/bench_script_provider.py --big            # adds 1,000 agents at 50 ms (engine, cli, run_many)
     python bench/bench_script_provider.py --runs 1000 --shape cli --workers 2   # lev run --count --workers 2
@@ -39,6 +44,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -182,6 +188,67 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
             "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n}
 
 
+def child_in_process(n: int, home: str) -> None:
+    """In a fresh process: n runs of the mix, one after another's start as in ``child_engine``,
+    with each model call answered in the process as bench/latency_server.py answers it."""
+    import lev_nb
+    from lev_nb.blueprint import load
+    from lev_nb.engine.api import start_run
+    from lev_nb.messages import ModelResponse, ToolCall, ToolResultBlock
+    from lev_nb.providers import rhai_provider
+
+    sys.path.insert(0, str(HERE))
+    from latency_server import reply
+
+    async def complete(self: Any, request: Any) -> Any:
+        # What reply() reads of a chat request: the model, this stage's tool results, the tools offered.
+        results = [{"role": "tool", "tool_call_id": block.tool_use_id} for message in request.messages
+                   if not isinstance(message.content, str)
+                   for block in message.content if isinstance(block, ToolResultBlock)]
+        answer = reply({"model": request.model or self.model, "messages": results,
+                        "tools": [{"function": {"name": tool.name}} for tool in request.tools]})
+        message = answer["choices"][0]["message"]
+        calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=json.loads(c["function"]["arguments"]))
+                 for c in message.get("tool_calls") or []]
+        return ModelResponse(text=message.get("content") or "", tool_calls=calls,
+                             finish_reason="tool_use" if calls else "complete")
+
+    rhai_provider.RhaiProvider.complete = complete  # type: ignore[method-assign]
+    os.environ["LEV_HOME"] = home
+    lev_nb.configure(max_concurrent_inferences=POOL)
+    loaded = {name: load(AGENTS / name) for name, _ in shares(n)}
+    blueprints = [loaded[name] for name, count in shares(n) for _ in range(count)]
+    runs = [start_run(blueprints[(i * 7919) % n], task=f"item {i}: summarise the report", home=home)
+            for i in range(n)]
+    for run in runs:
+        run.wait()
+    failed = [run.status for run in runs if run.status != "complete"]
+    if failed:
+        raise SystemExit(f"runs did not complete: {failed[:3]}")
+
+
+def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
+    """Instructions of the engine's own work per run and per model call (see the module docstring):
+    ``(I(many) - I(few)) / (many - few)``. None without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    counts = {}
+    for n in (few, many):
+        with kept_home() as home:
+            write_home(home, 9)  # the port is never used: no call leaves the process
+            proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                                   __file__, "--child-in-process", str(n), "--home", home],
+                                  capture_output=True, text=True, cwd=ROOT, env=_env(home))
+            found = re.search(r"Collected : (\d+)", proc.stderr)
+            if proc.returncode or found is None:
+                raise SystemExit(f"bench child failed: {proc.stderr[-3000:]}")
+            counts[n] = int(found.group(1))
+    per_run = (counts[many] - counts[few]) / (many - few)
+    return {"instructions_per_run": per_run, "instructions_per_call": per_run * many / expected_calls(many),
+            "runs": [few, many], "instructions": [counts[few], counts[many]]}
+
+
 def run_engine(n: int, delay: float) -> dict[str, Any]:
     """The ``engine`` shape once: a fresh process against a fresh server."""
     with latency_server(delay) as port, kept_home() as home:
@@ -311,10 +378,14 @@ def main() -> None:
     parser.add_argument("--shape", default="engine", choices=("engine", "cli", "run_many"), help="with --runs")
     parser.add_argument("--workers", type=int, default=0, help="with --runs and cli/run_many: worker processes")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--child-in-process", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--home", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child_engine(args.child, args.home)))
+        return
+    if args.child_in_process:
+        child_in_process(args.child_in_process, args.home)
         return
     if args.runs:
         n, d, w = args.runs, args.delay, args.workers

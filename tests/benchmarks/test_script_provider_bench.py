@@ -41,3 +41,30 @@ def test_the_engine_shape_reports_every_figure(bench) -> None:
                 "per_run_kib"):
         assert key in found
     assert found["script_cpu_per_call_ms"] > 0
+
+
+def test_the_in_process_mix_runs_every_run_to_its_end(bench, home: Path) -> None:
+    """The child the engine's instruction count runs: the mix with the model answered in process."""
+    import json
+    import subprocess
+    import sys
+
+    home.mkdir()
+    bench.write_home(str(home), 9)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_script_provider.py"), "--child-in-process", "10",
+                           "--home", str(home)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=bench._env(str(home)))
+    assert proc.returncode == 0, proc.stderr
+    metas = [json.loads(p.read_text()) for p in (home / "runs").glob("*/meta.json")]
+    assert len(metas) == 10 and {m["status"] for m in metas} == {"complete"}
+
+
+def test_the_instruction_count_needs_valgrind_and_is_per_run(bench, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    if shutil.which("valgrind") is not None:
+        counted = bench.engine_instructions(many=4, few=2)
+        assert counted is not None and counted["instructions_per_run"] > 0
+        assert counted["instructions_per_call"] < counted["instructions_per_run"]
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert bench.engine_instructions() is None
