@@ -163,7 +163,9 @@ async def execute_calls(
         canon = registry.canonical(call.name)
         tool = registry.get(call.name)
         if canon not in offered_keys or tool is None:
-            results[i] = _result(call, _unavailable(call.name, offered))
+            # Named to the model: only what it was offered and can call (a listed tool that did not
+            # load is neither).
+            results[i] = _result(call, _unavailable(call.name, [n for n in offered if n in registry]))
             continue
         args = {} if call.arguments is None else call.arguments
         problem = validate_arguments(call.name, tool.parameters, args)

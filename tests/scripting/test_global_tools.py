@@ -135,3 +135,17 @@ def test_a_tool_file_is_compiled_once_while_it_is_unchanged(home: Path) -> None:
     (folder / "upper.rhai").write_text(UPPER)
     fixed, skipped = discover_tools([folder])
     assert skipped == [] and fixed["upper"].description == "Upper-case text"
+
+
+def test_a_listed_global_tool_that_does_not_load_is_told_not_left_silent(engine, home: Path) -> None:
+    """A broken file in the global tools folder: the person is told why the stage lacks the tool,
+    and the model is not told it may call the tool it was just refused."""
+    _global(home, "upper.rhai", "// @tool upper\n// @description Upper-case text\nlet = ;\n")
+    run, model = engine.run(STAGE.replace('["upper"]', '["upper", "read_file"]'),
+                            [call("upper", value="shout"), say("ok")])
+    assert run.status == "complete", run.error
+    (warning,) = [w for w in run.warnings if w.code == "tool-unavailable"]
+    assert "'upper' is not offered in stage 'work'" in warning.message
+    assert "upper.rhai" in warning.message and "line 3" in warning.message
+    assert _results(run) == ["[unavailable] 'upper' is not available in this stage. You may call: read_file."]
+    assert [t.name for t in model.requests[0].tools] == ["read_file"]

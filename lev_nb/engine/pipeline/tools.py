@@ -95,8 +95,14 @@ class StageTools:
             self._register_script(tool)
         # $LEV_HOME/tools/*.rhai, compiled at spawn; an agent's own tool shadows a global one.
         lev_home = state.store.run_dir.parent.parent
-        for tool in global_tool_defs(lev_home, set(self.registry.names()) | set(self.unavailable))[0]:
+        global_tools, skipped = global_tool_defs(lev_home, set(self.registry.names()) | set(self.unavailable))
+        for tool in global_tools:
             self._register_script(tool)
+        for item in skipped:  # one that did not load: a stage that lists it is told why (specs)
+            name = item.path.stem
+            if name not in self.registry and name not in self.unavailable:
+                where = "" if str(item.path) in item.reason else f" ({item.path})"
+                self.unavailable[name] = f"the global tool did not load{where}: {item.reason}"
         # runtime_info answers from the run's state, so a seed may call it like any tool.
         self.registry.register(ToolDef(
             "runtime_info", RUNTIME_INFO_DESCRIPTION, {"type": "object", "properties": {}},
