@@ -149,3 +149,15 @@ def test_a_listed_global_tool_that_does_not_load_is_told_not_left_silent(engine,
     assert "upper.rhai" in warning.message and "line 3" in warning.message
     assert _results(run) == ["[unavailable] 'upper' is not available in this stage. You may call: read_file."]
     assert [t.name for t in model.requests[0].tools] == ["read_file"]
+
+
+def test_an_agents_own_tool_that_does_not_load_is_told_too(engine, home: Path, tmp_path: Path) -> None:
+    import lev_nb
+
+    agent = tmp_path / "agent"
+    (agent / "tools").mkdir(parents=True)
+    (agent / "tools" / "upper.rhai").write_text("// @tool upper\n// @description Mine\nlet = ;\n")
+    (agent / "agent.leviath").write_text('[agent]\nname = "mine"\n' + STAGE)
+    run, _ = engine.run(lev_nb.load(agent), [say("ok")])
+    (warning,) = [w for w in run.warnings if w.code == "tool-unavailable"]
+    assert warning.message.startswith("'upper' is not offered in stage 'work': the agent's tool did not load")

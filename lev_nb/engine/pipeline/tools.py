@@ -98,11 +98,14 @@ class StageTools:
         global_tools, skipped = global_tool_defs(lev_home, set(self.registry.names()) | set(self.unavailable))
         for tool in global_tools:
             self._register_script(tool)
-        for item in skipped:  # one that did not load: a stage that lists it is told why (specs)
+        # A tool file that did not load (the agent's own, then a global one): a stage that lists
+        # it is told why when it starts (specs), not left to find the tool missing.
+        for item, whose in [*((i, "the agent's tool") for i in state.plan.skipped_scripts),
+                            *((i, "the global tool") for i in skipped)]:
             name = item.path.stem
             if name not in self.registry and name not in self.unavailable:
                 where = "" if str(item.path) in item.reason else f" ({item.path})"
-                self.unavailable[name] = f"the global tool did not load{where}: {item.reason}"
+                self.unavailable[name] = f"{whose} did not load{where}: {item.reason}"
         # runtime_info answers from the run's state, so a seed may call it like any tool.
         self.registry.register(ToolDef(
             "runtime_info", RUNTIME_INFO_DESCRIPTION, {"type": "object", "properties": {}},
