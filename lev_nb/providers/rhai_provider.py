@@ -29,7 +29,6 @@ Python host functions they call are registered with ``lev_nb.rhai.Engine.registe
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import math
 import os
@@ -152,14 +151,9 @@ RECHECK_S = 1.0
 _found: dict[tuple[str, str | None, str], tuple[Path | None, float]] = {}
 
 def _providers_dir() -> Path:
-    from lev_nb.settings.paths import lev_home
+    from lev_nb.settings.paths import in_home
 
-    return _in_home(lev_home())
-
-
-@functools.lru_cache(maxsize=32)
-def _in_home(home: Path) -> Path:
-    return home / PROVIDERS_DIR  # every model call asks: built once per home (Paths are immutable)
+    return in_home(PROVIDERS_DIR)  # every model call asks: built once per home
 
 
 def find_script(name: str, settings: Settings) -> Path | None:

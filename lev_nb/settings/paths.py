@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lev_nb.environ import env_value
 
-__all__ = ["CONFIG_ENV", "CONFIG_FILE", "HOME_ENV", "config_path", "lev_home"]
+__all__ = ["CONFIG_ENV", "CONFIG_FILE", "HOME_ENV", "config_path", "in_home", "lev_home"]
 
 HOME_ENV = "LEV_HOME"
 CONFIG_ENV = "LEV_CONFIG"
@@ -38,7 +38,12 @@ def config_path() -> Path:
     """The user's configuration file: ``$LEV_CONFIG`` (or ``$LEVIATH_CONFIG_PATH``) if set, else
     ``config.toml`` in :func:`lev_home`."""
     env = env_value(CONFIG_ENV) or env_value(UPSTREAM_CONFIG_ENV)
-    return _path(env) if env else _config_in(lev_home())
+    return _path(env) if env else _in(lev_home(), CONFIG_FILE)
+
+
+def in_home(name: str, home: str | os.PathLike[str] | None = None) -> Path:
+    """``name`` in :func:`lev_home` (``runs``, ``providers``, ``tools``...), built once per home."""
+    return _in(lev_home(home), name)
 
 
 # The paths are asked for many times a run (the store, the settings cache key, the sandbox); built
@@ -53,6 +58,6 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-@functools.lru_cache(maxsize=32)
-def _config_in(home: Path) -> Path:
-    return home / CONFIG_FILE
+@functools.lru_cache(maxsize=64)
+def _in(home: Path, name: str) -> Path:
+    return home / name

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lev_nb.settings.paths import lev_home
+from lev_nb.settings.paths import in_home, lev_home
 
 __all__ = [
     "RunStore",
@@ -64,12 +63,7 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 
 def runs_dir(home: str | os.PathLike[str] | None = None) -> Path:
     """The folder holding one subfolder per run."""
-    return _runs_in(lev_home(home))
-
-
-@functools.lru_cache(maxsize=32)
-def _runs_in(home: Path) -> Path:
-    return home / "runs"  # every run store asks: built once per home (Paths are immutable)
+    return in_home("runs", home)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, durable: bool = True) -> None:
@@ -93,9 +87,10 @@ def replace_files(writes: list[tuple[str | os.PathLike[str], bytes, bool]],
 
     ``keep_siblings`` names the files (meta.json of a run record, replaced on every turn) whose
     sibling and the file swap contents in one atomic step where the system can; the sibling, now
-    holding the previous content, is kept for the next write until a durable write removes it. Renaming over the file
-    freed one inode and allocated another on every turn of every run, and with hundreds of runs the
-    file system's search for a free inode cost more processor time than the writes themselves.
+    holding the previous content, is kept for the next write until a durable write removes it.
+    Renaming over the file freed one inode and allocated another on every turn of every run, and
+    with hundreds of runs the file system's search for a free inode cost more processor time than
+    the writes themselves.
     """
     from lev_nb._rhai import replace_batch as native_replace  # imported on first use: not on `lev --help`
 

@@ -213,9 +213,9 @@ def script_tool_defs(agent_dir: str | Path | None, reserved: set[str]) -> tuple[
 
 def global_tools_dir(home: str | Path | None = None) -> Path:
     """The global tools folder, ``$LEV_HOME/tools`` (``home`` instead of ``$LEV_HOME`` when given)."""
-    from lev_nb.settings.paths import lev_home
+    from lev_nb.settings.paths import in_home
 
-    return lev_home(home) / GLOBAL_TOOLS_DIR
+    return in_home(GLOBAL_TOOLS_DIR, home)
 
 
 def global_tool_defs(home: str | Path | None, reserved: set[str]) -> tuple[list[ToolDef], list[Any]]:
