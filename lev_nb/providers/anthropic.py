@@ -126,6 +126,7 @@ class AnthropicProvider:
         required = {key: body.pop(key) for key in ("model", "max_tokens", "messages")}
         optional = {key: body.pop(key) for key in ("system", "tools") if key in body}
         timeout = request.timeout_s or self.timeout_s
+        streaming = False  # the answer had begun to arrive: a connection error now is a cut stream
         try:
             # Everything the SDK has no keyword for (temperature, top_p, ...) travels as extra_body.
             if not self.streaming:
@@ -145,6 +146,7 @@ class AnthropicProvider:
                     f"{raw.strip()[:200]}",
                 )
             assembler = StreamAssembler(request.on_text)
+            streaming = True
             async for event in stream:
                 assembler.feed(event)
             return assembler.response()
@@ -156,6 +158,10 @@ class AnthropicProvider:
         except anthropic.APITimeoutError:
             raise ProviderError("transport", "the request to the Anthropic API timed out") from None
         except anthropic.APIConnectionError as exc:
+            # Newer SDKs wrap a body cut short mid-stream in this error too: it was reached, then broke off.
+            if streaming:
+                raise ProviderError(
+                    "transport", f"the answer stream from the Anthropic API broke off: {_cause(exc)}") from None
             raise ProviderError("transport", f"could not reach the Anthropic API: {_cause(exc)}") from None
         except anthropic.APIResponseValidationError as exc:
             raise ProviderError("invalid_response", f"the Anthropic API answered with unexpected data: {exc}") from None

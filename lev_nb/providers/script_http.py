@@ -304,7 +304,24 @@ def _without_credentials(headers: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
 
 
-class _PinnedHTTPConnection(http.client.HTTPConnection):
+class _OneWrite:
+    """Sends a request's head and body in one write: http.client writes them apart, and each write
+    costs a system call and a hand-back of the GIL."""
+
+    sock: Any
+    head: bytes | None = None
+    body_follows = False
+
+    def send(self, data: Any) -> None:
+        if self.body_follows and self.head is None and isinstance(data, bytes):
+            self.head = data
+            return
+        if self.head is not None:
+            data, self.head = self.head + bytes(data), None
+        super().send(data)  # type: ignore[misc]
+
+
+class _PinnedHTTPConnection(_OneWrite, http.client.HTTPConnection):
     """An HTTP connection to an address already checked, whatever the name resolves to now."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float | None) -> None:
@@ -313,9 +330,13 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         self.sock = _connect(self._address, self.port, self.timeout)
+        # Connected: from here the call's deadline (its watcher shuts the socket) bounds every
+        # read and write. A socket timeout would add a wait (poll) before each, and each system
+        # call hands the GIL back and forth once more.
+        self.sock.settimeout(None)
 
 
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+class _PinnedHTTPSConnection(_OneWrite, http.client.HTTPSConnection):
     """An HTTPS connection to a checked address; the certificate is verified for the host name."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float | None) -> None:
@@ -325,6 +346,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def connect(self) -> None:
         sock = _connect(self._address, self.port, self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        self.sock.settimeout(None)  # after the handshake, which the timeout still bounds (as above)
 
 
 _tls: ssl.SSLContext | None = None
@@ -456,8 +478,7 @@ def _send(target: _Target, method: str, body: str | None, headers: dict[str, str
             connection, reused = cls(target.host, target.port, target.addresses[0], remaining), False
         deadline.watch(connection)
         try:
-            if reused and connection.sock is not None:
-                connection.sock.settimeout(remaining)
+            connection.body_follows, connection.head = payload is not None, None
             connection.request(method, target.path, body=payload, headers=headers)
             response = connection.getresponse()
             response.lev_connection = (key, connection)  # type: ignore[attr-defined]

@@ -84,6 +84,44 @@ def test_a_call_inside_its_timeout_is_untouched() -> None:
         server.close()
 
 
+class CountingSocket:
+    """A connected socket that counts its writes (and otherwise is the socket)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.writes: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.sock.sendall(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+def test_a_request_leaves_in_one_write_on_a_blocking_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each write, and each wait a socket timeout adds before it, hands the GIL back and forth:
+    # the head and body go out together, and the deadline watcher (not a socket timeout) bounds
+    # the reads.
+    opened: list[CountingSocket] = []
+    connect = script_http._connect
+
+    def counting(address: str, port: int, timeout: float | None) -> Any:
+        opened.append(CountingSocket(connect(address, port, timeout)))
+        return opened[-1]
+
+    monkeypatch.setattr(script_http, "_connect", counting)
+    server = Drip(body=b"ok")
+    try:
+        assert script_http.request("POST", server.url, body='{"q": 1}', timeout=30, allow_local=True) == "ok"
+    finally:
+        server.close()
+    [sock] = opened
+    [write] = sock.writes
+    assert write.startswith(b"POST /drip HTTP/1.1\r\n") and write.endswith(b'\r\n\r\n{"q": 1}')
+    assert sock.gettimeout() is None
+
+
 class Recorder:
     """An HTTP server that records each request's headers; ``/go?to=URL`` redirects there (302)."""
 
