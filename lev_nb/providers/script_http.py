@@ -349,6 +349,8 @@ class _PinnedHTTPSConnection(_OneWrite, http.client.HTTPSConnection):
         self.sock.settimeout(None)  # after the handshake, which the timeout still bounds (as above)
 
 
+_Connection = _PinnedHTTPConnection | _PinnedHTTPSConnection
+
 _tls: ssl.SSLContext | None = None
 _tls_lock = threading.Lock()
 
@@ -387,9 +389,9 @@ class _Pool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, int, str], list[tuple[http.client.HTTPConnection, float]]] = {}
+        self._idle: dict[tuple[str, str, int, str], list[tuple[_Connection, float]]] = {}
 
-    def take(self, key: tuple[str, str, int, str]) -> http.client.HTTPConnection | None:
+    def take(self, key: tuple[str, str, int, str]) -> _Connection | None:
         """An idle connection for ``key``, or None."""
         now = time.monotonic()
         stale = []
@@ -406,7 +408,7 @@ class _Pool:
             connection.close()
         return found
 
-    def give(self, key: tuple[str, str, int, str], connection: http.client.HTTPConnection) -> None:
+    def give(self, key: tuple[str, str, int, str], connection: _Connection) -> None:
         """Keep ``connection`` for the next call to ``key`` (closed when enough are kept)."""
         with self._lock:
             idle = self._idle.setdefault(key, [])

@@ -324,9 +324,15 @@ fn settle(result: std::thread::Result<EvalResult>, limits: &Limits) -> Outcome {
     }
 }
 
-/// Run `job` on an evaluation thread as one evaluation of an engine with `limits`: without the
-/// GIL, under the deadline (never later than the one of an evaluation this runs inside), with
-/// the memory budget counted from its start.
+/// Run `job` on an evaluation thread as one evaluation of an engine with `limits`, under the
+/// deadline (never later than the one of an evaluation this runs inside), with the memory budget
+/// counted from its start.
+///
+/// The job never needs the GIL (Python work comes back here, `worker::on_caller`), so this thread
+/// keeps it while it spins for the worker's answer and lets it go only to park: a provider script
+/// that builds its request and calls back within microseconds used to cost two hand-offs of the
+/// GIL per call (each, with other threads waiting, several context switches); one that runs
+/// longer than a spin lets the other Python threads run as before.
 fn on_evaluation_thread<R, F>(py: Python<'_>, limits: &Limits, job: F) -> PyResult<R>
 where
     F: FnOnce() -> R + Send,
@@ -334,10 +340,9 @@ where
 {
     let deadline = guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
     let memory = limits.max_memory;
-    let ran = py.detach(move || {
-        guard::with_deadline_at(deadline, || {
-            worker::run(move || guard::evaluation(deadline, memory, None, job))
-        })
+    let park = || py.detach(std::thread::park);
+    let ran = guard::with_deadline_at(deadline, || {
+        worker::run_parking(move || guard::evaluation(deadline, memory, None, job), &park)
     });
     ran.map_err(RhaiError::new_err)
 }

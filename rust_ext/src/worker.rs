@@ -112,9 +112,20 @@ impl Patience {
 
 /// Wait until `state` satisfies `ready`: spin a little, then yield the processor until `spin` has
 /// passed (the other side is often runnable on this very processor: spinning alone would keep
-/// it from running), then park (every hand-off stores the state, then unparks the other side,
+/// it from running), then `park` (every hand-off stores the state, then unparks the other side,
 /// so no wake-up is lost). Skips the yielding when `patience` says the last wait here was long.
 fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration, patience: &Patience) -> u32 {
+    wait_parking(state, ready, spin, patience, &thread::park)
+}
+
+/// [`wait`], parking with `park` (which must return after an unpark, or spuriously).
+fn wait_parking(
+    state: &AtomicU32,
+    ready: impl Fn(u32) -> bool,
+    spin: Duration,
+    patience: &Patience,
+    park: &dyn Fn(),
+) -> u32 {
     let budget = if patience.0.load(Ordering::Relaxed) { Duration::ZERO } else { spin };
     let mut start: Option<Instant> = None;
     let mut spins: u32 = 0;
@@ -134,7 +145,7 @@ fn wait(state: &AtomicU32, ready: impl Fn(u32) -> bool, spin: Duration, patience
         if began.elapsed() < budget {
             thread::yield_now();
         } else {
-            thread::park();
+            park();
         }
     }
 }
@@ -274,6 +285,17 @@ where
     F: FnOnce() -> R + Send,
     R: Send,
 {
+    run_parking(job, &thread::park)
+}
+
+/// [`run`], where this thread parks with `park` whenever it waits longer than a spin: the caller
+/// of a Python-facing evaluation keeps the GIL through the spin and lets it go only to park, so
+/// a script that answers (or calls back) within microseconds costs no GIL hand-off at all.
+pub fn run_parking<R, F>(job: F, park: &dyn Fn()) -> Result<R, String>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
     let worker = acquire()?;
     let slot = &*worker.slot;
     let mut job = Some(job);
@@ -294,7 +316,13 @@ where
         slot.state.store(JOB, Ordering::Release);
         slot.wake_worker();
         loop {
-            let state = wait(&slot.state, |s| s == CALLBACK || s == DONE, CALLER_SPIN, &slot.caller_waits);
+            let state = wait_parking(
+                &slot.state,
+                |s| s == CALLBACK || s == DONE,
+                CALLER_SPIN,
+                &slot.caller_waits,
+                park,
+            );
             if state == DONE {
                 break;
             }
