@@ -179,6 +179,9 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
                             spread("script_cpu_per_call_ms")))
             rows.append(Row(group, "  of which the engine", "ms", r["engine_cpu_per_call_ms"],
                             spread("engine_cpu_per_call_ms")))
+        if "switches_per_call" in r:
+            rows.append(Row(group, "context switches per model call", "switches", r["switches_per_call"],
+                            spread("switches_per_call")))
         flight = Row(group, "most calls in flight", "calls", r["peak_in_flight"], spread("peak_in_flight"), n,
                      "agents")
         if delay >= 1.5:

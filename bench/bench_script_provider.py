@@ -171,6 +171,7 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     engine_loop()
     gc.collect()
     base = live_memory_kib()
+    switches0 = _context_switches()
     cpu0 = time.process_time()
     start = time.perf_counter()
     runs = [start_run(bp, task=f"item {i}: summarise the report", home=home) for i, bp in enumerate(order)]
@@ -181,11 +182,23 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
         time.sleep(0.02)
     drain = time.perf_counter() - start
     cpu = time.process_time() - cpu0 - (time.thread_time() - watching)
+    switches = _context_switches() - switches0
     statuses: dict[str, int] = {}
     for r in runs:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     return {"drain_s": drain, "cpu_s": cpu, "script_cpu_s": script_cpu[0], "statuses": statuses,
-            "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n}
+            "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n,
+            "context_switches": switches}
+
+
+def _context_switches() -> int:
+    """Context switches of this process so far, every thread's (ended ones too): the hand-offs
+    between the engine, the call threads and the record writer, which a loaded machine moves far
+    less than it moves CPU time. The bench's own sampling thread adds about 50 a second."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
 
 
 def child_in_process(n: int, home: str) -> None:
@@ -270,6 +283,8 @@ def _finish(found: dict[str, Any], n: int, delay: float, stats: dict[str, Any]) 
     if "script_cpu_s" in found:
         found["script_cpu_per_call_ms"] = found["script_cpu_s"] / max(1, calls) * 1e3
         found["engine_cpu_per_call_ms"] = found["cpu_per_call_ms"] - found["script_cpu_per_call_ms"]
+    if "context_switches" in found:
+        found["switches_per_call"] = found["context_switches"] / max(1, calls)
     return found
 
 
@@ -416,13 +431,14 @@ def save(results: list[dict[str, Any]]) -> None:
 def print_table(results: list[dict[str, Any]]) -> None:
     """One line per shape."""
     print(f"{'shape':<22}{'agents':>7}{'delay':>8}{'drain s':>9}{'ideal':>7}{'CPU/call ms':>12}{'script':>8}"
-          f"{'engine':>8}{'in flight':>10}{'KiB/run':>9}  calls")
+          f"{'engine':>8}{'switches':>9}{'in flight':>10}{'KiB/run':>9}  calls")
     for r in results:
         script = f"{r['script_cpu_per_call_ms']:.2f}" if "script_cpu_per_call_ms" in r else "-"
         engine = f"{r['engine_cpu_per_call_ms']:.2f}" if "engine_cpu_per_call_ms" in r else "-"
         kib = f"{r['per_run_kib']:.0f}" if "per_run_kib" in r else "-"
+        switches = f"{r['switches_per_call']:.1f}" if "switches_per_call" in r else "-"
         print(f"{r['shape']:<22}{r['runs']:>7}{r['delay_s'] * 1e3:>6g}ms{r['drain_s']:>9.2f}{r['ideal_s']:>7.2f}"
-              f"{r['cpu_per_call_ms']:>12.2f}{script:>8}{engine:>8}{r['peak_in_flight']:>10}{kib:>9}"
+              f"{r['cpu_per_call_ms']:>12.2f}{script:>8}{engine:>8}{switches:>9}{r['peak_in_flight']:>10}{kib:>9}"
               f"  {r['model_calls']}/{r['expected_calls']}")
 
 

@@ -38,9 +38,10 @@ def test_the_engine_shape_reports_every_figure(bench) -> None:
     assert found["statuses"] == {"complete": 10}
     assert found["model_calls"] == found["expected_calls"] == bench.expected_calls(10)
     for key in ("drain_s", "cpu_per_call_ms", "script_cpu_per_call_ms", "engine_cpu_per_call_ms", "peak_in_flight",
-                "per_run_kib"):
+                "per_run_kib", "switches_per_call"):
         assert key in found
     assert found["script_cpu_per_call_ms"] > 0
+    assert found["switches_per_call"] > 0  # at least the hand-off to a call thread and back
 
 
 def test_the_in_process_mix_runs_every_run_to_its_end(bench, home: Path) -> None:
