@@ -60,13 +60,16 @@ class EventLog:
     def __init__(self) -> None:
         self._events: list[Event] = []
         self._closed = False
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # Made by the first reader that has to wait: most runs are never read while they run,
+        # and a condition (a deque and five bound methods) was a kilobyte of each run's memory.
+        self._cond: threading.Condition | None = None
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._subscribers: list[Callable[[Event], None]] = []
 
     def append(self, event: Event) -> None:
         """Add an event and wake every reader; subscribers are called in the caller's thread."""
-        with self._cond:
+        with self._lock:
             self._events.append(event)
             self._wake()
             subscribers = list(self._subscribers)
@@ -78,7 +81,7 @@ class EventLog:
 
     def close(self) -> None:
         """Mark the log complete; readers finish once they have seen every event."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._wake()
 
@@ -89,18 +92,18 @@ class EventLog:
         replay (the past is replayed on this thread while the engine thread appends): an event
         appended meanwhile waits until the replay has caught up."""
         if not replay:
-            with self._cond:
+            with self._lock:
                 self._subscribers.append(callback)
             return
         ordered = _InOrder(callback)
-        with self._cond:
+        with self._lock:
             past = list(self._events)
             self._subscribers.append(ordered)
         ordered.replay(past)
 
     def unsubscribe(self, callback: Callable[[Event], None]) -> None:
         """Stop calling ``callback``."""
-        with self._cond:
+        with self._lock:
             self._subscribers = [s for s in self._subscribers if s is not callback and getattr(s, "callback", None) is not callback]
 
     @property
@@ -110,7 +113,7 @@ class EventLog:
 
     def snapshot(self) -> list[Event]:
         """The events so far, without waiting."""
-        with self._cond:
+        with self._lock:
             return list(self._events)
 
     def __len__(self) -> int:
@@ -125,7 +128,8 @@ class EventLog:
         return data_frame(event.to_dict() for event in self.snapshot())
 
     def _wake(self) -> None:
-        self._cond.notify_all()
+        if self._cond is not None:
+            self._cond.notify_all()
         waiters, self._async_waiters = self._async_waiters, []
         for loop, fut in waiters:
             loop.call_soon_threadsafe(_resolve, fut)
@@ -133,8 +137,10 @@ class EventLog:
     def __iter__(self) -> Iterator[Event]:
         index = 0
         while True:
-            with self._cond:
+            with self._lock:
                 while index >= len(self._events) and not self._closed:
+                    if self._cond is None:
+                        self._cond = threading.Condition(self._lock)
                     self._cond.wait()
                 if index >= len(self._events):
                     return
@@ -146,7 +152,7 @@ class EventLog:
         index = 0
         loop = asyncio.get_running_loop()
         while True:
-            with self._cond:
+            with self._lock:
                 if index < len(self._events):
                     event = self._events[index]
                 elif self._closed:

@@ -142,3 +142,45 @@ def test_a_subscriber_sees_every_event_once_in_order_while_the_run_goes_on() -> 
     log.subscribe(callback)
     thread.join()
     assert seen == [str(i) for i in range(3000)]
+
+
+def test_readers_waiting_for_events_are_woken_and_end_with_the_log() -> None:
+    """A thread blocked in ``for event in log`` and a task in ``async for`` both see every event,
+    whichever arrives first, and both finish when the log closes (the log makes its condition only
+    when a reader has to wait)."""
+    import asyncio
+    import threading
+
+    from lev_nb.engine.events import Warning_
+    from lev_nb.engine.eventlog import EventLog
+
+    log = EventLog()
+    log.append(Warning_("r", None, message="0"))
+    by_thread: list[str] = []
+    by_task: list[str] = []
+    reader = threading.Thread(target=lambda: by_thread.extend(e.message for e in log))
+    reader.start()
+
+    async def read() -> None:
+        async for event in log:
+            by_task.append(event.message)
+
+    def write() -> None:
+        for i in range(1, 50):
+            log.append(Warning_("r", None, message=str(i)))
+            if i % 10 == 0:
+                threading.Event().wait(0.01)  # let the readers catch up and wait again
+        log.close()
+
+    async def both() -> None:
+        task = asyncio.ensure_future(read())
+        await asyncio.sleep(0.05)  # the reader waits for the first new event
+        writer = threading.Thread(target=write)
+        writer.start()
+        await asyncio.wait_for(task, 10)
+        writer.join()
+
+    asyncio.run(both())
+    reader.join(10)
+    assert not reader.is_alive()
+    assert by_thread == by_task == [str(i) for i in range(50)]
