@@ -312,6 +312,11 @@ class _OneWrite:
     head: bytes | None = None
     body_follows = False
 
+    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
+        """http.client's request, with its head held back until the body (if any) joins it."""
+        self.body_follows, self.head = body is not None, None
+        super().request(method, url, body, headers or {}, **kwargs)  # type: ignore[misc]
+
     def send(self, data: Any) -> None:
         if self.body_follows and self.head is None and isinstance(data, bytes):
             self.head = data
@@ -348,8 +353,6 @@ class _PinnedHTTPSConnection(_OneWrite, http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
         self.sock.settimeout(None)  # after the handshake, which the timeout still bounds (as above)
 
-
-_Connection = _PinnedHTTPConnection | _PinnedHTTPSConnection
 
 _tls: ssl.SSLContext | None = None
 _tls_lock = threading.Lock()
@@ -389,9 +392,9 @@ class _Pool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, int, str], list[tuple[_Connection, float]]] = {}
+        self._idle: dict[tuple[str, str, int, str], list[tuple[http.client.HTTPConnection, float]]] = {}
 
-    def take(self, key: tuple[str, str, int, str]) -> _Connection | None:
+    def take(self, key: tuple[str, str, int, str]) -> http.client.HTTPConnection | None:
         """An idle connection for ``key``, or None."""
         now = time.monotonic()
         stale = []
@@ -408,7 +411,7 @@ class _Pool:
             connection.close()
         return found
 
-    def give(self, key: tuple[str, str, int, str], connection: _Connection) -> None:
+    def give(self, key: tuple[str, str, int, str], connection: http.client.HTTPConnection) -> None:
         """Keep ``connection`` for the next call to ``key`` (closed when enough are kept)."""
         with self._lock:
             idle = self._idle.setdefault(key, [])
@@ -480,7 +483,6 @@ def _send(target: _Target, method: str, body: str | None, headers: dict[str, str
             connection, reused = cls(target.host, target.port, target.addresses[0], remaining), False
         deadline.watch(connection)
         try:
-            connection.body_follows, connection.head = payload is not None, None
             connection.request(method, target.path, body=payload, headers=headers)
             response = connection.getresponse()
             response.lev_connection = (key, connection)  # type: ignore[attr-defined]
