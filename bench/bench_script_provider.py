@@ -14,9 +14,10 @@ bench/agents, mixed 30/30/20/20:
 Shapes, each in a fresh process:
 
 - ``engine``: N runs started at once on one engine loop (``start_run``) in one process: drain
-  time (first start to last end), CPU per model call split into the provider-script path (the
-  threads' CPU inside RhaiProvider calls: building the request map, Rhai, its HTTP) and the rest
-  (the engine), the most calls the server held at once, live memory per run.
+  time (first start to last end), CPU per model call split into the provider scripts' own
+  evaluation (the Rhai evaluation threads) and the rest (the engine loop, which also builds each
+  request map, serves the scripts' host calls and does their HTTP; the caller's thread starting
+  the runs; the record writer), the most calls the server held at once, live memory per run.
 - ``cli``: the four agents' shares as four ``lev run AGENT --count K [--workers W]`` processes
   started together; drain is the wall time to the last exit (process start-up included), CPU
   that of every process.
@@ -50,7 +51,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,25 +143,10 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     from lev_nb.blueprint import load
     from lev_nb.engine.api import start_run
     from lev_nb.engine.loop import engine_loop
-    from lev_nb.providers import rhai_provider
 
     sys.path.insert(0, str(HERE))
     from bench_engine import live_memory_kib
 
-    script_cpu = [0.0]
-    lock = threading.Lock()
-    call = rhai_provider.RhaiProvider._call
-
-    def timed_call(self: Any, *args: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return call(self, *args)
-        finally:
-            spent = time.thread_time() - start
-            with lock:
-                script_cpu[0] += spent
-
-    rhai_provider.RhaiProvider._call = timed_call  # type: ignore[method-assign]
     os.environ["LEV_HOME"] = home
     lev_nb.configure(max_concurrent_inferences=POOL)
     # Each agent loaded once and started many times, as `lev run --count` and run_many do.
@@ -172,6 +157,7 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     gc.collect()
     base = live_memory_kib()
     switches0 = _context_switches()
+    threads0 = _thread_cpu()
     cpu0 = time.process_time()
     start = time.perf_counter()
     runs = [start_run(bp, task=f"item {i}: summarise the report", home=home) for i, bp in enumerate(order)]
@@ -181,14 +167,37 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
         peak = max(peak, live_memory_kib())
         time.sleep(0.02)
     drain = time.perf_counter() - start
-    cpu = time.process_time() - cpu0 - (time.thread_time() - watching)
+    own = time.thread_time() - watching
+    cpu = time.process_time() - cpu0 - own
+    threads1 = _thread_cpu()
+    # The Rhai evaluation threads' share (the scripts themselves): what the threads still alive
+    # and not evaluating (the caller's, the engine loop's, the record writer's) did not spend.
+    # Evaluation threads past the idle pool end with their runs, so they are counted this way.
+    python = sum(spent - threads0.get(tid, ("", 0.0))[1] for tid, (name, spent) in threads1.items()
+                 if name != "lev-rhai") - own
+    script_cpu = max(0.0, cpu - python)
     switches = _context_switches() - switches0
     statuses: dict[str, int] = {}
     for r in runs:
         statuses[r.status] = statuses.get(r.status, 0) + 1
-    return {"drain_s": drain, "cpu_s": cpu, "script_cpu_s": script_cpu[0], "statuses": statuses,
+    return {"drain_s": drain, "cpu_s": cpu, "script_cpu_s": script_cpu, "statuses": statuses,
             "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n,
             "context_switches": switches}
+
+
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """Each live thread of this process: its name and the CPU seconds it has used (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[int, tuple[str, float]] = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        found[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return found
 
 
 def _context_switches() -> int:

@@ -76,6 +76,39 @@ class Engine:
     def run(self, ast: AST, **variables: Any) -> Any: ...
     def call(self, ast: AST, fn_name: str, *args: Any) -> Any: ...
     def register_fn(self, name: str, func: Callable[..., Any], arities: list[int]) -> None: ...
+    def start(self, dispatch: Dispatch, tag: Any, ast: AST, fn_name: str, *args: Any) -> Evaluation:
+        """Start ``call(ast, fn_name, *args)`` on an evaluation thread served by ``dispatch``."""
+
+class Dispatch:
+    """The ready list of the detached evaluations one event loop serves."""
+
+    def fileno(self) -> int:
+        """The descriptor to watch for reading."""
+    def ready(self) -> list[Evaluation]:
+        """The evaluations that need their loop now; empties the pipe."""
+
+class Evaluation:
+    """A detached evaluation (``Engine.start``)."""
+
+    @property
+    def tag(self) -> Any: ...
+    def step(self) -> bool:
+        """Run its due callback or collect its end; True once it has ended."""
+    def result(self) -> Any:
+        """The ended evaluation's value, or what ``Engine.call`` would raise."""
+    def cancel(self) -> None:
+        """Fail every callback from now on."""
+
+class Later:
+    """A host function's answer still to come."""
+
+    def __init__(self) -> None: ...
+    def resolve(self, value: Any) -> bool:
+        """Answer with ``value``; False when already answered."""
+    def fail(self, message: str) -> bool:
+        """Fail the call with ``message`` (catchable); False when already answered."""
+    @property
+    def answered(self) -> bool: ...
 
 def append_batch(appends: list[tuple[str, bytes, int | None]]) -> list[tuple[int, int, int]]:
     """Append each ``(path, data, expected_size)`` with the interpreter lock released once for the

@@ -39,13 +39,18 @@ The GIL is released while a script runs; an ``Engine`` and an ``AST`` may be sha
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb import _rhai
 from lev_nb.errors import render_traceback
+
+if TYPE_CHECKING:  # asyncio only where a loop calls in: `lev validate` never loads it
+    import asyncio
 from lev_nb._rhai import (
     AST,
+    Later,
     MAX_NESTING,
     MAX_VARIADIC_ARITY,
     RHAI_VERSION,
@@ -61,6 +66,7 @@ __all__ = [
     "AST",
     "DEFAULT_LIMITS",
     "Engine",
+    "Later",
     "MAX_NESTING",
     "MAX_VARIADIC_ARITY",
     "NotPlainDataError",
@@ -124,7 +130,11 @@ class Engine(_rhai.Engine):
     - ``eval(source, **variables)``: compile and run; the variables are in the script's scope.
     - ``compile(source) -> AST`` and ``run(ast, **variables)``.
     - ``call(ast, fn_name, *args)``: call a function the script defines.
-    - ``register_fn(name, func, *, arity=None)``: expose a Python callable to scripts.
+    - ``await call_async(ast, fn_name, *args)``: ``call`` from an event loop, which serves the
+      script's callbacks on its own thread between other work and never blocks on it (see
+      :meth:`call_async`).
+    - ``register_fn(name, func, *, arity=None)``: expose a Python callable to scripts; one that
+      returns a :class:`Later` makes the script wait for ``Later.resolve(value)``.
 
     Failures raise ``RhaiSyntaxError``, ``RhaiRuntimeError`` or ``RhaiLimitError``; a result that
     is not plain data (e.g. a function pointer) raises ``NotPlainDataError`` (a TypeError).
@@ -153,3 +163,79 @@ class Engine(_rhai.Engine):
         else:
             arities = sorted(set(arity))
         super().register_fn(name, func, arities)
+
+    async def call_async(self, ast: AST, fn_name: str, *args: Any,
+                         serve: Callable[[Callable[[], bool]], bool] | None = None) -> Any:
+        """``call(ast, fn_name, *args)`` awaited from the running loop, which it never blocks.
+
+        The script runs on an evaluation thread; its Python callbacks run on the loop's thread
+        when the loop gets to them (``serve(step)`` runs each, when given: to set what the
+        callbacks act for). A callback may return a :class:`Later` and answer it from a task:
+        the script waits for it on its own thread, holding no thread of Python's. Cancelling the
+        awaiting task makes the script's next host call fail with an uncatchable error; its
+        pending ``Later`` answers are for the caller to settle.
+        """
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Any] = loop.create_future()
+        evaluation = self.start(_dispatch(loop), _Waiting(waiter, serve), ast, fn_name, *args)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            evaluation.cancel()
+            raise
+
+
+class _Waiting:
+    """What a detached evaluation carries back to its loop: the future awaiting it and how to
+    serve its callbacks."""
+
+    __slots__ = ("serve", "waiter")
+
+    def __init__(self, waiter: asyncio.Future[Any], serve: Callable[[Callable[[], bool]], bool] | None) -> None:
+        self.waiter = waiter
+        self.serve = serve
+
+
+_dispatches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _rhai.Dispatch] = weakref.WeakKeyDictionary()
+
+
+def _dispatch(loop: asyncio.AbstractEventLoop) -> _rhai.Dispatch:
+    """The loop's dispatch, watched by the loop from its first detached evaluation on."""
+    dispatch = _dispatches.get(loop)
+    if dispatch is None:
+        dispatch = _dispatches[loop] = _rhai.Dispatch()
+        loop.add_reader(dispatch.fileno(), _serve_ready, dispatch)
+    return dispatch
+
+
+def _serve_ready(dispatch: _rhai.Dispatch) -> None:
+    """On the loop: serve every evaluation that asked, and settle the ones that ended."""
+    for evaluation in dispatch.ready():
+        waiting: _Waiting = evaluation.tag
+        try:
+            ended = waiting.serve(evaluation.step) if waiting.serve is not None else evaluation.step()
+        except BaseException as exc:  # noqa: BLE001 - an interrupt in a callback goes to the awaiting task
+            _settle(waiting.waiter, None, exc)
+            continue
+        if not ended:
+            continue
+        try:
+            value = evaluation.result()
+        except BaseException as exc:  # noqa: BLE001 - the awaiting task re-raises it
+            _settle(waiting.waiter, None, exc)
+        else:
+            _settle(waiting.waiter, value, None)
+
+
+_T = TypeVar("_T")
+
+
+def _settle(waiter: asyncio.Future[_T], value: _T | None, error: BaseException | None) -> None:
+    if waiter.done():  # the awaiting task was cancelled meanwhile
+        return
+    if error is None:
+        waiter.set_result(value)  # type: ignore[arg-type]
+    else:
+        waiter.set_exception(error)

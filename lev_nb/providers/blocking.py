@@ -1,5 +1,6 @@
-"""Threads for model calls that block (a provider script waiting on its HTTP answer, a provider whose
-``complete`` is a plain function), with no fixed number of them.
+"""Threads for model calls that block (a provider whose ``complete`` is a plain function; a provider
+script being found and loaded from its file), with no fixed number of them. (A provider script's
+calls need none: the loop serves them, see lev_nb.providers.rhai_provider.)
 
 A shared pool of N threads would make N the most model calls in flight per process, whatever
 ``[limits] max_concurrent_inferences`` says (the engine loop's default executor held it at 32).

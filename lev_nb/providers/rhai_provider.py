@@ -10,15 +10,17 @@ The script is compiled and ``initialize`` run when a stage first calls it (with 
 ``[model_providers.<name>]`` options, ``base_url``, the key named by ``api_key_env``), and again when
 the file changes (its modification time and size are looked at again at most every
 ``RECHECK_S``). A script that does not load makes the provider unusable, so the stage falls back
-to its next model. Each call runs on a thread of its own (lev_nb.providers.blocking: no fixed
-pool, so only ``max_concurrent_inferences`` bounds the calls in flight) in a shared hardened engine (500k
-operations, 2 MB strings, 50k arrays and maps, a wall-clock cap of the request's timeout; one
-engine per cap, its host functions acting for the call on the current thread) with the provider
-host functions: ``parse_json``/``to_json``, ``parse_sse``, ``encode_uri``, ``encode_base64``,
-``env_var`` (the credential-name rule: ``()`` for a refused or unset name), ``count_tokens_heuristic``,
-and, outside ``initialize``, ``http_get``/``http_post``/``stream_request`` under the address policy of
-:mod:`lev_nb.providers.script_http`. A failed HTTP call throws ``#{kind, message, retry_after?}``, a
-map the script can catch; what the script throws becomes a :class:`ProviderError` whose kind keeps
+to its next model. Each call runs on an evaluation thread served by the caller's event loop
+(``Engine.call_async``): its host functions run on the loop, and its HTTP too, asynchronously, so a
+script waiting on the network holds no Python thread and only ``max_concurrent_inferences`` bounds
+the calls in flight. The engine is a shared hardened one (500k operations, 2 MB strings, 50k
+arrays and maps, a wall-clock cap of the request's timeout; one engine per cap, its host functions
+acting for the call being served) with the provider host functions: ``parse_json``/``to_json``,
+``parse_sse``, ``encode_uri``, ``encode_base64``, ``env_var`` (the credential-name rule: ``()`` for a
+refused or unset name), ``count_tokens_heuristic``, and, outside ``initialize``,
+``http_get``/``http_post``/``stream_request`` under the address policy of
+:mod:`lev_nb.providers.script_http` (on the loop: :mod:`lev_nb.providers.script_http_async`). A
+failed HTTP call throws ``#{kind, message, retry_after?}``, a map the script can catch; what the script throws becomes a :class:`ProviderError` whose kind keeps
 the retry and fallback rules (``rate_limited``, ``transport``/``server`` retried, ``api`` read for
 credits, auth and unknown-model answers).
 
@@ -28,6 +30,7 @@ Python host functions they call are registered with ``lev_nb.rhai.Engine.registe
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
@@ -35,7 +38,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -43,9 +46,10 @@ from typing import Any
 from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, ToolCall, ToolResultBlock, ToolUseBlock, Usage
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.blocking import run_blocking
+from lev_nb.providers import script_http_async
 from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
 from lev_nb.records import record
-from lev_nb.rhai import AST, Engine, NotPlainDataError, RhaiError, RhaiLimitError
+from lev_nb.rhai import AST, Engine, Later, NotPlainDataError, RhaiError, RhaiLimitError
 from lev_nb.secrets import env_var_allowed
 from lev_nb.settings.model import Settings
 
@@ -308,10 +312,16 @@ def _count_tokens_heuristic(text: Any, hint: Any) -> int:
 
 class _CallContext:
     """What the host functions of one call may do: the configuration's address policy and
-    environment grants, the request's timeout, the open event streams and the chunk sink."""
+    environment grants, the request's timeout, the open event streams and the chunk sink.
+
+    Given the event loop that serves the call (``Engine.call_async``), its HTTP runs on that
+    loop (:mod:`lev_nb.providers.script_http_async`): each network host function answers with
+    a :class:`Later` that a task of the loop resolves, so the script waits on its own thread and
+    no Python thread waits with it. Without one (a call made from a thread) it blocks."""
 
     def __init__(self, settings: Settings, *, timeout_s: float | None, network: bool,
-                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
         security = settings.security
         self.allow_local = security.allow_local_network
         self.allowed_env = tuple(security.allow_env_vars)
@@ -319,7 +329,10 @@ class _CallContext:
         self.timeout_s = timeout_s or fallback
         self.network = network
         self.on_chunk = on_chunk
+        self.loop = loop
         self.streams: dict[int, Any] = {}
+        self.opened = 0
+        self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[str] = []
 
     def engine(self) -> _Bound:
@@ -345,32 +358,46 @@ class _CallContext:
             return {}
         return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in headers.items()}
 
-    def http(self, method: Any, url: Any, body: Any, headers: Any) -> dict[str, Any]:
+    def http(self, method: Any, url: Any, body: Any, headers: Any) -> dict[str, Any] | Later:
         """One HTTP call: ``#{body}`` or ``#{error: #{kind, message, retry_after?}}``."""
         if not self.network:
             return self._no_network("http_get" if method == "GET" else "http_post")
+        arguments = (str(method), str(url), None if body is None else str(body), self._headers(headers))
+        if self.loop is not None:
+            return self._later(self._fetch(*arguments))
         try:
-            text = http_request(str(method), str(url), None if body is None else str(body), self._headers(headers),
-                                timeout=self.timeout_s, allow_local=self.allow_local)
+            text = http_request(*arguments, timeout=self.timeout_s, allow_local=self.allow_local)
         except ScriptHttpError as exc:
             return {"error": exc.to_map()}
+        return {"body": text}
+
+    async def _fetch(self, method: str, url: str, body: str | None, headers: dict[str, str]) -> dict[str, Any]:
+        text = await script_http_async.request(method, url, body, headers, timeout=self.timeout_s,
+                                               allow_local=self.allow_local)
         return {"body": text}
 
     def sse_open(self, url: Any, body: Any, headers: Any) -> dict[str, Any]:
         """Open an event stream (always a POST): ``#{body: handle}`` or ``#{error}``."""
         if not self.network:
             return self._no_network("stream_request")
-        payloads = sse_payloads(str(url), str(body), self._headers(headers), timeout=self.timeout_s,
-                                allow_local=self.allow_local)
-        handle = len(self.streams) + 1
-        self.streams[handle] = payloads
-        return {"body": handle}
+        payloads: Any
+        if self.loop is not None:
+            payloads = script_http_async.sse_payloads(str(url), str(body), self._headers(headers),
+                                                      timeout=self.timeout_s, allow_local=self.allow_local)
+        else:
+            payloads = sse_payloads(str(url), str(body), self._headers(headers), timeout=self.timeout_s,
+                                    allow_local=self.allow_local)
+        self.opened += 1
+        self.streams[self.opened] = payloads
+        return {"body": self.opened}
 
-    def sse_next(self, handle: Any) -> dict[str, Any]:
+    def sse_next(self, handle: Any) -> dict[str, Any] | Later:
         """The next payload of an open stream: ``#{data}``, ``#{done: true}`` or ``#{error}``."""
         payloads = self.streams.get(int(handle))
         if payloads is None:
             return {"error": {"kind": "api", "message": "stream_request: no such stream"}}
+        if self.loop is not None:
+            return self._later(self._next_event(int(handle), payloads))
         try:
             return {"data": next(payloads), "done": False}
         except StopIteration:
@@ -380,10 +407,52 @@ class _CallContext:
             self.streams.pop(int(handle), None)
             return {"error": exc.to_map()}
 
+    async def _next_event(self, handle: int, payloads: AsyncIterator[str]) -> dict[str, Any]:
+        try:
+            return {"data": await anext(payloads), "done": False}
+        except StopAsyncIteration:
+            self.streams.pop(handle, None)
+            return {"done": True}
+        except ScriptHttpError:
+            self.streams.pop(handle, None)
+            raise
+
+    def _later(self, answer: Coroutine[Any, Any, dict[str, Any]]) -> Later:
+        """A Later the loop resolves with what ``answer`` gives (a failure as ``#{error}``)."""
+        later = Later()
+        assert self.loop is not None
+        task = self.loop.create_task(_resolve(later, answer))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return later
+
     def emit_chunk(self, chunk: Any) -> None:
         """``on_chunk.call(map)`` from a ``stream`` function."""
         if self.on_chunk is not None and isinstance(chunk, dict):
             self.on_chunk(chunk)
+
+    def close(self) -> None:
+        """The call is over (or abandoned): stop its HTTP still in flight and its open streams."""
+        for task in list(self.tasks):
+            task.cancel()
+        streams, self.streams = list(self.streams.values()), {}
+        if self.loop is not None:
+            for stream in streams:
+                self.loop.create_task(stream.aclose())
+
+
+async def _resolve(later: Later, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
+    """Answer ``later`` with what ``answer`` gives: its map, or ``#{error}`` for a failure."""
+    try:
+        value = await answer
+    except ScriptHttpError as exc:
+        value = {"error": exc.to_map()}
+    except asyncio.CancelledError:
+        later.fail("the call was cancelled")
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fault of ours still reaches the script, as a failed call
+        value = {"error": {"kind": "transport", "message": f"request failed: {type(exc).__name__}: {exc}"}}
+    later.resolve(value)
 
 
 # ----------------------------------------------------------------------------- shared engines
@@ -447,6 +516,14 @@ class _Bound:
     def call(self, ast: AST, fn_name: str, *args: Any) -> Any:
         """Call a function of ``ast`` for this call."""
         return self._run(self.engine.call, ast, fn_name, *args)
+
+    async def call_async(self, ast: AST, fn_name: str, *args: Any) -> Any:
+        """Call a function of ``ast`` for this call from its loop (``Engine.call_async``); the
+        call's HTTP and streams still in flight when it ends are stopped."""
+        try:
+            return await self.engine.call_async(ast, fn_name, *args, serve=self._run)
+        finally:
+            self.context.close()
 
     def eval(self, source: str, **variables: Any) -> Any:
         """Evaluate ``source`` for this call."""
@@ -683,24 +760,28 @@ class RhaiProvider:
         script = known[1]
         return script if time.monotonic() - script.checked_at < RECHECK_S else None
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer ``request`` through the script (``stream`` when it has one, else ``inference``)."""
-        script = self.ready_script() or await run_blocking(self.script)
-        return await run_blocking(self._call, script, request)
+    async def _loaded(self) -> ProviderScript:
+        """The loaded script: at once when ready, else found and loaded on a thread (file I/O)."""
+        ready = self.ready_script()
+        return ready if ready is not None else await run_blocking(self.script)
 
-    def _call(self, script: ProviderScript, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request`` through the script (``stream`` when it has one, else ``inference``).
+
+        The script runs on an evaluation thread served by this loop, its HTTP on this loop: a
+        call waiting on the network holds no thread of Python's (see :class:`_CallContext`)."""
+        script = await self._loaded()
         chunks = _Chunks(request.on_text)
         streaming = script.has.get("stream", False)
         context = _CallContext(self.settings, timeout_s=request.timeout_s, network=True,
-                               on_chunk=chunks.take if streaming else None)
-        engine = context.engine()
+                               on_chunk=chunks.take if streaming else None, loop=asyncio.get_running_loop())
         payload = request_map(request, self.model or script.meta.default_model)
         label = str(script.path)
         try:
             if streaming:
-                engine.call(script.ast, "__lev_stream", script.state, payload)
+                await context.engine().call_async(script.ast, "__lev_stream", script.state, payload)
                 return chunks.response()
-            value = engine.call(script.ast, "inference", script.state, payload)
+            value = await context.engine().call_async(script.ast, "inference", script.state, payload)
         except RhaiError as exc:
             raise map_script_error(exc, label) from None
         except NotPlainDataError as exc:
@@ -712,12 +793,12 @@ class RhaiProvider:
 
     async def count_tokens(self, text: str, model: str = "") -> int:
         """The script's ``count_tokens`` (clamped at 0), else the heuristic."""
-        script = await run_blocking(self.script)
+        script = await self._loaded()
         if script.has.get("count_tokens"):
-            context = _CallContext(self.settings, timeout_s=None, network=True)
+            context = _CallContext(self.settings, timeout_s=None, network=True, loop=asyncio.get_running_loop())
             try:
-                value = await run_blocking(context.engine().call, script.ast, "count_tokens", script.state,
-                                                text, model or self.model)
+                value = await context.engine().call_async(script.ast, "count_tokens", script.state, text,
+                                                          model or self.model)
                 if isinstance(value, int) and not isinstance(value, bool):
                     return max(0, value)
             except (RhaiError, NotPlainDataError):
@@ -726,12 +807,12 @@ class RhaiProvider:
 
     async def list_models(self) -> list[dict[str, Any]]:
         """The script's ``list_models`` (entries without a string id skipped); [] without one."""
-        script = await run_blocking(self.script)
+        script = await self._loaded()
         if not script.has.get("list_models"):
             return []
-        context = _CallContext(self.settings, timeout_s=None, network=True)
+        context = _CallContext(self.settings, timeout_s=None, network=True, loop=asyncio.get_running_loop())
         try:
-            value = await run_blocking(context.engine().call, script.ast, "list_models", script.state)
+            value = await context.engine().call_async(script.ast, "list_models", script.state)
         except RhaiError as exc:
             raise map_script_error(exc, str(script.path)) from None
         models = []

@@ -57,7 +57,7 @@ TRANSPORT_RETRIES = 2
 # Under the provider engine's 2 MB string limit, so a large body cannot trip the (uncatchable) limit.
 BODY_LIMIT = 1_900_000
 DECLARED_LIMIT = 32 * 1024 * 1024
-_ERROR_BODY_LIMIT = 2000
+ERROR_BODY_LIMIT = 2000
 _NON_TEXT_PREFIXES = ("image/", "audio/", "video/", "font/")
 _NON_TEXT_TYPES = (
     "application/octet-stream", "application/pdf", "application/zip", "application/gzip", "application/x-tar",
@@ -89,6 +89,11 @@ class ScriptHttpError(Exception):
         if self.retry_after is not None:
             data["retry_after"] = int(self.retry_after)
         return data
+
+
+def timeout_error(timeout: float | None) -> ScriptHttpError:
+    """The failure of a call with no complete answer within its ``timeout`` seconds."""
+    return ScriptHttpError("transport", f"request failed: no complete answer within {timeout or 0:g} s")
 
 
 def address_refusal(address: str) -> str | None:
@@ -139,24 +144,15 @@ _resolved: dict[tuple[str, int], tuple[list[str], float]] = {}
 
 def _addresses(host: str, port: int) -> list[str]:
     """The addresses ``host`` resolves to (an IP literal is its own), from the cache when fresh."""
-    try:
-        return [str(ipaddress.ip_address(host))]
-    except ValueError:
-        pass
-    now = time.monotonic()
-    kept = _resolved.get((host, port))
-    if kept is not None and kept[1] > now:
-        return kept[0]
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-    if len(_resolved) >= _RESOLVED_MAX:
-        _resolved.clear()
-    _resolved[(host, port)] = (addresses, now + RESOLVED_S)
-    return addresses
+    known = known_addresses(host, port)
+    if known is not None:
+        return known
+    return keep_addresses(host, port, socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
 
 
-def check_url(url: str, *, allow_local: bool) -> _Target:
-    """Parse ``url`` and resolve its host; ScriptHttpError when the URL or an address is refused."""
+def parse_url(url: str) -> _Target:
+    """The scheme, host, port and path of ``url`` (its addresses still to find); ScriptHttpError
+    when it is not an http(s) URL with a host."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ScriptHttpError("api", f"only http and https URLs may be fetched, not '{parts.scheme or url}'")
@@ -170,20 +166,58 @@ def check_url(url: str, *, allow_local: bool) -> _Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
+    return _Target(parts.scheme, host, port, path)
+
+
+def known_addresses(host: str, port: int) -> list[str] | None:
+    """``host``'s addresses without asking the resolver: an IP literal's own, or the ones kept
+    from a lookup less than :data:`RESOLVED_S` ago; None when the resolver must be asked."""
     try:
-        addresses = _addresses(host, port)
-    except OSError as exc:
-        raise ScriptHttpError("transport", f"request failed: cannot resolve '{host}': {exc}") from None
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    kept = _resolved.get((host, port))
+    return kept[0] if kept is not None and kept[1] > time.monotonic() else None
+
+
+def keep_addresses(host: str, port: int, infos: list[Any]) -> list[str]:
+    """The addresses of a resolver answer (``getaddrinfo``'s list), kept for the next call."""
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if len(_resolved) >= _RESOLVED_MAX:
+        _resolved.clear()
+    _resolved[(host, port)] = (addresses, time.monotonic() + RESOLVED_S)
+    return addresses
+
+
+def resolve_error(host: str, exc: OSError) -> ScriptHttpError:
+    """The failure of a host name that does not resolve."""
+    return ScriptHttpError("transport", f"request failed: cannot resolve '{host}': {exc}")
+
+
+def admit(target: _Target, addresses: list[str], *, allow_local: bool) -> _Target:
+    """``target`` with its ``addresses``, each checked by the address policy (ScriptHttpError
+    naming the first one refused)."""
     if not allow_local:
         for address in addresses:
             why = address_refusal(address)
             if why is not None:
                 raise ScriptHttpError(
                     "api",
-                    f"[denied] '{host}' resolves to {address} ({why}): script HTTP may reach public addresses "
-                    "only; set [security] allow_local_network = true to allow local and private servers",
+                    f"[denied] '{target.host}' resolves to {address} ({why}): script HTTP may reach public "
+                    "addresses only; set [security] allow_local_network = true to allow local and private servers",
                 )
-    return _Target(parts.scheme, host, port, path, addresses)
+    target.addresses = addresses
+    return target
+
+
+def check_url(url: str, *, allow_local: bool) -> _Target:
+    """Parse ``url`` and resolve its host; ScriptHttpError when the URL or an address is refused."""
+    target = parse_url(url)
+    try:
+        addresses = _addresses(target.host, target.port)
+    except OSError as exc:
+        raise resolve_error(target.host, exc) from None
+    return admit(target, addresses, allow_local=allow_local)
 
 
 class _Deadline:
@@ -212,7 +246,7 @@ class _Deadline:
 
     def error(self) -> ScriptHttpError:
         """The failure a call that ran out of time ends with."""
-        return ScriptHttpError("transport", f"request failed: no complete answer within {self.timeout:g} s")
+        return timeout_error(self.timeout)
 
     def watch(self, connection: http.client.HTTPConnection) -> None:
         """Shut ``connection`` down when the deadline passes (at once if it has)."""
@@ -448,20 +482,15 @@ def _open(method: str, url: str, body: str | None, headers: dict[str, str], *, d
         target = check_url(url, allow_local=allow_local)
         origin = origin or target.origin
         response = _send(target, method, body, headers, deadline)
-        if response.status in (301, 302, 303, 307, 308) and response.getheader("location"):
-            location = urllib.parse.urljoin(url, response.getheader("location") or "")
-            try:
-                response.read()
-                response.close()
-            finally:
-                _release(response, not deadline.expired)
-            if response.status in (301, 302, 303) and method != "GET":
-                method, body = "GET", None
-            url = location
-            if _origin(url) != origin:
-                headers = _without_credentials(headers)
-            continue
-        return response
+        hop = redirect(url, response.status, response.getheader("location"), method, body, headers, origin)
+        if hop is None:
+            return response
+        try:
+            response.read()
+            response.close()
+        finally:
+            _release(response, not deadline.expired)
+        url, method, body, headers = hop
     raise ScriptHttpError("api", f"more than {MAX_REDIRECTS} redirects, the last to {url}")
 
 
@@ -500,30 +529,68 @@ def _send(target: _Target, method: str, body: str | None, headers: dict[str, str
             time.sleep(min(0.2 * attempt, deadline.remaining() or 1.0))
 
 
+def status_error(status: int, text: str, retry_after: str | None) -> ScriptHttpError:
+    """The failure of a non-2xx answer: ``rate_limited`` (with the seconds of ``Retry-After``)
+    for 429, else ``api`` naming the status and the start of the body ``text``."""
+    if status == 429:
+        try:
+            seconds = float(retry_after) if retry_after else None
+        except ValueError:
+            seconds = None
+        return ScriptHttpError("rate_limited", "rate limit exceeded", seconds)
+    return ScriptHttpError("api", f"HTTP {status}: {text.strip()[:ERROR_BODY_LIMIT]}")
+
+
+def content_error(content_type: str | None, declared: str | None) -> ScriptHttpError | None:
+    """Why an answer with these headers cannot be read as text (binary content, or declared
+    larger than 32 MiB), or None."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind.startswith(_NON_TEXT_PREFIXES) or kind.startswith(_NON_TEXT_TYPES):
+        return ScriptHttpError("api", f"unreadable body: non-text content ({kind})")
+    if declared and declared.isdigit() and int(declared) > DECLARED_LIMIT:
+        return ScriptHttpError("api", f"unreadable body: {int(declared)} bytes is more than 32 MiB")
+    return None
+
+
+def body_text(data: bytes) -> str:
+    """A whole answer's body as text; ScriptHttpError when it is over :data:`BODY_LIMIT` or does
+    not decode."""
+    if len(data) > BODY_LIMIT:
+        raise ScriptHttpError("api", f"unreadable body: the response is larger than {BODY_LIMIT} bytes")
+    text = data.decode("utf-8", "replace")
+    if text and text.count("\ufffd") * 10 >= len(text):
+        raise ScriptHttpError("api", "unreadable body: body did not decode as text")
+    return text
+
+
+def redirect(url: str, status: int, location: str | None, method: str, body: str | None,
+             headers: dict[str, str], origin: tuple[str, str, int | None]) -> tuple[str, str, str | None, dict[str, str]] | None:
+    """Where a redirect answer sends the call: (url, method, body, headers) of the next hop, with
+    a 301/302/303 turning a non-GET into a body-less GET and the credential headers dropped once
+    the origin changes; None when the answer is not a redirect."""
+    if status not in (301, 302, 303, 307, 308) or not location:
+        return None
+    if status in (301, 302, 303) and method != "GET":
+        method, body = "GET", None
+    url = urllib.parse.urljoin(url, location)
+    if _origin(url) != origin:
+        headers = _without_credentials(headers)
+    return url, method, body, headers
+
+
 def _check_status(response: http.client.HTTPResponse) -> None:
     if 200 <= response.status < 300:
         return
-    text = response.read(_ERROR_BODY_LIMIT * 2).decode("utf-8", "replace").strip()[:_ERROR_BODY_LIMIT]
+    text = response.read(ERROR_BODY_LIMIT * 2).decode("utf-8", "replace")
     response.close()
-    if response.status == 429:
-        retry = response.getheader("retry-after")
-        try:
-            retry_after = float(retry) if retry else None
-        except ValueError:
-            retry_after = None
-        raise ScriptHttpError("rate_limited", "rate limit exceeded", retry_after)
-    raise ScriptHttpError("api", f"HTTP {response.status}: {text}")
+    raise status_error(response.status, text, response.getheader("retry-after"))
 
 
 def _check_content(response: http.client.HTTPResponse) -> None:
-    content_type = (response.getheader("content-type") or "").split(";")[0].strip().lower()
-    if content_type.startswith(_NON_TEXT_PREFIXES) or content_type.startswith(_NON_TEXT_TYPES):
+    error = content_error(response.getheader("content-type"), response.getheader("content-length"))
+    if error is not None:
         response.close()
-        raise ScriptHttpError("api", f"unreadable body: non-text content ({content_type})")
-    declared = response.getheader("content-length")
-    if declared and declared.isdigit() and int(declared) > DECLARED_LIMIT:
-        response.close()
-        raise ScriptHttpError("api", f"unreadable body: {int(declared)} bytes is more than 32 MiB")
+        raise error
 
 
 def request(method: str, url: str, body: str | None = None, headers: dict[str, str] | None = None, *,
@@ -550,12 +617,46 @@ def request(method: str, url: str, body: str | None = None, headers: dict[str, s
             _release(response, whole and not deadline.expired)
     if deadline.expired:  # a body read to the connection's close: cut short, not whole
         raise deadline.error()
-    if len(data) > BODY_LIMIT:
-        raise ScriptHttpError("api", f"unreadable body: the response is larger than {BODY_LIMIT} bytes")
-    text = data.decode("utf-8", "replace")
-    if text and text.count("\ufffd") * 10 >= len(text):
-        raise ScriptHttpError("api", "unreadable body: body did not decode as text")
-    return text
+    return body_text(data)
+
+
+class EventStream:
+    """Server-sent events read from the bytes of a stream: each event's ``data`` lines joined,
+    until ``[DONE]`` (then ``done``) or the stream's end."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.data: list[str] = []
+        self.done = False
+
+    def feed(self, block: bytes) -> list[str]:
+        """The payloads of the events ``block`` completes (none once ``done``)."""
+        self.pending += block
+        found: list[str] = []
+        while b"\n" in self.pending and not self.done:
+            raw, self.pending = self.pending.split(b"\n", 1)
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if not line:
+                if self.data:
+                    payload = "\n".join(self.data)
+                    self.data = []
+                    if payload.strip() == "[DONE]":
+                        self.done = True
+                    else:
+                        found.append(payload)
+            elif line.startswith("data:"):
+                self.data.append(line[5:].lstrip(" "))
+        return found
+
+    def end(self) -> list[str]:
+        """The payload of an event the stream's end cut off without its blank line, if any."""
+        if self.done:
+            return []
+        self.done = True
+        if self.pending.strip().startswith(b"data:"):
+            self.data.append(self.pending.decode("utf-8", "replace").strip()[5:].lstrip(" "))
+        payload = "\n".join(self.data)
+        return [payload] if self.data and payload.strip() != "[DONE]" else []
 
 
 def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, timeout: float | None = 30.0,
@@ -585,34 +686,16 @@ def _events(url: str, body: str, headers: dict[str, str] | None, deadline: _Dead
         if deadline.expired:
             raise deadline.error() from None
         raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
-    data: list[str] = []
-    pending = b""
+    events = EventStream()
     try:
-        while True:
+        while not events.done:
             # read1, not readline: a chunked body cut short raises here instead of looking like its end.
             block = response.read1(65536)
             if deadline.expired:  # the socket was shut down under the read: not the stream's end
                 raise deadline.error()
+            yield from events.feed(block) if block else events.end()
             if not block:
-                break
-            pending += block
-            while b"\n" in pending:
-                raw, pending = pending.split(b"\n", 1)
-                line = raw.decode("utf-8", "replace").rstrip("\r")
-                if not line:
-                    if data:
-                        payload = "\n".join(data)
-                        data = []
-                        if payload.strip() == "[DONE]":
-                            return
-                        yield payload
-                    continue
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip(" "))
-        if pending.strip().startswith(b"data:"):
-            data.append(pending.decode("utf-8", "replace").strip()[5:].lstrip(" "))
-        if data and "\n".join(data).strip() != "[DONE]":
-            yield "\n".join(data)
+                return
     except (OSError, http.client.HTTPException) as exc:
         if deadline.expired:
             raise deadline.error() from None

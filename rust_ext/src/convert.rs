@@ -338,7 +338,7 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
                 ))
             })?;
             map.insert(
-                rust_text(&key)?.into(),
+                rust_text(key)?.into(),
                 py_to_dynamic_at(&value, depth + 1)?,
             );
         }

@@ -13,6 +13,7 @@ use std::any::TypeId;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
 use pyo3::exceptions::{PyException, PyValueError};
@@ -29,12 +30,16 @@ use crate::errors::{
     report, report_to_py, ErrorClass, ErrorReport, NotPlainDataError, RhaiError,
     TERMINATE_INTERRUPTED,
 };
+use crate::detached::{EvaluationState, LaterCell, PyDispatch, PyEvaluation, PyLater};
 use crate::guard;
 use crate::helpers::register_shared;
 use crate::limits::{Limits, INLINE_ROOM};
 use crate::worker;
 
 pub use crate::guard::with_deadline;
+
+/// Why a detached evaluation's host call failed after `Evaluation.cancel()`.
+pub const TERMINATE_CANCELLED: &str = "Script cancelled: its caller stopped waiting for it";
 
 /// Most parameters accepted by a function registered with a variadic Python callable.
 pub const MAX_VARIADIC_ARITY: usize = 10;
@@ -186,18 +191,25 @@ fn exception_text(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
+/// What a Python host function answered: a value now, or a `Later` to wait for.
+enum Answer {
+    Now(Dynamic),
+    Later(Arc<LaterCell>),
+}
+
 /// Call a Python callable with Rhai arguments, on the calling thread. Python exceptions and Rust
 /// panics become Rhai runtime errors (catchable by `try`/`catch`); nothing unwinds through
-/// Rhai's frames.
+/// Rhai's frames. A callable that returns a `Later` makes the script wait for its answer here,
+/// on the evaluation thread (`detached`).
 fn invoke_python(
     name: &str,
     func: &Py<PyAny>,
     args: &[&mut Dynamic],
     pos: Position,
 ) -> Result<Dynamic, Box<EvalAltResult>> {
-    worker::on_caller(|| {
+    let answered = worker::try_on_caller(|| {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            Python::attach(|py| -> Result<Dynamic, Box<EvalAltResult>> {
+            Python::attach(|py| -> Result<Answer, Box<EvalAltResult>> {
                 let mut items = Vec::with_capacity(args.len());
                 for arg in args.iter() {
                     let converted = dynamic_to_py(py, arg).map_err(|e| {
@@ -207,15 +219,20 @@ fn invoke_python(
                 }
                 let call = PyTuple::new(py, items).and_then(|t| func.bind(py).call1(t));
                 match call {
-                    Ok(value) => py_to_dynamic(&value).map_err(|e| {
-                        runtime_error(
-                            format!(
-                                "{name} returned an unusable value: {}",
-                                exception_text(py, &e)
-                            ),
-                            pos,
-                        )
-                    }),
+                    Ok(value) => {
+                        if let Ok(later) = value.cast::<PyLater>() {
+                            return Ok(Answer::Later(later.get().cell.clone()));
+                        }
+                        py_to_dynamic(&value).map(Answer::Now).map_err(|e| {
+                            runtime_error(
+                                format!(
+                                    "{name} returned an unusable value: {}",
+                                    exception_text(py, &e)
+                                ),
+                                pos,
+                            )
+                        })
+                    }
                     Err(err) if err.is_instance_of::<PyException>(py) => {
                         Err(runtime_error(exception_text(py, &err), pos))
                     }
@@ -236,13 +253,19 @@ fn invoke_python(
                 pos,
             )),
         }
-    })
+    });
+    match answered {
+        None => Err(terminated(TERMINATE_CANCELLED)),
+        Some(Ok(Answer::Now(value))) => Ok(value),
+        Some(Ok(Answer::Later(cell))) => cell.wait(name),
+        Some(Err(err)) => Err(err),
+    }
 }
 
 /// Forward printed text to a Python sink, on the calling thread; its failures are ignored
 /// (printing cannot fail).
 fn forward_output(sink: &Py<PyAny>, text: &str) {
-    worker::on_caller(|| {
+    let _ = worker::try_on_caller(|| {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             Python::attach(|py| {
                 if let Err(err) = sink.bind(py).call1((text,)) {
@@ -250,7 +273,7 @@ fn forward_output(sink: &Py<PyAny>, text: &str) {
                 }
             })
         }));
-    })
+    });
 }
 
 struct PythonFunction {
@@ -686,6 +709,72 @@ impl PyEngine {
                 engine.call_fn::<Dynamic>(&mut scope, &script, fn_name, args)
             },
         )
+    }
+
+    /// Start calling a function of a compiled script on an evaluation thread whose caller is
+    /// `dispatch` (see `detached`): returns at once with the `Evaluation`, which carries `tag`.
+    /// The limits, deadline and checks are those of `call`.
+    #[pyo3(signature = (dispatch, tag, ast, fn_name, *args))]
+    fn start(
+        &self,
+        dispatch: &Bound<'_, PyDispatch>,
+        tag: Py<PyAny>,
+        ast: &Bound<'_, PyAst>,
+        fn_name: &str,
+        args: &Bound<'_, PyTuple>,
+    ) -> PyResult<PyEvaluation> {
+        let mut converted = Vec::with_capacity(args.len());
+        for arg in args.iter() {
+            converted.push(py_to_dynamic(&arg)?);
+        }
+        let built = self.current();
+        let limits = self.limits.clone();
+        let deadline = guard::combine_deadline(guard::current_deadline(), limits.timeout_ms);
+        let outcome: Arc<Mutex<Option<Outcome>>> = Arc::new(Mutex::new(None));
+        let job = {
+            let outcome = outcome.clone();
+            let limits = limits.clone();
+            let script = ast.get().ast.clone();
+            let name = fn_name.to_string();
+            let mut args = Some(converted);
+            Box::new(move || {
+                let Some(args) = args.take() else { return };
+                let settled = guard::evaluation(deadline, limits.max_memory, None, || {
+                    let ran = catch_unwind(AssertUnwindSafe(|| {
+                        let mut scope = Scope::new();
+                        built.full.call_fn::<Dynamic>(&mut scope, &script, &name, args)
+                    }));
+                    settle(ran, &limits)
+                });
+                *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(settled);
+            })
+        };
+        let finish = Box::new(move |py: Python<'_>| -> PyResult<Py<PyAny>> {
+            let settled = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match settled {
+                Some(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
+                    Ok(converted) => Ok(converted.unbind()),
+                    Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
+                },
+                Some(Outcome::NotPlain(message)) => Err(NotPlainDataError::new_err(message)),
+                Some(Outcome::Failed(failure)) => Err(report_to_py(py, failure)),
+                None => Err(RhaiError::new_err("the Rhai evaluation thread did not run the job")),
+            }
+        });
+        let state = Arc::new(EvaluationState {
+            detached: Mutex::new(None),
+            finish: Mutex::new(Some(finish)),
+            tag,
+            deadline,
+            cancelled: Arc::new(AtomicBool::new(false)),
+        });
+        let wake = dispatch.get().wake_for(&state);
+        {
+            let mut slot = state.detached.lock().unwrap_or_else(|p| p.into_inner());
+            let started = worker::start(job, wake, state.cancelled.clone());
+            *slot = Some(started.map_err(RhaiError::new_err)?);
+        }
+        Ok(PyEvaluation { state })
     }
 
     /// Register a Python callable as the Rhai function `name`, once per arity in `arities`.

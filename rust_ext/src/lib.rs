@@ -3,6 +3,7 @@
 //! * `engine`  - the one `harden()` policy and the `Engine` / `AST` classes
 //! * `limits`  - every limit, its default and the range it may take
 //! * `worker`  - the evaluation threads (known large stack; Python callbacks go back to the caller)
+//! * `detached` - evaluations served by an event loop (`Engine.start`, `Dispatch`), and `Later` answers
 //! * `guard`   - deadline, memory budget and stack floor checked while a script runs or compiles
 //! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
 //! * `helpers` - functions registered for every script
@@ -11,6 +12,7 @@
 //! * `record_files` - run-record files appended to and replaced, many with the interpreter lock released once
 
 pub mod convert;
+pub mod detached;
 pub mod engine;
 pub mod errors;
 pub mod guard;
@@ -35,6 +37,9 @@ fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_NESTING", convert::MAX_NESTING)?;
     m.add_class::<engine::PyEngine>()?;
     m.add_class::<engine::PyAst>()?;
+    m.add_class::<detached::PyDispatch>()?;
+    m.add_class::<detached::PyEvaluation>()?;
+    m.add_class::<detached::PyLater>()?;
     m.add_function(wrap_pyfunction!(record_files::append_batch, m)?)?;
     m.add_function(wrap_pyfunction!(record_files::replace_batch, m)?)?;
     m.add_function(wrap_pyfunction!(paths::real_path, m)?)?;

@@ -66,8 +66,11 @@ struct Slot {
     /// The closure to run: the job (for the worker) or a callback (for the caller). Written
     /// before the state is released, read after it is acquired.
     task: UnsafeCell<Option<Task>>,
-    /// The thread waiting for this job.
-    caller: UnsafeCell<Option<Thread>>,
+    /// Who waits for this job: told when a callback is due and when the job is done.
+    caller: UnsafeCell<Option<Caller>>,
+    /// For a detached job: set when its caller gives up on it, so later callbacks are declined
+    /// here, without waiting for a loop that may no longer be there.
+    declined: UnsafeCell<Option<Arc<AtomicBool>>>,
     worker: OnceLock<Thread>,
     pid: u32,
     /// How each of the three waits on this slot went last time (see `Patience`).
@@ -84,6 +87,26 @@ impl Slot {
     fn wake_worker(&self) {
         if let Some(worker) = self.worker.get() {
             worker.unpark();
+        }
+    }
+}
+
+/// Wakes an event loop that serves detached evaluations (`start`): called on the worker, it
+/// must not block and must not need the GIL.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Who waits for a worker: a parked thread (`run`) or an event loop (`start`).
+#[derive(Clone)]
+enum Caller {
+    Thread(Thread),
+    Loop(Wake),
+}
+
+impl Caller {
+    fn wake(&self) {
+        match self {
+            Caller::Thread(thread) => thread.unpark(),
+            Caller::Loop(wake) => wake(),
         }
     }
 }
@@ -205,7 +228,7 @@ fn worker_main(slot: Arc<Slot>) {
         ran_long = started.elapsed() >= TRIM_AFTER;
         slot.state.store(DONE, Ordering::Release);
         if let Some(caller) = caller {
-            caller.unpark();
+            caller.wake();
         }
     }
 }
@@ -229,6 +252,7 @@ fn spawn() -> Result<Worker, String> {
         state: AtomicU32::new(IDLE),
         task: UnsafeCell::new(None),
         caller: UnsafeCell::new(None),
+        declined: UnsafeCell::new(None),
         worker: OnceLock::new(),
         pid: std::process::id(),
         caller_waits: Patience::new(),
@@ -311,7 +335,7 @@ where
         // only once the worker has stored DONE.
         unsafe {
             *slot.task.get() = Some(erase(&mut task));
-            *slot.caller.get() = Some(thread::current());
+            *slot.caller.get() = Some(Caller::Thread(thread::current()));
         }
         slot.state.store(JOB, Ordering::Release);
         slot.wake_worker();
@@ -348,12 +372,22 @@ where
 /// Run `f` on the thread waiting for this worker (the caller of `run`) and return its result;
 /// on any other thread, just run `f`. Used for everything that touches Python.
 pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
+    try_on_caller(f).expect("the calling thread ran no callback")
+}
+
+/// [`on_caller`], or None when the caller declined to run `f`: an event loop serving a detached
+/// evaluation it has given up on (`Detached::serve`).
+pub fn try_on_caller<T>(f: impl FnOnce() -> T) -> Option<T> {
     let slot = CURRENT.with(Cell::get);
     if slot.is_null() {
-        return f();
+        return Some(f());
     }
     // SAFETY: a worker's slot lives as long as the worker thread.
     let slot = unsafe { &*slot };
+    // SAFETY: while RUNNING the declined cell is only read (set before JOB, cleared after DONE).
+    if unsafe { (*slot.declined.get()).as_ref() }.is_some_and(|d| d.load(Ordering::Acquire)) {
+        return None;
+    }
     let mut f = Some(f);
     let mut out: Option<thread::Result<T>> = None;
     let mut allocated: isize = 0;
@@ -376,16 +410,150 @@ pub fn on_caller<T>(f: impl FnOnce() -> T) -> T {
         };
         slot.state.store(CALLBACK, Ordering::Release);
         if let Some(caller) = caller {
-            caller.unpark();
+            caller.wake();
         }
         wait(&slot.state, |s| s == CALLBACK_DONE, CALLBACK_SPIN, &slot.callback_waits);
         slot.state.store(RUNNING, Ordering::Relaxed);
     }
     guard::adopt_bytes(allocated);
     match out {
-        Some(Ok(value)) => value,
+        Some(Ok(value)) => Some(value),
         Some(Err(payload)) => resume_unwind(payload),
-        None => unreachable!("the calling thread ran no callback"),
+        None => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detached evaluations: the caller is an event loop
+// ---------------------------------------------------------------------------------------------
+
+/// Most idle workers kept for detached evaluations (shared by the whole process).
+const MAX_IDLE_DETACHED: usize = 256;
+
+static DETACHED_IDLE: std::sync::Mutex<Vec<Worker>> = std::sync::Mutex::new(Vec::new());
+
+/// An evaluation running on a worker whose caller is an event loop rather than a waiting thread:
+/// the worker calls the loop's `Wake` when a callback is due and when the job is done, and the
+/// loop answers with [`Detached::serve`]. Thousands can be in flight from one loop thread,
+/// and none holds a thread of the caller's while its script waits (on a `Later`, say).
+///
+/// The owner must keep this value until `serve` has reported the end: the worker runs the job
+/// in place. Whoever owns it is reachable from the `Wake` while the job runs (the worker holds
+/// the wake), so it cannot be dropped early by accident.
+pub struct Detached {
+    worker: Option<Worker>,
+    job: Option<Box<dyn FnMut() + Send>>,
+}
+
+/// What [`Detached::serve`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Served {
+    /// The worker is busy: nothing to do.
+    Busy,
+    /// A callback was due and has been run (or declined).
+    Callback,
+    /// The job has ended; its worker went back to the pool.
+    Finished,
+}
+
+/// Start `job` on a pooled worker; `wake` is called from the worker whenever the evaluation
+/// needs its caller (see [`Detached`]); once `declined` is set, the job's callbacks are declined
+/// on the worker itself. `job` must not panic (wrap it in `catch_unwind`).
+pub fn start(
+    job: Box<dyn FnMut() + Send>,
+    wake: Wake,
+    declined: Arc<AtomicBool>,
+) -> Result<Detached, String> {
+    let pid = std::process::id();
+    let idle = {
+        let mut pool = DETACHED_IDLE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        pool.retain(|w| w.slot.pid == pid);
+        pool.pop()
+    };
+    let worker = match idle {
+        Some(worker) => worker,
+        None => spawn()?,
+    };
+    let mut detached = Detached {
+        worker: Some(worker),
+        job: Some(job),
+    };
+    let slot = &*detached.worker.as_ref().expect("just set").slot;
+    let job = detached.job.as_mut().expect("just set");
+    // SAFETY: the slot is IDLE (no job: it came from the pool or is new), so both cells are
+    // ours; the boxed job stays where it is until `serve` has seen DONE (see `Detached`).
+    unsafe {
+        *slot.task.get() = Some(erase(&mut **job));
+        *slot.caller.get() = Some(Caller::Loop(wake));
+        *slot.declined.get() = Some(declined);
+    }
+    slot.state.store(JOB, Ordering::Release);
+    slot.wake_worker();
+    Ok(detached)
+}
+
+impl Detached {
+    /// Do what the worker waits for, on the loop's thread: run a due callback (or, with
+    /// `decline`, hand it back unrun: the script sees an error), or take the finished job's
+    /// worker back to the pool.
+    pub fn serve(&mut self, decline: bool) -> Served {
+        let Some(worker) = self.worker.as_ref() else {
+            return Served::Finished;
+        };
+        let slot = &*worker.slot;
+        match slot.state.load(Ordering::Acquire) {
+            CALLBACK => {
+                // SAFETY: CALLBACK hands the task cell to this side until CALLBACK_DONE.
+                if let Some(callback) = unsafe { (*slot.task.get()).take() } {
+                    if !decline {
+                        // SAFETY: the worker waits for CALLBACK_DONE, keeping the closure
+                        // alive; the closure catches its own panics (`try_on_caller`).
+                        unsafe { (*callback.as_ptr())() };
+                    }
+                }
+                slot.state.store(CALLBACK_DONE, Ordering::Release);
+                slot.wake_worker();
+                Served::Callback
+            }
+            DONE => {
+                // SAFETY: DONE hands both cells back; dropping the wake here breaks the
+                // owner <-> wake cycle that kept the owner alive while the job ran.
+                unsafe {
+                    *slot.caller.get() = None;
+                    *slot.task.get() = None;
+                    *slot.declined.get() = None;
+                }
+                slot.state.store(IDLE, Ordering::Relaxed);
+                self.job = None;
+                let worker = self.worker.take().expect("checked above");
+                let mut pool = DETACHED_IDLE
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                if pool.len() < MAX_IDLE_DETACHED {
+                    pool.push(worker);
+                }
+                Served::Finished
+            }
+            _ => Served::Busy,
+        }
+    }
+
+    /// Whether the job has ended and its worker gone back (see `serve`).
+    pub fn finished(&self) -> bool {
+        self.worker.is_none()
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if self.worker.is_some() {
+            // Dropped while its worker may still run the job (a process shutting down): leave
+            // the job and the worker be rather than free what the worker may still touch.
+            std::mem::forget(self.job.take());
+            std::mem::forget(self.worker.take());
+        }
     }
 }
 
@@ -551,6 +719,42 @@ mod tests {
         // A wait that ends at once after that spins again next time.
         assert_eq!(wait(&state, |s| s == DONE, CALLER_SPIN, &patience), DONE);
         assert!(!patience.0.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_detached_job_is_served_by_whoever_its_wake_tells() {
+        use std::sync::mpsc;
+        let (tx, rx) = mpsc::channel::<()>();
+        let tx = std::sync::Mutex::new(tx);
+        let wake: Wake = Arc::new(move || {
+            let _ = tx.lock().unwrap().send(());
+        });
+        let me = thread::current().id();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let theirs = seen.clone();
+        let given_up = Arc::new(AtomicBool::new(false));
+        let mut detached = start(
+            Box::new(move || {
+                let first = on_caller(|| thread::current().id());
+                let declined = try_on_caller(|| 1);
+                let refused_here = try_on_caller(|| 2);
+                theirs.lock().unwrap().push((first, declined, refused_here));
+            }),
+            wake,
+            given_up.clone(),
+        )
+        .unwrap();
+        let mut served = Vec::new();
+        while !detached.finished() {
+            rx.recv().unwrap();
+            // The second callback is declined: the job sees None, not a panic.
+            let decline = served.len() == 1;
+            // From the second callback on the caller gives up: the third never reaches it.
+            given_up.store(decline, Ordering::Release);
+            served.push(detached.serve(decline));
+        }
+        assert_eq!(served, vec![Served::Callback, Served::Callback, Served::Finished]);
+        assert_eq!(*seen.lock().unwrap(), vec![(me, None, None)]);
     }
 
     #[test]

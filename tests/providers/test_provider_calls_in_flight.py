@@ -1,5 +1,6 @@
-"""Model calls that block hold no thread of a fixed set (issue 29): a provider script waiting on its
-HTTP answer, or a plain-function provider, runs on a thread of the elastic pool
+"""Model calls hold no thread of a fixed set (issue 29): a provider script waiting on its HTTP
+answer holds no Python thread at all (its HTTP runs on the engine's loop, the script waits on its
+evaluation thread), and a plain-function provider runs on a thread of the elastic pool
 (lev_nb.providers.blocking), so more calls than any old pool width (32) are in flight at once and
 ``[limits] max_concurrent_inferences`` is the only limit.
 
@@ -9,7 +10,9 @@ the calls would never all arrive and the barrier would break: the test needs no 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,7 +23,7 @@ from support import reply_json
 from lev_nb.engine.loop import engine_loop
 from lev_nb.messages import Message, ModelRequest, ModelResponse
 from lev_nb.providers.base import call_complete
-from lev_nb.providers.blocking import ElasticThreads
+from lev_nb.providers.blocking import THREADS, ElasticThreads
 from lev_nb.providers.rhai_provider import RhaiProvider
 
 CALLS = 40  # more than the 32 threads the engine loop's default executor has
@@ -34,10 +37,13 @@ fn inference(state, request) {
 '''
 
 
+BUSY_THREADS: list[int] = []  # the elastic pool's busy threads when all the calls were waiting
+
+
 @pytest.fixture
 def together() -> Iterator[str]:
     """A server on 127.0.0.1 that answers once CALLS requests are waiting at the same time."""
-    barrier = threading.Barrier(CALLS, timeout=30)
+    barrier = threading.Barrier(CALLS, timeout=30, action=lambda: BUSY_THREADS.append(THREADS.busy))
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
@@ -75,8 +81,68 @@ def test_more_provider_script_calls_are_in_flight_than_any_fixed_pool(home: Path
         request = ModelRequest(provider="wide", model="m", messages=[Message("user", "hi")])
         return await asyncio.gather(*(provider.complete(request) for _ in range(CALLS)))
 
+    BUSY_THREADS.clear()
     answers = engine_loop().submit(all_at_once()).result(120)
     assert [a.text for a in answers] == ["together"] * CALLS
+    assert BUSY_THREADS == [0]  # forty calls waiting on the network, no thread waiting with them
+
+
+def test_a_cancelled_provider_script_call_drops_its_connection_and_ends_its_script(home: Path) -> None:
+    """Cancelling the model call (a run stopped, Ctrl-C) stops its HTTP at once: the server sees
+    the connection close, and the script, whose next host call is refused, ends."""
+    from lev_nb.settings import current
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    arrived, closed = threading.Event(), threading.Event()
+    connections: list[socket.socket] = []
+
+    def never_answer() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            connections.append(conn)
+            conn.recv(65536)
+            arrived.set()
+            if conn.recv(1) == b"":  # blocks until the client drops the connection
+                closed.set()
+
+    threading.Thread(target=never_answer, daemon=True).start()
+    retry = r'''
+fn initialize(config) { #{ url: config.base_url } }
+fn inference(state, request) {
+    loop { try { return #{ content: http_post(state.url, "{}", #{}) }; } catch (err) { } }
+}
+'''
+    (home / "providers").mkdir(parents=True)
+    (home / "providers" / "stuck.rhai").write_text(retry, encoding="utf-8")
+    (home / "config.toml").write_text(f'[security]\nallow_local_network = true\n[model_providers.stuck]\n'
+                                      f'base_url = "http://127.0.0.1:{listener.getsockname()[1]}/v1"\n',
+                                      encoding="utf-8")
+    provider = RhaiProvider("stuck", "m", current())
+
+    async def cancelled() -> bool:
+        request = ModelRequest(provider="stuck", model="m", messages=[Message("user", "hi")], timeout_s=60)
+        call = asyncio.ensure_future(provider.complete(request))
+        while not arrived.is_set():
+            await asyncio.sleep(0.01)
+        call.cancel()
+        try:
+            await call
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    try:
+        assert engine_loop().submit(cancelled()).result(30)
+        assert closed.wait(10)
+        time.sleep(0.3)
+        assert len(connections) == 1  # the script's retry after the failed call was refused
+    finally:
+        listener.close()
 
 
 def test_a_plain_function_provider_is_not_held_to_a_fixed_pool_either() -> None:

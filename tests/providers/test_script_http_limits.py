@@ -1,5 +1,8 @@
 """Issue 26: script HTTP's timeout bounds the whole call, and credentials stay with their origin.
 
+Each rule is checked on both transports: the blocking one (script tools, calls from a thread) and
+the one on the event loop (provider scripts served by the engine's loop, issue 29).
+
 A server on 127.0.0.1 that drips its answer a byte at a time (each read well inside any per-read
 timeout) must not hold a call past its deadline, for a plain body and for an event stream. A
 redirect to another origin (another port, another host name) loses ``Authorization`` and
@@ -7,15 +10,16 @@ redirect to another origin (another port, another host name) loses ``Authorizati
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from lev_nb.providers import script_http
+from lev_nb.providers import script_http, script_http_async
 from lev_nb.providers.script_http import ScriptHttpError
 
 BODY = b"x" * 200  # dripped a byte every 0.1 s: 20 s to send whole
@@ -60,26 +64,47 @@ def drip() -> Iterator[Drip]:
     server.close()
 
 
-def test_a_dripping_server_cannot_hold_a_call_past_its_timeout(drip: Drip) -> None:
+class OnLoop:
+    """The event-loop transport behind the blocking one's signatures (one loop per call)."""
+
+    @staticmethod
+    def request(*args: Any, **kwargs: Any) -> str:
+        return asyncio.run(script_http_async.request(*args, **kwargs))
+
+    @staticmethod
+    def sse_payloads(*args: Any, **kwargs: Any) -> list[str]:
+        async def drain() -> list[str]:
+            return [payload async for payload in script_http_async.sse_payloads(*args, **kwargs)]
+
+        return asyncio.run(drain())
+
+
+@pytest.fixture(params=["blocking", "loop"])
+def http(request: pytest.FixtureRequest) -> Any:
+    """Each transport in turn, as a module with ``request`` and ``sse_payloads``."""
+    return script_http if request.param == "blocking" else OnLoop
+
+
+def test_a_dripping_server_cannot_hold_a_call_past_its_timeout(drip: Drip, http: Any) -> None:
     with pytest.raises(ScriptHttpError) as info:
-        script_http.request("GET", drip.url, timeout=1, allow_local=True)
+        http.request("GET", drip.url, timeout=1, allow_local=True)
     assert info.value.kind == "transport" and "within 1 s" in info.value.message
 
 
-def test_a_dripping_event_stream_is_bounded_too() -> None:
+def test_a_dripping_event_stream_is_bounded_too(http: Any) -> None:
     server = Drip("text/event-stream", b"data: " + b"y" * 200 + b"\n\n")
     try:
         with pytest.raises(ScriptHttpError) as info:
-            list(script_http.sse_payloads(server.url, "{}", timeout=1, allow_local=True))
+            list(http.sse_payloads(server.url, "{}", timeout=1, allow_local=True))
         assert info.value.kind == "transport" and "within 1 s" in info.value.message
     finally:
         server.close()
 
 
-def test_a_call_inside_its_timeout_is_untouched() -> None:
+def test_a_call_inside_its_timeout_is_untouched(http: Any) -> None:
     server = Drip(body=b"ok")
     try:
-        assert script_http.request("GET", server.url, timeout=30, allow_local=True) == "ok"
+        assert http.request("GET", server.url, timeout=30, allow_local=True) == "ok"
     finally:
         server.close()
 
@@ -170,13 +195,13 @@ SECRETS = {"Authorization": "Bearer sk-secret-0123456789", "x-api-key": "sk-secr
 
 
 @pytest.mark.parametrize("where", ["port", "host"])
-def test_credentials_do_not_follow_a_redirect_to_another_origin(servers: tuple[Recorder, Recorder], where: str) -> None:
+def test_credentials_do_not_follow_a_redirect_to_another_origin(servers: tuple[Recorder, Recorder], where: str,
+                                                                http: Any) -> None:
     first, second = servers
     target = (f"http://127.0.0.1:{second.port}/landing" if where == "port"
               else f"http://localhost:{first.port}/landing")
     landing = second if where == "port" else first
-    text = script_http.request("GET", f"http://127.0.0.1:{first.port}/go?to={target}", headers=SECRETS,
-                               allow_local=True)
+    text = http.request("GET", f"http://127.0.0.1:{first.port}/go?to={target}", headers=SECRETS, allow_local=True)
     assert text == "done"
     assert first.seen[0]["authorization"].startswith("Bearer") and first.seen[0]["x-api-key"]
     arrived = landing.seen[-1]
@@ -184,8 +209,118 @@ def test_credentials_do_not_follow_a_redirect_to_another_origin(servers: tuple[R
     assert arrived["accept"] == "text/plain"  # other headers travel on
 
 
-def test_credentials_follow_a_redirect_on_the_same_origin(servers: tuple[Recorder, Recorder]) -> None:
+def test_credentials_follow_a_redirect_on_the_same_origin(servers: tuple[Recorder, Recorder], http: Any) -> None:
     first, _ = servers
-    script_http.request("GET", f"http://127.0.0.1:{first.port}/go?to=/landing", headers=SECRETS, allow_local=True)
+    http.request("GET", f"http://127.0.0.1:{first.port}/go?to=/landing", headers=SECRETS, allow_local=True)
     assert first.seen[-1]["x-api-key"] == "sk-secret-0123456789"
     assert first.seen[-1]["authorization"] == "Bearer sk-secret-0123456789"
+
+
+class Canned:
+    """An HTTP/1.1 server with one canned answer per path (see ``ANSWERS``); counts connections."""
+
+    ANSWERS: dict[str, bytes] = {
+        "/limited": b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nContent-Length: 4\r\n\r\nslow",
+        "/missing": b"HTTP/1.1 404 Not Found\r\nContent-Length: 13\r\n\r\nno such model",
+        "/picture": b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n\r\n\x89PNG",
+        "/huge": (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+                  % (script_http.BODY_LIMIT + 10)) + b"z" * (script_http.BODY_LIMIT + 10),
+        "/events": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    b"1b\r\ndata: {\"a\": 1}\n\ndata: two\n\n\r\n" b"e\r\ndata: [DONE]\n\n\r\n" b"0\r\n\r\n"),
+        "/cut": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 b"d\r\ndata: first\n\n\r\n" b"40\r\ndata: the rest never co"),
+        "/around": b"HTTP/1.1 302 Found\r\nLocation: /around\r\nContent-Length: 0\r\n\r\n",
+        "/ok": b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+    }
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            pending = b""
+            while True:
+                while b"\r\n\r\n" not in pending:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    pending += data
+                head, pending = pending.split(b"\r\n\r\n", 1)
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(pending) < length:
+                    pending += conn.recv(65536)
+                pending = pending[length:]
+                path = head.split(b" ")[1].decode()
+                conn.sendall(self.ANSWERS[path])
+                if path == "/cut":
+                    return
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def canned() -> Iterator[Canned]:
+    server = Canned()
+    yield server
+    server.close()
+
+
+def test_answers_are_read_by_the_same_rules_on_both_transports(canned: Canned, http: Any) -> None:
+    def failure(path: str) -> ScriptHttpError:
+        with pytest.raises(ScriptHttpError) as info:
+            http.request("GET", canned.url + path, timeout=10, allow_local=True)
+        return info.value
+
+    limited = failure("/limited")
+    assert (limited.kind, limited.retry_after) == ("rate_limited", 7)
+    assert failure("/missing").to_map() == {"kind": "api", "message": "HTTP 404: no such model"}
+    assert "non-text content (image/png)" in failure("/picture").message
+    assert "larger than" in failure("/huge").message
+    assert "more than 5 redirects" in failure("/around").message
+    assert http.request("POST", canned.url + "/ok", body="{}", timeout=10, allow_local=True) == "ok"
+
+
+def test_event_streams_end_at_done_and_a_cut_one_fails_on_both_transports(canned: Canned, http: Any) -> None:
+    assert list(http.sse_payloads(canned.url + "/events", "{}", timeout=10, allow_local=True)) == ['{"a": 1}', "two"]
+    with pytest.raises(ScriptHttpError) as info:
+        list(http.sse_payloads(canned.url + "/cut", "{}", timeout=10, allow_local=True))
+    assert info.value.kind == "transport" and "broke off" in info.value.message
+
+
+def test_local_addresses_are_refused_without_the_grant_on_both_transports(canned: Canned, http: Any) -> None:
+    with pytest.raises(ScriptHttpError) as info:
+        http.request("GET", canned.url + "/ok", timeout=10)
+    assert info.value.kind == "api" and info.value.message.startswith("[denied] '127.0.0.1' resolves to 127.0.0.1")
+    assert canned.connections == 0
+
+
+def test_on_the_loop_one_kept_connection_serves_call_after_call(canned: Canned) -> None:
+    async def calls() -> list[str]:
+        return [await script_http_async.request("GET", canned.url + "/ok", timeout=10, allow_local=True)
+                for _ in range(5)]
+
+    assert asyncio.run(calls()) == ["ok"] * 5
+    assert canned.connections == 1
+
+
+def test_on_the_loop_a_header_that_cannot_be_sent_is_refused(canned: Canned) -> None:
+    with pytest.raises(ScriptHttpError) as info:
+        OnLoop.request("GET", canned.url + "/ok", headers={"x-note": "two\r\nlines"}, timeout=10, allow_local=True)
+    assert info.value.kind == "api" and "invalid request" in info.value.message
+    assert canned.connections == 0
