@@ -45,9 +45,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lev_nb import _rhai
 from lev_nb.errors import render_traceback
-
-if TYPE_CHECKING:  # asyncio only where a loop calls in: `lev validate` never loads it
-    import asyncio
 from lev_nb._rhai import (
     AST,
     Later,
@@ -61,6 +58,9 @@ from lev_nb._rhai import (
     RhaiRuntimeError,
     RhaiSyntaxError,
 )
+
+if TYPE_CHECKING:  # asyncio only where a loop calls in: `lev validate` never loads it
+    import asyncio
 
 __all__ = [
     "AST",

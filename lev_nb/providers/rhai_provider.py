@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import math
 import os
@@ -423,7 +424,14 @@ class _CallContext:
         assert self.loop is not None
         task = self.loop.create_task(_resolve(later, answer))
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self.tasks.discard(finished)
+            if finished.cancelled():  # perhaps before it began: then nothing awaited the answer
+                answer.close()
+                later.fail("the call was cancelled")
+
+        task.add_done_callback(done)
         return later
 
     def emit_chunk(self, chunk: Any) -> None:
@@ -438,18 +446,21 @@ class _CallContext:
         streams, self.streams = list(self.streams.values()), {}
         if self.loop is not None:
             for stream in streams:
-                self.loop.create_task(stream.aclose())
+                self.loop.create_task(_close_stream(stream))
+
+
+async def _close_stream(stream: AsyncIterator[str]) -> None:
+    with contextlib.suppress(RuntimeError):  # one still running closes itself as its task is cancelled
+        await stream.aclose()  # type: ignore[attr-defined]
 
 
 async def _resolve(later: Later, answer: Coroutine[Any, Any, dict[str, Any]]) -> None:
-    """Answer ``later`` with what ``answer`` gives: its map, or ``#{error}`` for a failure."""
+    """Answer ``later`` with what ``answer`` gives: its map, or ``#{error}`` for a failure (a
+    cancelled call is failed by the task's done callback, see ``_CallContext._later``)."""
     try:
         value = await answer
     except ScriptHttpError as exc:
         value = {"error": exc.to_map()}
-    except asyncio.CancelledError:
-        later.fail("the call was cancelled")
-        raise
     except Exception as exc:  # noqa: BLE001 - a fault of ours still reaches the script, as a failed call
         value = {"error": {"kind": "transport", "message": f"request failed: {type(exc).__name__}: {exc}"}}
     later.resolve(value)
