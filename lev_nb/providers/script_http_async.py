@@ -212,24 +212,19 @@ async def _send(exchange: _Exchange, target: _Target, method: str, body: bytes |
         connection = kept
         kept = None
         try:
-            async with exchange.within():
-                if connection is None:
-                    connection = await _connect(target)
-                data = connection.http.send(head) or b""
-                if body:
-                    data += connection.http.send(h11.Data(data=body)) or b""
-                connection.writer.write(data + (connection.http.send(h11.EndOfMessage()) or b""))
-                while True:
-                    event = await connection.next_event()
-                    if isinstance(event, h11.Response):
-                        exchange.key, exchange.connection = key, connection
-                        return event
-                    if not isinstance(event, h11.InformationalResponse):
-                        raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before the answer")
-        except TimeoutError:
-            if connection is not None:
-                connection.close()
-            raise
+            if connection is None:
+                connection = await _connect(target)
+            data = connection.http.send(head) or b""
+            if body:
+                data += connection.http.send(h11.Data(data=body)) or b""
+            connection.writer.write(data + (connection.http.send(h11.EndOfMessage()) or b""))
+            while True:
+                event = await connection.next_event()
+                if isinstance(event, h11.Response):
+                    exchange.key, exchange.connection = key, connection
+                    return event
+                if not isinstance(event, h11.InformationalResponse):
+                    raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before the answer")
         except _TRANSPORT_FAULTS as exc:
             if connection is not None:
                 connection.close()
@@ -240,6 +235,10 @@ async def _send(exchange: _Exchange, target: _Target, method: str, body: bytes |
                 raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
             attempt += 1
             await asyncio.sleep(min(0.2 * attempt, exchange.remaining()))
+        except BaseException:  # the deadline (a cancellation here) or the caller's cancellation
+            if connection is not None:
+                connection.close()
+            raise
 
 
 async def _read_body(exchange: _Exchange, limit: int) -> tuple[bytes, bool]:
@@ -248,16 +247,15 @@ async def _read_body(exchange: _Exchange, limit: int) -> tuple[bytes, bool]:
     assert connection is not None
     chunks: list[bytes] = []
     size = 0
-    async with exchange.within():
-        while True:
-            event = await connection.next_event()
-            if isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
-                size += len(event.data)
-                if size > limit:
-                    return b"".join(chunks), False
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                return b"".join(chunks), True
+    while True:
+        event = await connection.next_event()
+        if isinstance(event, h11.Data):
+            chunks.append(bytes(event.data))
+            size += len(event.data)
+            if size > limit:
+                return b"".join(chunks), False
+        elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+            return b"".join(chunks), True
 
 
 def _header(response: h11.Response, name: bytes) -> str | None:
@@ -270,11 +268,11 @@ def _header(response: h11.Response, name: bytes) -> str | None:
 async def _open(exchange: _Exchange, method: str, url: str, body: str | None, headers: dict[str, str],
                 allow_local: bool) -> h11.Response:
     """Send the request, following redirects (each hop checked, the credential rule applied);
-    the final answer's head, its connection held by ``exchange``."""
+    the final answer's head, its connection held by ``exchange``. (The caller bounds it, and
+    every step below, by the call's deadline: one scope for the whole call.)"""
     origin = None
     for _hop in range(MAX_REDIRECTS + 1):
-        async with exchange.within():
-            target = await check_url(url, allow_local=allow_local)
+        target = await check_url(url, allow_local=allow_local)
         origin = origin or target.origin
         payload = body.encode("utf-8") if body is not None else None
         response = await _send(exchange, target, method, payload, headers)
@@ -302,12 +300,13 @@ async def request(method: str, url: str, body: str | None = None, headers: dict[
     exchange = _Exchange(timeout)
     whole = False
     try:
-        response = await _open(exchange, method, url, body, dict(headers or {}), allow_local)
-        await _check_status(exchange, response)
-        refused = content_error(_header(response, b"content-type"), _header(response, b"content-length"))
-        if refused is not None:
-            raise refused
-        data, whole = await _read_body(exchange, BODY_LIMIT)
+        async with exchange.within():
+            response = await _open(exchange, method, url, body, dict(headers or {}), allow_local)
+            await _check_status(exchange, response)
+            refused = content_error(_header(response, b"content-type"), _header(response, b"content-length"))
+            if refused is not None:
+                raise refused
+            data, whole = await _read_body(exchange, BODY_LIMIT)
     except TimeoutError:
         raise timeout_error(timeout) from None
     except _TRANSPORT_FAULTS as exc:
@@ -324,8 +323,9 @@ async def sse_payloads(url: str, body: str, headers: dict[str, str] | None = Non
     exchange = _Exchange(timeout)
     try:
         try:
-            response = await _open(exchange, "POST", url, body, dict(headers or {}), allow_local)
-            await _check_status(exchange, response)
+            async with exchange.within():
+                response = await _open(exchange, "POST", url, body, dict(headers or {}), allow_local)
+                await _check_status(exchange, response)
         except TimeoutError:
             raise timeout_error(timeout) from None
         except _TRANSPORT_FAULTS as exc:
