@@ -523,10 +523,17 @@ def _send(target: _Target, method: str, body: str | None, headers: dict[str, str
             if reused:
                 kept = POOL.take(key)
                 continue
-            if attempt == TRANSPORT_RETRIES:
-                raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+            pause = retry_pause(exc, attempt)
             attempt += 1
-            time.sleep(min(0.2 * attempt, deadline.remaining() or 1.0))
+            time.sleep(min(pause, deadline.remaining() or 1.0))
+
+
+def retry_pause(fault: BaseException, attempt: int) -> float:
+    """Seconds to wait before retrying a request that failed with a transport ``fault`` on its
+    ``attempt``-th retry (0 for the first try); the ``transport`` failure once the retries are spent."""
+    if attempt >= TRANSPORT_RETRIES:
+        raise ScriptHttpError("transport", f"request failed: {type(fault).__name__}: {fault}") from None
+    return 0.2 * (attempt + 1)
 
 
 def status_error(status: int, text: str, retry_after: str | None) -> ScriptHttpError:

@@ -28,7 +28,6 @@ from lev_nb.providers.script_http import (
     KEEP_IDLE_S,
     MAX_REDIRECTS,
     POOL_MAX,
-    TRANSPORT_RETRIES,
     EventStream,
     ScriptHttpError,
     _Target,
@@ -40,6 +39,7 @@ from lev_nb.providers.script_http import (
     parse_url,
     redirect,
     resolve_error,
+    retry_pause,
     status_error,
     timeout_error,
     tls_context,
@@ -231,10 +231,9 @@ async def _send(exchange: _Exchange, target: _Target, method: str, body: bytes |
             if reused:
                 kept = pool.take(key)
                 continue
-            if attempt == TRANSPORT_RETRIES:
-                raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
+            pause = retry_pause(exc, attempt)
             attempt += 1
-            await asyncio.sleep(min(0.2 * attempt, exchange.remaining()))
+            await asyncio.sleep(min(pause, exchange.remaining()))
         except BaseException:  # the deadline (a cancellation here) or the caller's cancellation
             if connection is not None:
                 connection.close()
