@@ -154,9 +154,12 @@ def test_ctrl_c_stops_a_batch_and_every_record_says_how_its_run_ended(tmp_path: 
     script = tmp_path / "turns.json"
     script.write_text(json.dumps([{"tool_calls": [{"name": "shell", "arguments": {
         "command": "mktemp -p . started.XXXX; sleep 300"}}]}, {"text": "done"}]), encoding="utf-8")
+    # A terminal's foreground job takes Ctrl-C; a test runner started in the background (a CI job
+    # behind `&`) ignores SIGINT, and an ignored signal stays ignored across exec.
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(folder), f"scripted:{script}", str(work)],
                             env={**os.environ, "LEV_HOME": str(home)}, start_new_session=True, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while len(list(work.glob("started.*"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
