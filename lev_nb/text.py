@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 __all__ = [
+    "is_blank",
     "estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown",
     "format_elapsed", "without_surrogates",
 ]
@@ -30,6 +31,12 @@ def without_surrogates(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [without_surrogates(v) for v in value]
     return value
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` is empty or only whitespace, the same answer as ``not text.strip()``
+    without copying it: this runs over every entry of the context on every model call."""
+    return not text or text.isspace()
 
 
 def estimate_tokens(text: str) -> int:

@@ -48,7 +48,7 @@ from lev_nb.messages import Message, ModelRequest, ModelResponse, TextBlock, Too
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.blocking import run_blocking
 from lev_nb.providers import script_http_async
-from lev_nb.providers.script_http import ScriptHttpError, request as http_request, sse_payloads
+from lev_nb.providers.script_http import ScriptHttpError
 from lev_nb.records import record
 from lev_nb.rhai import AST, Engine, Later, NotPlainDataError, RhaiError, RhaiLimitError
 from lev_nb.secrets import env_var_allowed
@@ -254,7 +254,7 @@ def load_provider_script(name: str, path: Path, settings: Settings) -> ProviderS
         raise ProviderScriptError(f"provider script {path}: cannot read it: {exc}") from None
     mtime = stat.st_mtime
     label = str(path)
-    context = _CallContext(settings, timeout_s=None, network=False)
+    context = _CallContext(settings, timeout_s=None, loop=None)
     engine = context.engine()
     try:
         ast = engine.compile(source + PRELUDE)
@@ -315,23 +315,22 @@ class _CallContext:
     """What the host functions of one call may do: the configuration's address policy and
     environment grants, the request's timeout, the open event streams and the chunk sink.
 
-    Given the event loop that serves the call (``Engine.call_async``), its HTTP runs on that
-    loop (:mod:`lev_nb.providers.script_http_async`): each network host function answers with
-    a :class:`Later` that a task of the loop resolves, so the script waits on its own thread and
-    no Python thread waits with it. Without one (a call made from a thread) it blocks."""
+    ``loop`` is the event loop that serves the call (``Engine.call_async``); the call's HTTP runs
+    on it (:mod:`lev_nb.providers.script_http_async`): each network host function answers with a
+    :class:`Later` that a task of the loop resolves, so the script waits on its own thread and no
+    Python thread waits with it. Without a loop (``initialize()``, run when the script is loaded)
+    the call is offline and the network functions say so."""
 
-    def __init__(self, settings: Settings, *, timeout_s: float | None, network: bool,
-                 on_chunk: Callable[[dict[str, Any]], None] | None = None,
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, settings: Settings, *, timeout_s: float | None, loop: asyncio.AbstractEventLoop | None,
+                 on_chunk: Callable[[dict[str, Any]], None] | None = None) -> None:
         security = settings.security
         self.allow_local = security.allow_local_network
         self.allowed_env = tuple(security.allow_env_vars)
         fallback = settings.limits.script_http_timeout_secs or None
         self.timeout_s = timeout_s or fallback
-        self.network = network
         self.on_chunk = on_chunk
         self.loop = loop
-        self.streams: dict[int, Any] = {}
+        self.streams: dict[int, AsyncIterator[str]] = {}
         self.opened = 0
         self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[str] = []
@@ -361,16 +360,10 @@ class _CallContext:
 
     def http(self, method: Any, url: Any, body: Any, headers: Any) -> dict[str, Any] | Later:
         """One HTTP call: ``#{body}`` or ``#{error: #{kind, message, retry_after?}}``."""
-        if not self.network:
+        if self.loop is None:
             return self._no_network("http_get" if method == "GET" else "http_post")
-        arguments = (str(method), str(url), None if body is None else str(body), self._headers(headers))
-        if self.loop is not None:
-            return self._later(self._fetch(*arguments))
-        try:
-            text = http_request(*arguments, timeout=self.timeout_s, allow_local=self.allow_local)
-        except ScriptHttpError as exc:
-            return {"error": exc.to_map()}
-        return {"body": text}
+        return self._later(self.loop, self._fetch(str(method), str(url), None if body is None else str(body),
+                                                  self._headers(headers)))
 
     async def _fetch(self, method: str, url: str, body: str | None, headers: dict[str, str]) -> dict[str, Any]:
         text = await script_http_async.request(method, url, body, headers, timeout=self.timeout_s,
@@ -379,34 +372,19 @@ class _CallContext:
 
     def sse_open(self, url: Any, body: Any, headers: Any) -> dict[str, Any]:
         """Open an event stream (always a POST): ``#{body: handle}`` or ``#{error}``."""
-        if not self.network:
+        if self.loop is None:
             return self._no_network("stream_request")
-        payloads: Any
-        if self.loop is not None:
-            payloads = script_http_async.sse_payloads(str(url), str(body), self._headers(headers),
-                                                      timeout=self.timeout_s, allow_local=self.allow_local)
-        else:
-            payloads = sse_payloads(str(url), str(body), self._headers(headers), timeout=self.timeout_s,
-                                    allow_local=self.allow_local)
         self.opened += 1
-        self.streams[self.opened] = payloads
+        self.streams[self.opened] = script_http_async.sse_payloads(
+            str(url), str(body), self._headers(headers), timeout=self.timeout_s, allow_local=self.allow_local)
         return {"body": self.opened}
 
     def sse_next(self, handle: Any) -> dict[str, Any] | Later:
         """The next payload of an open stream: ``#{data}``, ``#{done: true}`` or ``#{error}``."""
         payloads = self.streams.get(int(handle))
-        if payloads is None:
+        if payloads is None or self.loop is None:
             return {"error": {"kind": "api", "message": "stream_request: no such stream"}}
-        if self.loop is not None:
-            return self._later(self._next_event(int(handle), payloads))
-        try:
-            return {"data": next(payloads), "done": False}
-        except StopIteration:
-            self.streams.pop(int(handle), None)
-            return {"done": True}
-        except ScriptHttpError as exc:
-            self.streams.pop(int(handle), None)
-            return {"error": exc.to_map()}
+        return self._later(self.loop, self._next_event(int(handle), payloads))
 
     async def _next_event(self, handle: int, payloads: AsyncIterator[str]) -> dict[str, Any]:
         try:
@@ -418,11 +396,11 @@ class _CallContext:
             self.streams.pop(handle, None)
             raise
 
-    def _later(self, answer: Coroutine[Any, Any, dict[str, Any]]) -> Later:
-        """A Later the loop resolves with what ``answer`` gives (a failure as ``#{error}``)."""
+    def _later(self, loop: asyncio.AbstractEventLoop, answer: Coroutine[Any, Any, dict[str, Any]]) -> Later:
+        """A Later that a task of ``loop`` resolves with what ``answer`` gives (a failure as
+        ``#{error}``)."""
         later = Later()
-        assert self.loop is not None
-        task = self.loop.create_task(_resolve(later, answer))
+        task = loop.create_task(_resolve(later, answer))
         self.tasks.add(task)
 
         def done(finished: asyncio.Task[None]) -> None:
@@ -784,8 +762,8 @@ class RhaiProvider:
         script = await self._loaded()
         chunks = _Chunks(request.on_text)
         streaming = script.has.get("stream", False)
-        context = _CallContext(self.settings, timeout_s=request.timeout_s, network=True,
-                               on_chunk=chunks.take if streaming else None, loop=asyncio.get_running_loop())
+        context = _CallContext(self.settings, timeout_s=request.timeout_s, loop=asyncio.get_running_loop(),
+                               on_chunk=chunks.take if streaming else None)
         payload = request_map(request, self.model or script.meta.default_model)
         label = str(script.path)
         try:
@@ -806,7 +784,7 @@ class RhaiProvider:
         """The script's ``count_tokens`` (clamped at 0), else the heuristic."""
         script = await self._loaded()
         if script.has.get("count_tokens"):
-            context = _CallContext(self.settings, timeout_s=None, network=True, loop=asyncio.get_running_loop())
+            context = _CallContext(self.settings, timeout_s=None, loop=asyncio.get_running_loop())
             try:
                 value = await context.engine().call_async(script.ast, "count_tokens", script.state, text,
                                                           model or self.model)
@@ -821,7 +799,7 @@ class RhaiProvider:
         script = await self._loaded()
         if not script.has.get("list_models"):
             return []
-        context = _CallContext(self.settings, timeout_s=None, network=True, loop=asyncio.get_running_loop())
+        context = _CallContext(self.settings, timeout_s=None, loop=asyncio.get_running_loop())
         try:
             value = await context.engine().call_async(script.ast, "list_models", script.state)
         except RhaiError as exc:

@@ -11,8 +11,7 @@ the connection.
 A name's addresses are kept for 30 seconds (an IP literal is not looked up at all), and checked
 again on every call all the same.
 
-``timeout`` bounds the whole call (every hop, retry, read and, for an event stream, the stream to
-its end), not each read: a server that drips a byte at a time cannot hold a run past it. A
+``timeout`` bounds the whole call (every hop, retry and read), not each read: a server that drips a byte at a time cannot hold a run past it. A
 redirect to another origin (scheme, host or port) loses the request's credential headers
 (``Authorization``, ``x-api-key``, ...), so a key meant for one server never reaches another.
 
@@ -35,7 +34,6 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
 from dataclasses import field
 from typing import Any
 
@@ -49,7 +47,6 @@ __all__ = [
     "address_refusal",
     "check_url",
     "request",
-    "sse_payloads",
 ]
 
 MAX_REDIRECTS = 5
@@ -664,49 +661,3 @@ class EventStream:
             self.data.append(self.pending.decode("utf-8", "replace").strip()[5:].lstrip(" "))
         payload = "\n".join(self.data)
         return [payload] if self.data and payload.strip() != "[DONE]" else []
-
-
-def sse_payloads(url: str, body: str, headers: dict[str, str] | None = None, *, timeout: float | None = 30.0,
-                 allow_local: bool = False) -> Iterator[str]:
-    """POST ``body`` and yield each server-sent event's ``data`` as it arrives (``[DONE]`` ends it).
-
-    A cut connection mid-stream raises a ``transport`` ScriptHttpError, and so does a stream that
-    has not ended ``timeout`` seconds after the request (the deadline covers the whole stream).
-    """
-    deadline = _Deadline(timeout)
-    try:
-        yield from _events(url, body, headers, deadline, allow_local)
-    finally:
-        deadline.close()
-
-
-def _events(url: str, body: str, headers: dict[str, str] | None, deadline: _Deadline,
-            allow_local: bool) -> Iterator[str]:
-    try:
-        response = _open("POST", url, body, dict(headers or {}), deadline=deadline, allow_local=allow_local)
-        try:
-            _check_status(response)
-        except ScriptHttpError:
-            _release(response, False)
-            raise
-    except (OSError, http.client.HTTPException) as exc:
-        if deadline.expired:
-            raise deadline.error() from None
-        raise ScriptHttpError("transport", f"request failed: {type(exc).__name__}: {exc}") from None
-    events = EventStream()
-    try:
-        while not events.done:
-            # read1, not readline: a chunked body cut short raises here instead of looking like its end.
-            block = response.read1(65536)
-            if deadline.expired:  # the socket was shut down under the read: not the stream's end
-                raise deadline.error()
-            yield from events.feed(block) if block else events.end()
-            if not block:
-                return
-    except (OSError, http.client.HTTPException) as exc:
-        if deadline.expired:
-            raise deadline.error() from None
-        raise ScriptHttpError("transport", f"the event stream broke off: {type(exc).__name__}: {exc}") from None
-    finally:
-        response.close()
-        _release(response, False)

@@ -320,7 +320,7 @@ impl PyEvaluation {
     /// Serve the evaluation on this thread: run its due callback, or collect its end. True once
     /// it has ended (then call `result()`). A KeyboardInterrupt raised in a callback stops the
     /// script and is raised here.
-    fn step(&self, _py: Python<'_>) -> PyResult<bool> {
+    fn step(&self) -> PyResult<bool> {
         let decline = self.state.cancelled.load(Ordering::Acquire);
         let served = {
             let mut detached = lock(&self.state.detached);

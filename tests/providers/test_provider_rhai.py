@@ -323,7 +323,7 @@ def test_the_provider_host_functions(home: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("PLAIN_SETTING", "value")
     monkeypatch.setenv("OTHER_API_KEY", "secret")
     monkeypatch.setenv("CHATTY_TOKEN", "allowed")
-    context = _CallContext(current(), timeout_s=5, network=False)
+    context = _CallContext(current(), timeout_s=5, loop=None)
     engine = context.engine()
     assert engine.eval('encode_uri("a b&c-_.~")') == "a%20b%26c-_.~"
     assert engine.eval('encode_uri("€")') == "%E2%82%AC"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -81,7 +81,7 @@ class OnLoop:
 
 @pytest.fixture(params=["blocking", "loop"])
 def http(request: pytest.FixtureRequest) -> Any:
-    """Each transport in turn, as a module with ``request`` and ``sse_payloads``."""
+    """Each transport in turn, as a module with ``request``."""
     return script_http if request.param == "blocking" else OnLoop
 
 
@@ -91,7 +91,8 @@ def test_a_dripping_server_cannot_hold_a_call_past_its_timeout(drip: Drip, http:
     assert info.value.kind == "transport" and "within 1 s" in info.value.message
 
 
-def test_a_dripping_event_stream_is_bounded_too(http: Any) -> None:
+def test_a_dripping_event_stream_is_bounded_too() -> None:
+    http = OnLoop  # event streams are a provider script's, served on the loop
     server = Drip("text/event-stream", b"data: " + b"y" * 200 + b"\n\n")
     try:
         with pytest.raises(ScriptHttpError) as info:
@@ -296,7 +297,8 @@ def test_answers_are_read_by_the_same_rules_on_both_transports(canned: Canned, h
     assert http.request("POST", canned.url + "/ok", body="{}", timeout=10, allow_local=True) == "ok"
 
 
-def test_event_streams_end_at_done_and_a_cut_one_fails_on_both_transports(canned: Canned, http: Any) -> None:
+def test_event_streams_end_at_done_and_a_cut_one_fails(canned: Canned) -> None:
+    http = OnLoop  # event streams are a provider script's, served on the loop
     assert list(http.sse_payloads(canned.url + "/events", "{}", timeout=10, allow_local=True)) == ['{"a": 1}', "two"]
     with pytest.raises(ScriptHttpError) as info:
         list(http.sse_payloads(canned.url + "/cut", "{}", timeout=10, allow_local=True))

@@ -12,6 +12,7 @@ from typing import Any
 
 from lev_nb.engine.context.regions import Entry, Region, render_checklist
 from lev_nb.messages import Block, Message, SystemBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from lev_nb.text import is_blank
 
 __all__ = ["assemble", "assemble_blocks", "flag_cache_breakpoint", "render_system_block", "entries_to_messages"]
 
@@ -139,10 +140,8 @@ def _strip_orphans(messages: list[Message]) -> list[Message]:
 
 def _is_empty(message: Message) -> bool:
     if isinstance(message.content, str):
-        return not message.content.strip()
-    return not any(
-        not isinstance(block, TextBlock) or block.text.strip() for block in message.content
-    )
+        return is_blank(message.content)
+    return all(isinstance(block, TextBlock) and is_blank(block.text) for block in message.content)
 
 
 def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:

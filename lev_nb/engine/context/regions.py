@@ -15,7 +15,7 @@ from dataclasses import field
 from typing import Any
 
 from lev_nb.records import record
-from lev_nb.text import cut_text, estimate_tokens
+from lev_nb.text import cut_text, estimate_tokens, is_blank
 
 # Built once (json.dumps with options builds an encoder per call, and this runs every turn).
 _SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
@@ -257,7 +257,7 @@ class Region:
 
     def is_empty(self) -> bool:
         """Whether the region holds nothing (blank entries count as nothing)."""
-        return not any(entry.content.strip() for entry in self.entries)
+        return all(is_blank(entry.content) for entry in self.entries)
 
     def find_key(self, key: str) -> int | None:
         """Index of the entry stored under ``key``, or None."""
