@@ -164,7 +164,7 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
         if delay >= 1.5:
             drain.target, drain.target_label = 1.1 * r["ideal_s"], "<= 1.1x ideal"
             drain.judge(lambda v, t: v <= t)
-        elif n >= 1000 and label != "engine":  # the cores this machine has, as the upstream used them
+        elif n >= 1000 and not label.startswith("engine"):  # the cores this machine has, as the upstream used them
             drain.target, drain.target_label = UPSTREAM_DRAIN_S, f"<= {UPSTREAM_DRAIN_S:g} s (the upstream)"
             drain.judge(lambda v, t: v <= t)
         rows.append(drain)
@@ -179,6 +179,9 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
                             spread("script_cpu_per_call_ms")))
             rows.append(Row(group, "  of which the engine", "ms", r["engine_cpu_per_call_ms"],
                             spread("engine_cpu_per_call_ms")))
+        if "kernel_cpu_per_call_ms" in r:  # every thread's system time: the file system's, the sockets'
+            rows.append(Row(group, "  of it in the kernel", "ms", r["kernel_cpu_per_call_ms"],
+                            spread("kernel_cpu_per_call_ms")))
         if "switches_per_call" in r:
             rows.append(Row(group, "context switches per model call", "switches", r["switches_per_call"],
                             spread("switches_per_call")))

@@ -18,6 +18,10 @@ Shapes, each in a fresh process:
   evaluation (the Rhai evaluation threads) and the rest (the engine loop, which also builds each
   request map, serves the scripts' host calls and does their HTTP; the caller's thread starting
   the runs; the record writer), the most calls the server held at once, live memory per run.
+- ``engine, store in RAM``: the same, measured right after it, with the run store in RAM
+  (``/dev/shm``): the side-by-side baseline that shows what the disk costs. The kernel column is
+  every thread's system time per call; on this machine's disk the file system's share moves with
+  what the disk did in the minutes before (deleting thousands of files doubles it for a while).
 - ``cli``: the four agents' shares as four ``lev run AGENT --count K [--workers W]`` processes
   started together; drain is the wall time to the last exit (process start-up included), CPU
   that of every process.
@@ -36,6 +40,7 @@ a process making many runs and one making few, so start-up and first-use costs c
     python bench/bench_script_provider.py --big            # adds 1,000 agents at 50 ms (engine, cli, run_many)
     python bench/bench_script_provider.py --runs 1000 --shape cli --workers 2   # lev run --count --workers 2
     python bench/bench_script_provider.py --runs 1000 --delay 0.05 --shape engine
+    python bench/bench_script_provider.py --runs 1000 --ram    # the run store in RAM
 """
 
 from __future__ import annotations
@@ -71,15 +76,24 @@ POOL = 4096  # [limits] max_concurrent_inferences: wide enough that the pool is 
 _HOMES: list[str] = []
 
 
+RAM_FOLDER = Path("/dev/shm")  # a RAM file system on Linux: the run store without the disk's costs
+
+
+def ram_available() -> bool:
+    """Whether a run store can be kept in RAM here (:data:`RAM_FOLDER` exists and is writable)."""
+    return RAM_FOLDER.is_dir() and os.access(RAM_FOLDER, os.W_OK)
+
+
 @contextlib.contextmanager
-def kept_home() -> Iterator[str]:
+def kept_home(ram: bool = False) -> Iterator[str]:
     """A fresh run store for one measurement, deleted when the bench ends, not after it: deleting a
     home's thousands of files right before the next measurement made the file system search past
     them for every inode the next runs allocated, which doubled the kernel time of the next repeat
-    and no user's run pays (perf: find_get_block_common, recently_deleted)."""
+    and no user's run pays (perf: find_get_block_common, recently_deleted). ``ram``: in
+    :data:`RAM_FOLDER`, the side-by-side baseline that shows the disk's share."""
     if not _HOMES:
         atexit.register(lambda: [shutil.rmtree(home, ignore_errors=True) for home in _HOMES])
-    home = tempfile.mkdtemp(prefix="lev-bench-")
+    home = tempfile.mkdtemp(prefix="lev-bench-", dir=RAM_FOLDER if ram else None)
     _HOMES.append(home)
     yield home
 
@@ -158,17 +172,20 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     base = live_memory_kib()
     switches0 = _context_switches()
     threads0 = _thread_cpu()
+    times0 = os.times()
     cpu0 = time.process_time()
     start = time.perf_counter()
     runs = [start_run(bp, task=f"item {i}: summarise the report", home=home) for i, bp in enumerate(order)]
     peak = 0
     watching = time.thread_time()  # this thread's sampling is the bench's own CPU, not lev_nb's
+    watching_kernel = _thread_kernel()
     while not all(r.done() for r in runs):
         peak = max(peak, live_memory_kib())
         time.sleep(0.02)
     drain = time.perf_counter() - start
     own = time.thread_time() - watching
     cpu = time.process_time() - cpu0 - own
+    kernel = os.times().system - times0.system - (_thread_kernel() - watching_kernel)
     threads1 = _thread_cpu()
     # The Rhai evaluation threads' share (the scripts themselves): what the threads still alive
     # and not evaluating (the caller's, the engine loop's, the record writer's) did not spend.
@@ -180,9 +197,17 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     for r in runs:
         statuses[r.status] = statuses.get(r.status, 0) + 1
-    return {"drain_s": drain, "cpu_s": cpu, "script_cpu_s": script_cpu, "statuses": statuses,
+    return {"drain_s": drain, "cpu_s": cpu, "kernel_cpu_s": kernel, "script_cpu_s": script_cpu, "statuses": statuses,
             "peak_live_kib": peak, "base_kib": base, "per_run_kib": (peak - base) / n,
             "context_switches": switches}
+
+
+def _thread_kernel() -> float:
+    """System CPU seconds of the calling thread (Linux): reading /proc for the memory samples
+    costs kernel time that is the bench's, not lev_nb's."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_stime
 
 
 def _thread_cpu() -> dict[int, tuple[str, float]]:
@@ -271,9 +296,10 @@ def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
             "runs": [few, many], "instructions": [counts[few], counts[many]]}
 
 
-def run_engine(n: int, delay: float) -> dict[str, Any]:
-    """The ``engine`` shape once: a fresh process against a fresh server."""
-    with latency_server(delay) as port, kept_home() as home:
+def run_engine(n: int, delay: float, ram: bool = False) -> dict[str, Any]:
+    """The ``engine`` shape once: a fresh process against a fresh server (``ram``: its run store
+    in RAM)."""
+    with latency_server(delay) as port, kept_home(ram) as home:
         write_home(home, port)
         out = subprocess.run([sys.executable, __file__, "--child", str(n), "--home", home],
                              capture_output=True, text=True, cwd=ROOT, env=_env(home))
@@ -292,6 +318,8 @@ def _finish(found: dict[str, Any], n: int, delay: float, stats: dict[str, Any]) 
     if "script_cpu_s" in found:
         found["script_cpu_per_call_ms"] = found["script_cpu_s"] / max(1, calls) * 1e3
         found["engine_cpu_per_call_ms"] = found["cpu_per_call_ms"] - found["script_cpu_per_call_ms"]
+    if "kernel_cpu_s" in found:
+        found["kernel_cpu_per_call_ms"] = found["kernel_cpu_s"] / max(1, calls) * 1e3
     if "context_switches" in found:
         found["switches_per_call"] = found["context_switches"] / max(1, calls)
     return found
@@ -375,16 +403,23 @@ def median_of(fn: Any, repeats: int) -> dict[str, Any]:
     return out
 
 
+# The engine shape with its run store in RAM, measured right after the one on disk: the same work
+# without the file system's, whose cost on this machine's disk moves with what it did lately.
+RAM_SHAPE = "engine, store in RAM"
+
+
 def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
     """(label, runs, delay, what to run) for the default pass or the big one."""
     todo: list[tuple[str, int, float, Any]] = [
         ("engine", 100, 0.05, lambda: run_engine(100, 0.05)),
+        *([(RAM_SHAPE, 100, 0.05, lambda: run_engine(100, 0.05, ram=True))] if ram_available() else []),
         ("engine", 100, 1.5, lambda: run_engine(100, 1.5)),
         ("cli (4 x lev run --count)", 100, 0.05, lambda: run_cli(100, 0.05, None)),
     ]
     if big:
         todo += [
             ("engine", 1000, 0.05, lambda: run_engine(1000, 0.05)),
+            *([(RAM_SHAPE, 1000, 0.05, lambda: run_engine(1000, 0.05, ram=True))] if ram_available() else []),
             ("cli (4 x lev run --count)", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
             ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
             ("run_many (4 x 2 processes)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 2)),
@@ -401,6 +436,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05, help="with --runs: seconds per model call")
     parser.add_argument("--shape", default="engine", choices=("engine", "cli", "run_many"), help="with --runs")
     parser.add_argument("--workers", type=int, default=0, help="with --runs and cli/run_many: worker processes")
+    parser.add_argument("--ram", action="store_true", help="with --runs and engine: the run store in RAM")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--child-in-process", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--home", default="", help=argparse.SUPPRESS)
@@ -413,7 +449,7 @@ def main() -> None:
         return
     if args.runs:
         n, d, w = args.runs, args.delay, args.workers
-        fn = {"engine": lambda: run_engine(n, d), "cli": lambda: run_cli(n, d, w or None),
+        fn = {"engine": lambda: run_engine(n, d, args.ram), "cli": lambda: run_cli(n, d, w or None),
               "run_many": lambda: run_many_shape(n, d, w or 1)}[args.shape]
         todo = [(args.shape, n, d, fn)]
     else:
@@ -440,14 +476,15 @@ def save(results: list[dict[str, Any]]) -> None:
 def print_table(results: list[dict[str, Any]]) -> None:
     """One line per shape."""
     print(f"{'shape':<22}{'agents':>7}{'delay':>8}{'drain s':>9}{'ideal':>7}{'CPU/call ms':>12}{'script':>8}"
-          f"{'engine':>8}{'switches':>9}{'in flight':>10}{'KiB/run':>9}  calls")
+          f"{'engine':>8}{'kernel':>8}{'switches':>9}{'in flight':>10}{'KiB/run':>9}  calls")
     for r in results:
         script = f"{r['script_cpu_per_call_ms']:.2f}" if "script_cpu_per_call_ms" in r else "-"
         engine = f"{r['engine_cpu_per_call_ms']:.2f}" if "engine_cpu_per_call_ms" in r else "-"
         kib = f"{r['per_run_kib']:.0f}" if "per_run_kib" in r else "-"
+        kernel = f"{r['kernel_cpu_per_call_ms']:.2f}" if "kernel_cpu_per_call_ms" in r else "-"
         switches = f"{r['switches_per_call']:.1f}" if "switches_per_call" in r else "-"
         print(f"{r['shape']:<22}{r['runs']:>7}{r['delay_s'] * 1e3:>6g}ms{r['drain_s']:>9.2f}{r['ideal_s']:>7.2f}"
-              f"{r['cpu_per_call_ms']:>12.2f}{script:>8}{engine:>8}{switches:>9}{r['peak_in_flight']:>10}{kib:>9}"
+              f"{r['cpu_per_call_ms']:>12.2f}{script:>8}{engine:>8}{kernel:>8}{switches:>9}{r['peak_in_flight']:>10}{kib:>9}"
               f"  {r['model_calls']}/{r['expected_calls']}")
 
 

@@ -4,6 +4,7 @@ model calls the benchmark counts on, and one engine-shape measurement reports ev
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,25 @@ def test_the_engine_shape_reports_every_figure(bench) -> None:
         assert key in found
     assert found["script_cpu_per_call_ms"] > 0
     assert found["switches_per_call"] > 0  # at least the hand-off to a call thread and back
+    assert 0 < found["kernel_cpu_per_call_ms"] < found["cpu_per_call_ms"]  # the sampler's reads of /proc excluded
+
+
+def test_the_ram_baseline_keeps_its_run_store_in_ram(bench, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not bench.ram_available():
+        pytest.skip("no RAM file system here")
+    homes: list[str] = []
+    kept = bench.kept_home
+
+    def noted(ram: bool = False):  # type: ignore[no-untyped-def]
+        manager = kept(ram)
+        homes.append(manager.__enter__())
+        return contextlib.nullcontext(homes[-1])
+
+    monkeypatch.setattr(bench, "kept_home", noted)
+    found = bench.run_engine(5, 0.0, ram=True)
+    assert found["statuses"] == {"complete": 5}
+    assert homes and all(Path(home).parent == bench.RAM_FOLDER for home in homes)
+    assert any(label == bench.RAM_SHAPE for label, *_ in bench.shapes(big=False))
 
 
 def test_the_in_process_mix_runs_every_run_to_its_end(bench, home: Path) -> None:
