@@ -11,9 +11,11 @@ the connection.
 A name's addresses are kept for 30 seconds (an IP literal is not looked up at all), and checked
 again on every call all the same.
 
-``timeout`` bounds the whole call (every hop, retry and read), not each read: a server that drips a byte at a time cannot hold a run past it. A
-redirect to another origin (scheme, host or port) loses the request's credential headers
-(``Authorization``, ``x-api-key``, ...), so a key meant for one server never reaches another.
+``timeout`` bounds the whole call (every hop, retry and read), not each read: a server that drips
+a byte at a time cannot hold a run past it. A redirect to another origin (scheme, host or port)
+loses the request's credential headers (``Authorization``, ``x-api-key``, ...), so a key meant for
+one server never reaches another. (Event streams are a provider script's, read on the loop by
+:mod:`lev_nb.providers.script_http_async` with :class:`EventStream` from here.)
 
 Connections are kept alive between calls to the same checked address (:class:`_Pool`), and one
 watcher thread expires every call's deadline.
