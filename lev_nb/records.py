@@ -264,13 +264,15 @@ def record(cls: type[T], /) -> type[T]: ...
 
 
 @overload
-def record(*, eq: bool = True, frozen: bool = True) -> Callable[[type[T]], type[T]]: ...
+def record(*, eq: bool = True, frozen: bool = True, slots: bool = False) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = True) -> Any:
-    """Make ``cls`` a dataclass, like ``@dataclass(frozen=frozen, eq=eq)``: immutable unless
-    ``frozen=False``, compared by value unless ``eq=False`` (then by identity).
+def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = True, slots: bool = False) -> Any:
+    """Make ``cls`` a dataclass, like ``@dataclass(frozen=frozen, eq=eq, slots=slots)``: immutable
+    unless ``frozen=False``, compared by value unless ``eq=False`` (then by identity), its fields
+    in slots with ``slots=True`` (for a class of more than 30 fields made once per run: past 30,
+    Python stops sharing an instance dict's keys, and each instance carries a dict of its own).
 
     As with ``@dataclass``, an ``__eq__`` makes a mutable record unhashable, and the methods the
     class body defines itself (``__repr__``, ``__eq__``, ``__hash__``) are kept.
@@ -283,7 +285,7 @@ def record(cls: type[T] | None = None, /, *, eq: bool = True, frozen: bool = Tru
         undocumented = own.get("__doc__") is None
         if undocumented:
             cls.__doc__ = cls.__name__  # for now: dataclass() would read a signature to write one
-        cls = dataclass(cls, init=False, eq=False, repr=False)
+        cls = dataclass(cls, init=False, eq=False, repr=False, slots=slots)
         cls.__init__ = _InitOnFirstUse(cls, frozen)  # type: ignore[assignment,method-assign]
         if undocumented:
             cls.__doc__ = _signature_text(cls)

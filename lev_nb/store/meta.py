@@ -102,7 +102,7 @@ class RunFlags:
         }
 
 
-@record(frozen=False)
+@record(frozen=False, slots=True)  # 41 fields, one instance per live run: see record()
 class RunMeta:
     """One run's meta.json as a typed value; see the module docstring."""
 

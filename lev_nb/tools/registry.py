@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import types
+from collections.abc import Mapping
 from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal
 
@@ -53,6 +56,9 @@ class ToolRegistry:
     """Tools by canonical name. Lookups accept aliases and are case-insensitive."""
 
     def __init__(self, defs: Iterable[ToolDef] = (), aliases: dict[str, str] | None = None) -> None:
+        # A copy's tools are its original's table, read-only and shared, under a table of its own
+        # (see copy): the copy's own entries are the ones it registered.
+        self._base: Mapping[str, ToolDef] = {}
         self._defs: dict[str, ToolDef] = {}
         self._aliases: dict[str, str] = dict(ALIASES if aliases is None else aliases)
         for d in defs:
@@ -63,17 +69,42 @@ class ToolRegistry:
         self._defs[tool.name] = tool
 
     def copy(self) -> "ToolRegistry":
-        """An independent registry with the same tools, for adding a run's own script tools."""
-        return ToolRegistry(self._defs.values(), self._aliases)
+        """An independent registry with the same tools, for adding a run's own script tools.
+
+        The copy reads this registry's tools from a frozen snapshot shared with every other copy
+        and keeps only what it registers itself: every run starts from a copy of the built-in
+        tools and adds one or two, and each live run used to hold a table of all of them."""
+        twin = ToolRegistry.__new__(ToolRegistry)
+        twin._base = self._snapshot()
+        twin._defs = {}
+        twin._aliases = self._aliases  # never written after construction
+        return twin
+
+    def _snapshot(self) -> Mapping[str, ToolDef]:
+        if not self._defs:
+            return self._base
+        merged = types.MappingProxyType({**self._base, **self._defs})
+        self._base, self._defs = merged, {}  # later registrations go on top of it again
+        return merged
+
+    def _find(self, name: str) -> ToolDef | None:
+        tool = self._defs.get(name)
+        return tool if tool is not None else self._base.get(name)
+
+    def _known(self) -> Iterable[str]:
+        """Every name, in the order one merged table would hold them (a replaced tool keeps its place)."""
+        if not self._base:
+            return self._defs
+        return itertools.chain(self._base, (name for name in self._defs if name not in self._base))
 
     def canonical(self, name: str) -> str:
         """The canonical spelling of ``name``: aliases folded, case matched to a known tool."""
-        if name in self._defs:
+        if self._find(name) is not None:
             return name
         lowered = name.lower()
         if lowered in self._aliases:
             return self._aliases[lowered]
-        for known in self._defs:
+        for known in self._known():
             if known.lower() == lowered:
                 return known
         return lowered
@@ -87,14 +118,14 @@ class ToolRegistry:
 
     def get(self, name: str) -> ToolDef | None:
         """The definition for ``name`` (or an alias of it), or None."""
-        return self._defs.get(self.canonical(name))
+        return self._find(self.canonical(name))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
     def names(self) -> list[str]:
         """Canonical names of every registered tool, sorted."""
-        return sorted(self._defs)
+        return sorted(self._known())
 
     def is_inline(self, name: str) -> bool:
         """True for tools the engine answers itself (no handler here)."""

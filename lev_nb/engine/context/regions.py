@@ -11,6 +11,7 @@ updated key, or refuse). This module knows nothing about stages, tools or reques
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
@@ -226,8 +227,9 @@ class Region:
         # Checklist ids come from a counter, so an id never names a different item later.
         self._next_item_id = 1
         # A sliding window with strategy = "compact" keeps what it evicts here until the engine
-        # has summarised it (see lev_nb.engine.pipeline.compaction).
-        self.evicted_for_summary: list[Entry] = []
+        # has summarised it (see lev_nb.engine.pipeline.compaction). Empty until then: a shared
+        # empty tuple, not a list for every region of every live run.
+        self.evicted_for_summary: Sequence[Entry] = ()
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -367,7 +369,9 @@ class Region:
             if len(candidate) == 1:
                 break
         if self.kind == "sliding_window" and self.config.strategy == "compact":
-            self.evicted_for_summary.extend(e for e in evicted if not e.metadata.get("summary"))
+            kept = [e for e in evicted if not e.metadata.get("summary")]
+            if kept:
+                self.evicted_for_summary = [*self.evicted_for_summary, *kept]
         return evicted
 
     # -- checklist items ---------------------------------------------------------------------------

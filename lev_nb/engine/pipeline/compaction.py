@@ -168,7 +168,7 @@ class Compactor:
         """Summarise what a compact-strategy sliding window evicted, with its earlier summary."""
         ctx = self.state.ctx
         region = ctx.region(name)
-        evicted, region.evicted_for_summary = list(region.evicted_for_summary), []
+        evicted, region.evicted_for_summary = list(region.evicted_for_summary), ()
         earlier = next((e for e in region.entries if e.metadata.get("summary")), None)
         content = render_entries(evicted)
         if earlier is not None:

@@ -199,7 +199,7 @@ class Inference:
         self._sent_at: float | None = None  # when the current model call was sent (time.time())
         # The last stage or routing request and the sizes of the regions it was built from, for
         # its transcript entry (what `lev context` shows); a compaction request has its own text.
-        self._layout: tuple[ModelRequest, list[dict[str, Any]]] | None = None
+        self._layout: tuple[ModelRequest, list[tuple[str, str, int, int, int | None]]] | None = None
         self._rate_told: set[str] = set()  # providers whose rate-limit wait this run reported
 
     # -- the two kinds of call ----------------------------------------------------------------
@@ -628,7 +628,7 @@ class Inference:
         new_system = system_key != self._last_system_key
         self._last_system_key = system_key
         tail = _new_messages(request.messages)
-        layout = self._layout[1] if self._layout is not None and self._layout[0] is request else None
+        layout = region_size_maps(self._layout[1]) if self._layout is not None and self._layout[0] is request else None
         return {
             "stage": self.state.stage.name,
             "purpose": request.purpose,
@@ -659,13 +659,19 @@ class Inference:
         }
 
 
-def region_sizes(regions: list[Any]) -> list[dict[str, Any]]:
-    """Each region a request is built from, as the transcript records it: name, kind, entries,
-    tokens (estimated) and its budget (``max_tokens``)."""
-    return [
-        {"name": r.name, "kind": r.kind, "entries": len(r.entries), "tokens": r.tokens, "max_tokens": r.max_tokens}
-        for r in regions
-    ]
+_REGION_SIZE_KEYS = ("name", "kind", "entries", "tokens", "max_tokens")
+
+
+def region_sizes(regions: list[Any]) -> list[tuple[str, str, int, int, int | None]]:
+    """Each region a request is built from: name, kind, entries, tokens (estimated) and its
+    budget (``max_tokens``). Tuples, held while the call is in flight (a third of the memory of
+    dicts, for every live run); :func:`region_size_maps` makes them what the transcript records."""
+    return [(r.name, r.kind, len(r.entries), r.tokens, r.max_tokens) for r in regions]
+
+
+def region_size_maps(sizes: list[tuple[str, str, int, int, int | None]]) -> list[dict[str, Any]]:
+    """:func:`region_sizes` as the transcript records them, one map per region."""
+    return [dict(zip(_REGION_SIZE_KEYS, size)) for size in sizes]
 
 
 def _new_messages(messages: list[Any]) -> list[Any]:
