@@ -140,6 +140,30 @@ def test_a_mutable_record_behaves_as_a_dataclass() -> None:
     assert Tally.__hash__ is None is TallyReference.__hash__  # mutable and compared by value: unhashable
 
 
+@record(frozen=False, slots=True)
+class Slotted:
+    name: str
+    count: int = 0
+    seen: list[str] = field(default_factory=list)
+
+
+def test_a_slotted_record_holds_its_fields_without_a_dict_and_still_behaves_as_a_dataclass() -> None:
+    import copy
+    import pickle
+
+    tallies = [Slotted("a") for _ in range(12)]  # past the field loop: the compiled __init__ too
+    first = tallies[0]
+    assert not hasattr(first, "__dict__") and Slotted.__slots__ == ("name", "count", "seen")
+    first.count += 1
+    first.seen.append("x")
+    assert first == Slotted("a", 1, ["x"]) and tallies[-1] == Slotted("a") and tallies[1].seen == []
+    assert repr(first) == "Slotted(name='a', count=1, seen=['x'])"
+    assert pickle.loads(pickle.dumps(first)) == first == copy.deepcopy(first)
+    assert dataclasses.replace(first, count=5).count == 5 and dataclasses.asdict(first)["seen"] == ["x"]
+    with pytest.raises(AttributeError):
+        first.other = 1  # type: ignore[attr-defined]
+
+
 def _record_kinds() -> list[type]:
     """Fresh record classes of every field form: a class made anew has not compiled its __init__."""
 
