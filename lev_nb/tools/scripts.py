@@ -10,9 +10,10 @@ obeys the address policy and timeout of provider scripts.
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,13 +219,18 @@ def global_tools_dir(home: str | Path | None = None) -> Path:
     return in_home(GLOBAL_TOOLS_DIR, home)
 
 
-def global_tool_defs(home: str | Path | None, reserved: set[str]) -> tuple[list[ToolDef], list[Any]]:
+def global_tool_defs(home: str | Path | None, reserved: set[str] | Callable[[], set[str]]) -> tuple[list[ToolDef], list[Any]]:
     """ToolDefs for ``$LEV_HOME/tools/*.rhai``, compiled now (at spawn), and the files skipped
     (with reasons). ``reserved`` holds the built-in names and the agent's own tools, which shadow
-    a global tool of the same name."""
+    a global tool of the same name; a function giving them is asked only when the folder exists
+    (most homes have none, and every run start asks)."""
+    folder = global_tools_dir(home)
+    if not os.path.isdir(folder):
+        return [], []
     from lev_nb.scripting import discover_tools
 
-    found, skipped = discover_tools([global_tools_dir(home)], reserved=tuple(sorted(reserved)))
+    names = reserved() if callable(reserved) else reserved
+    found, skipped = discover_tools([folder], reserved=tuple(sorted(names)))
     return [script_tool_def(tool) for tool in found.values()], skipped
 
 

@@ -95,7 +95,7 @@ class StageTools:
             self._register_script(tool)
         # $LEV_HOME/tools/*.rhai, compiled at spawn; an agent's own tool shadows a global one.
         lev_home = state.store.run_dir.parent.parent
-        global_tools, skipped = global_tool_defs(lev_home, set(self.registry.names()) | set(self.unavailable))
+        global_tools, skipped = global_tool_defs(lev_home, lambda: set(self.registry.names()) | set(self.unavailable))
         for tool in global_tools:
             self._register_script(tool)
         # A tool file that did not load (the agent's own, then a global one): a stage that lists
