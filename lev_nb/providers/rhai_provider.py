@@ -20,9 +20,10 @@ acting for the call being served) with the provider host functions: ``parse_json
 refused or unset name), ``count_tokens_heuristic``, and, outside ``initialize``,
 ``http_get``/``http_post``/``stream_request`` under the address policy of
 :mod:`lev_nb.providers.script_http` (on the loop: :mod:`lev_nb.providers.script_http_async`). A
-failed HTTP call throws ``#{kind, message, retry_after?}``, a map the script can catch; what the script throws becomes a :class:`ProviderError` whose kind keeps
-the retry and fallback rules (``rate_limited``, ``transport``/``server`` retried, ``api`` read for
-credits, auth and unknown-model answers).
+failed HTTP call throws ``#{kind, message, retry_after?}``, a map the script can catch; what the
+script throws becomes a :class:`ProviderError` whose kind keeps the retry and fallback rules
+(``rate_limited``, ``transport``/``server`` retried, ``api`` read for credits, auth and
+unknown-model answers).
 
 The HTTP wrappers and the streaming bridge are a small Rhai prelude compiled after the script; the
 Python host functions they call are registered with ``lev_nb.rhai.Engine.register_fn``.

@@ -573,13 +573,21 @@ impl PyEngine {
             }
         })?;
         match settled {
-            Ok(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
-                Ok(converted) => Ok(converted.unbind()),
-                Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
-            },
-            Ok(Outcome::NotPlain(message)) => Err(NotPlainDataError::new_err(message)),
-            Ok(Outcome::Failed(failure)) | Err(failure) => Err(report_to_py(py, failure)),
+            Ok(outcome) => outcome_to_py(py, outcome),
+            Err(failure) => Err(report_to_py(py, failure)),
         }
+    }
+}
+
+/// An evaluation's outcome as Python sees it: the value, or the exception `call` raises.
+fn outcome_to_py(py: Python<'_>, outcome: Outcome) -> PyResult<Py<PyAny>> {
+    match outcome {
+        Outcome::Value(value) => match dynamic_to_py(py, &value) {
+            Ok(converted) => Ok(converted.unbind()),
+            Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
+        },
+        Outcome::NotPlain(message) => Err(NotPlainDataError::new_err(message)),
+        Outcome::Failed(failure) => Err(report_to_py(py, failure)),
     }
 }
 
@@ -752,12 +760,7 @@ impl PyEngine {
         let finish = Box::new(move |py: Python<'_>| -> PyResult<Py<PyAny>> {
             let settled = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
             match settled {
-                Some(Outcome::Value(value)) => match dynamic_to_py(py, &value) {
-                    Ok(converted) => Ok(converted.unbind()),
-                    Err(err) => Err(NotPlainDataError::new_err(exception_text(py, &err))),
-                },
-                Some(Outcome::NotPlain(message)) => Err(NotPlainDataError::new_err(message)),
-                Some(Outcome::Failed(failure)) => Err(report_to_py(py, failure)),
+                Some(outcome) => outcome_to_py(py, outcome),
                 None => Err(RhaiError::new_err("the Rhai evaluation thread did not run the job")),
             }
         });
