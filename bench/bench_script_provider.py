@@ -185,7 +185,9 @@ def child_engine(n: int, home: str) -> dict[str, Any]:
     drain = time.perf_counter() - start
     own = time.thread_time() - watching
     cpu = time.process_time() - cpu0 - own
-    kernel = os.times().system - times0.system - (_thread_kernel() - watching_kernel)
+    # os.times counts in clock ticks (10 ms), the sampler's share in microseconds: a short pass can
+    # come out a tick below zero, which means "too little to see", not negative time.
+    kernel = max(0.0, os.times().system - times0.system - (_thread_kernel() - watching_kernel))
     threads1 = _thread_cpu()
     # The Rhai evaluation threads' share (the scripts themselves): what the threads still alive
     # and not evaluating (the caller's, the engine loop's, the record writer's) did not spend.

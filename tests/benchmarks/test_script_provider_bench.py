@@ -43,7 +43,9 @@ def test_the_engine_shape_reports_every_figure(bench) -> None:
         assert key in found
     assert found["script_cpu_per_call_ms"] > 0
     assert found["switches_per_call"] > 0  # at least the hand-off to a call thread and back
-    assert 0 < found["kernel_cpu_per_call_ms"] < found["cpu_per_call_ms"]  # the sampler's reads of /proc excluded
+    # The sampler's reads of /proc are excluded; ten quick runs may spend less than one clock tick
+    # (10 ms) in the kernel, so zero is a fair reading here.
+    assert 0 <= found["kernel_cpu_per_call_ms"] < found["cpu_per_call_ms"]
 
 
 def test_the_ram_baseline_keeps_its_run_store_in_ram(bench, monkeypatch: pytest.MonkeyPatch) -> None:
