@@ -74,6 +74,30 @@ class Event:
         return data
 
 
+_TYPE_PREFIX: dict[type, bytes] = {}
+
+
+def event_line(event: Event) -> bytes:
+    """``event`` as its line of events.jsonl: ``encode_line(event.to_dict())``, the same bytes.
+
+    orjson writes a dataclass's fields itself, in declaration order, without the dict that
+    ``to_dict`` builds field by field (every event of every run is written); the ``type`` is
+    spliced in front. What orjson refuses goes the dict's way, to json's encoder.
+    """
+    import orjson
+
+    try:
+        body = orjson.dumps(event, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        from lev_nb.store import encode_line
+
+        return encode_line(event.to_dict())
+    prefix = _TYPE_PREFIX.get(type(event))
+    if prefix is None:
+        prefix = _TYPE_PREFIX[type(event)] = b'{"type":' + orjson.dumps(event.kind) + b","
+    return prefix + body[1:]  # an event always has fields (run_id): the body is never "{}"
+
+
 @record(eq=False)
 class RunStarted(Event):
     """The run began: which agent, on what task, in which working directory."""

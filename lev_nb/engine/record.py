@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from lev_nb.engine.eventlog import EventLog
-from lev_nb.engine.events import Event, text_field_names
+from lev_nb.engine.events import Event, event_line, text_field_names
 from lev_nb.secrets import REDACTED, configured_secrets, redact
 from lev_nb.store import EVENTS, TRANSCRIPT, RunMeta, RunStore, encode_line, encode_meta
 from lev_nb.store.writer import record_writer
@@ -73,12 +73,12 @@ class Recorder:
         """Queue ``event`` for events.jsonl, then hand it to live readers."""
         if self.muted:
             return
-        line = encode_line(event.to_dict())
+        line = event_line(event)
         # A secret JSON writes as itself shows in the line iff it shows in a field: then only an
         # event whose line holds one is rebuilt (redaction was a per-field scan of every event).
         if self.secrets and (not self._json_plain or any(secret in line for secret, _ in self._secret_bytes)):
             event = self._scrub_event(event)
-            line = self._scrub(encode_line(event.to_dict()))
+            line = self._scrub(event_line(event))
         self.writer.append(self.store, EVENTS, line)
         self.events.append(event)
 
