@@ -183,33 +183,55 @@ thread_local! {
 /// After a job this long, hand the stack pages it may have touched back to the system (a deep
 /// value can take hundreds of MiB of stack to drop, and an idle worker would keep them).
 const TRIM_AFTER: Duration = Duration::from_millis(20);
+/// The top of a worker's stack an idle worker keeps (what every job touches anyway).
+const KEEP_STACK: usize = 64 << 10;
 
-/// Release the pages of this thread's stack below the current frame.
+thread_local! {
+    /// How many times this worker handed stack pages back (for the tests).
+    static TRIMS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Release the pages of this thread's stack below the current frame's kept part, if the last job
+/// touched any. `low` is the stack's lowest usable address (0: unknown).
+///
+/// A job that waited long (a provider script on the network) mostly stayed near the top: stacks
+/// are touched from the top down, a page at a time (Rust and C probe each page of a large
+/// frame), so when the page just below the kept part is not resident nothing deeper is either.
+/// Asking is one `mincore` of one page; the `madvise` it saves covered the whole 1 GiB stack and
+/// made the kernel flush the process's address translations on every core, once per model call.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim_stack() {
-    let (low, _) = query_stack();
+fn trim_stack(low: usize) {
     let page = 4096;
-    let high = guard::stack_pointer().saturating_sub(64 << 10) & !(page - 1);
+    let high = guard::stack_pointer().saturating_sub(KEEP_STACK) & !(page - 1);
     let low = (low + page - 1) & !(page - 1);
-    if low != 0 && high > low {
-        // SAFETY: the range lies in this thread's own stack, below every live frame; MADV_DONTNEED
-        // on private anonymous memory only drops the pages (they read back as zeros).
-        unsafe {
-            libc::madvise(low as *mut libc::c_void, high - low, libc::MADV_DONTNEED);
-        }
+    if low == 0 || high <= low {
+        return;
     }
+    let mut resident = 0u8;
+    // SAFETY: one page of this thread's own stack mapping, queried into one byte.
+    let asked = unsafe { libc::mincore((high - page) as *mut libc::c_void, page, &mut resident) };
+    if asked == 0 && resident & 1 == 0 {
+        return;
+    }
+    // SAFETY: the range lies in this thread's own stack, below every live frame; MADV_DONTNEED
+    // on private anonymous memory only drops the pages (they read back as zeros).
+    unsafe {
+        libc::madvise(low as *mut libc::c_void, high - low, libc::MADV_DONTNEED);
+    }
+    TRIMS.with(|t| t.set(t.get() + 1));
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim_stack() {}
+fn trim_stack(_low: usize) {}
 
 fn worker_main(slot: Arc<Slot>) {
     guard::set_stack_floor(guard::stack_pointer().saturating_sub(STACK_SIZE - RESERVE));
     CURRENT.with(|c| c.set(Arc::as_ptr(&slot)));
+    let stack_low = query_stack().0; // asked once: it costs a system call, and never changes
     let mut ran_long = false;
     loop {
         if ran_long {
-            trim_stack();
+            trim_stack(stack_low);
         }
         if wait(&slot.state, |s| s == JOB || s == EXIT, IDLE_SPIN, &slot.idle_waits) == EXIT {
             return;
@@ -665,6 +687,37 @@ mod tests {
         }
         // About 100 MiB of frames: far beyond a Python thread's stack.
         assert_eq!(run(|| down(100_000)).unwrap(), 100_000);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_long_deep_job_hands_its_stack_back_and_a_long_shallow_one_costs_nothing() {
+        fn down(n: u64) -> u64 {
+            let pad = std::hint::black_box([0u8; 1000]);
+            if n == 0 {
+                pad[0] as u64
+            } else {
+                down(n - 1) + 1 + pad[1] as u64
+            }
+        }
+        fn resident(address: usize) -> bool {
+            let mut found = 0u8;
+            let page = address & !4095;
+            unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut found) == 0 && found & 1 == 1 }
+        }
+        let trims = || run(|| TRIMS.with(Cell::get)).unwrap();
+        // On this thread's own worker (the same one for every call below).
+        let before = trims();
+        run(|| thread::sleep(TRIM_AFTER * 2)).unwrap(); // long, shallow: a provider script waiting
+        assert_eq!(trims(), before, "nothing deep was touched: nothing to hand back");
+        let deep = run(|| {
+            down(20_000); // about 20 MiB of frames
+            thread::sleep(TRIM_AFTER * 2);
+            guard::stack_pointer() - (10 << 20)
+        })
+        .unwrap();
+        assert_eq!(trims(), before + 1);
+        assert!(!run(move || resident(deep)).unwrap(), "the deep pages went back to the system");
     }
 
     #[test]
