@@ -48,19 +48,72 @@ from lev_nb.providers.script_http import (
 __all__ = ["check_url", "request", "sse_payloads"]
 
 _READ = 65536
+# Bytes read from a connection but not yet handed to h11, past which reading pauses.
+_PENDING_MAX = 4 * _READ
 # What the connection may throw when the server or the network fails it.
 _TRANSPORT_FAULTS = (OSError, h11.RemoteProtocolError, ssl.SSLError, EOFError)
 
 
-class _Connection:
-    """One kept-alive HTTP/1.1 connection to a checked address."""
+class _Connection(asyncio.BufferedProtocol):
+    """One kept-alive HTTP/1.1 connection to a checked address: the loop's protocol for it, read
+    into h11 as the exchange asks.
 
-    __slots__ = ("http", "reader", "writer")
+    The loop reads into the receive buffer its pool shares (``get_buffer``; each read is copied
+    out before the loop reads again): asyncio streams read into a fresh 256 KiB allocation for
+    every read, which the C library maps and unmaps, three system calls on every answer.
+    """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    __slots__ = ("_buffer", "_eof", "_error", "_pending", "_pending_size", "_paused", "_waiter", "http",
+                 "transport")
+
+    def __init__(self, buffer: memoryview) -> None:
+        self._buffer = buffer
         self.http = h11.Connection(h11.CLIENT)
+        self.transport: asyncio.Transport | None = None
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._paused = False
+        self._eof = False
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    # -- the loop's side ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102 (asyncio's)
+        self.transport = transport  # type: ignore[assignment]
+
+    def get_buffer(self, sizehint: int) -> memoryview:  # noqa: D102 (asyncio's)
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:  # noqa: D102 (asyncio's)
+        self._pending.append(bytes(self._buffer[:nbytes]))
+        self._pending_size += nbytes
+        if self._pending_size > _PENDING_MAX and self.transport is not None and not self._paused:
+            self._paused = True  # nobody is reading: the server waits, as it would for a stream
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:  # noqa: D102 (asyncio's)
+        self._eof = True
+        self._wake()
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102 (asyncio's)
+        if exc is not None and self._error is None:
+            self._error = exc
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- the exchange's side --------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        """Send ``data`` (a request is small: the transport buffers what the socket does not take)."""
+        if self.transport is None or self.transport.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        self.transport.write(data)
 
     async def next_event(self) -> Any:
         """The next thing the server said (h11's events), reading as needed."""
@@ -68,19 +121,36 @@ class _Connection:
             event = self.http.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            self.http.receive_data(await self.reader.read(_READ))
+            if self._pending:
+                chunks, self._pending, self._pending_size = self._pending, [], 0
+                self.http.receive_data(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                if self._paused and self.transport is not None:
+                    self._paused = False
+                    self.transport.resume_reading()
+            elif self._error is not None:
+                raise self._error
+            elif self._eof:
+                self.http.receive_data(b"")  # h11 says whether the answer was whole
+            else:
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
 
     def reusable(self) -> bool:
         """Whether the exchange ended cleanly and both sides keep the connection; if so it is
         made ready for the next one."""
-        if self.http.our_state is h11.DONE and self.http.their_state is h11.DONE:
+        if self.http.our_state is h11.DONE and self.http.their_state is h11.DONE and not self._eof:
             self.http.start_next_cycle()
             return True
         return False
 
+    def closing(self) -> bool:
+        """Whether the connection is closed or closing (a kept one the server hung up on)."""
+        return self.transport is None or self.transport.is_closing() or self._eof
+
     def close(self) -> None:
         """Drop the connection at once."""
-        self.writer.transport.abort()
+        if self.transport is not None:
+            self.transport.abort()
 
 
 _Key = tuple[str, str, int, str]
@@ -91,6 +161,9 @@ class _Pool:
 
     def __init__(self) -> None:
         self.idle: dict[_Key, list[tuple[_Connection, float]]] = {}
+        # The receive buffer of every connection of the loop, as a view: asyncio's TLS reader fills
+        # the rest of a buffer through a slice of it, which must be a view, not a copy.
+        self.buffer = memoryview(bytearray(_READ))
 
     def take(self, key: _Key) -> _Connection | None:
         """An idle connection for ``key`` not older than ``KEEP_IDLE_S``, or None."""
@@ -98,7 +171,7 @@ class _Pool:
         now = time.monotonic()
         while idle:
             connection, since = idle.pop()
-            if now - since < KEEP_IDLE_S and not connection.writer.transport.is_closing():
+            if now - since < KEEP_IDLE_S and not connection.closing():
                 return connection
             connection.close()
         return None
@@ -192,9 +265,11 @@ def _request(method: str, target: _Target, body: bytes | None, headers: dict[str
 
 async def _connect(target: _Target) -> _Connection:
     tls = tls_context() if target.scheme == "https" else None
-    reader, writer = await asyncio.open_connection(
-        target.addresses[0], target.port, ssl=tls, server_hostname=target.host if tls else None, limit=_READ)
-    return _Connection(reader, writer)
+    buffer = _pool().buffer
+    _transport, connection = await asyncio.get_running_loop().create_connection(
+        lambda: _Connection(buffer), target.addresses[0], target.port, ssl=tls,
+        server_hostname=target.host if tls else None)
+    return connection
 
 
 async def _send(exchange: _Exchange, target: _Target, method: str, body: bytes | None,
@@ -217,7 +292,7 @@ async def _send(exchange: _Exchange, target: _Target, method: str, body: bytes |
             data = connection.http.send(head) or b""
             if body:
                 data += connection.http.send(h11.Data(data=body)) or b""
-            connection.writer.write(data + (connection.http.send(h11.EndOfMessage()) or b""))
+            connection.write(data + (connection.http.send(h11.EndOfMessage()) or b""))
             while True:
                 event = await connection.next_event()
                 if isinstance(event, h11.Response):

@@ -326,3 +326,103 @@ def test_on_the_loop_a_header_that_cannot_be_sent_is_refused(canned: Canned) -> 
         OnLoop.request("GET", canned.url + "/ok", headers={"x-note": "two\r\nlines"}, timeout=10, allow_local=True)
     assert info.value.kind == "api" and "invalid request" in info.value.message
     assert canned.connections == 0
+
+
+class Whole:
+    """A raw HTTP/1.1 server answering every request with ``body``, over TLS with ``certificate``,
+    closing each connection after its answer when ``hang_up`` (without saying so in a header)."""
+
+    def __init__(self, body: bytes, certificate: Any = None, hang_up: bool = False) -> None:
+        import ssl
+
+        self.body, self.hang_up, self.connections = body, hang_up, 0
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.context = None
+        if certificate is not None:
+            self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            certificate.configure_cert(self.context)
+        scheme = "https" if certificate is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.getsockname()[1]}/whole"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            if self.context is not None:
+                conn = self.context.wrap_socket(conn, server_side=True)
+            with conn:
+                while True:
+                    pending = b""
+                    while b"\r\n\r\n" not in pending:
+                        data = conn.recv(65536)
+                        if not data:
+                            return
+                        pending += data
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(self.body) + self.body)
+                    if self.hang_up:
+                        return
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_on_the_loop_a_large_answer_over_tls_arrives_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio's TLS reader fills the loop's shared receive buffer a TLS record at a time, the rest
+    of it through a slice: every byte of an answer many buffers long must arrive, in order."""
+    import ssl
+
+    import trustme
+
+    authority = trustme.CA()
+    body = bytes(range(97, 123)) * 60_000  # 1.5 MB: many TLS records, many buffers
+    server = Whole(body, certificate=authority.issue_cert("127.0.0.1"))
+    trusting = ssl.create_default_context()
+    authority.configure_trust(trusting)
+    monkeypatch.setattr(script_http, "_tls", trusting)
+    try:
+        async def twice() -> list[str]:
+            return [await script_http_async.request("GET", server.url, timeout=30, allow_local=True) for _ in range(2)]
+
+        assert asyncio.run(twice()) == [body.decode()] * 2
+        assert server.connections == 1  # kept alive over TLS too
+    finally:
+        server.close()
+
+
+def test_on_the_loop_an_answer_larger_than_what_is_read_ahead_arrives_whole() -> None:
+    """Reading pauses while more than a few buffers wait for the exchange, and resumes as it reads."""
+    body = b"0123456789abcdef" * 110_000  # 1.76 MB, under the body limit
+    server = Whole(body)
+    try:
+        assert OnLoop.request("GET", server.url, timeout=30, allow_local=True) == body.decode()
+    finally:
+        server.close()
+
+
+def test_on_the_loop_a_kept_connection_the_server_hung_up_is_replaced() -> None:
+    server = Whole(b"ok", hang_up=True)
+    try:
+        async def calls() -> list[str]:
+            answers = []
+            for _ in range(3):
+                answers.append(await script_http_async.request("GET", server.url, timeout=10, allow_local=True))
+                await asyncio.sleep(0.05)  # the hang-up reaches the loop
+            return answers
+
+        assert asyncio.run(calls()) == ["ok"] * 3
+        assert server.connections == 3
+    finally:
+        server.close()
