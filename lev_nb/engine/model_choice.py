@@ -120,7 +120,11 @@ def _candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], 
 def pick_model(stage: StagePlan, settings: Settings) -> ModelPick:
     """The stage's starting model as docs/providers.md#choosing-a-model orders the choice (the head of
     :func:`model_candidates`; a ModelPick with ``refusal`` set when none is allowed)."""
-    picks, refusal = model_candidates(stage, settings)
+    return starting_pick(stage, settings, *model_candidates(stage, settings))
+
+
+def starting_pick(stage: StagePlan, settings: Settings, picks: list[ModelPick], refusal: str | None) -> ModelPick:
+    """:func:`pick_model` from the stage's :func:`model_candidates` answer, for a caller that has it."""
     if refusal is not None or not picks:
         provider, model = default_model(settings)
         return ModelPick(provider, model, refusal=refusal or f"stage '{stage.name}' has no usable model")

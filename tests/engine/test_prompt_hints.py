@@ -95,3 +95,21 @@ def test_lev_run_records_the_hint_in_the_transcript(lev, home: Path, tmp_path: P
     systems = [e["system"] for e in entries if e.get("system")]
     assert systems[0][0] == BATCH_TOOL_HINT
     assert all(BATCH_TOOL_HINT not in s for s in systems[1:])
+
+
+def test_the_shell_hint_reads_the_offered_tools_only_where_it_has_guidance(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from lev_nb.engine.context import hints
+
+    stage = SimpleNamespace(batch_tool_hint=False, shell_hint=True)
+    settings = SimpleNamespace(batch_tool_hint=True, shell_hint=True)
+
+    def unread():  # type: ignore[no-untyped-def]
+        raise AssertionError("the offered tools were read on a platform without shell guidance")
+        yield "shell"
+
+    assert hints.hint_blocks(stage, settings, unread()) == []
+    monkeypatch.setattr(hints, "shell_guidance", lambda platform: "use cmd.exe quoting")
+    assert [b.text for b in hints.hint_blocks(stage, settings, iter(["read_file", "shell"]))] == ["use cmd.exe quoting"]
+    assert hints.hint_blocks(stage, settings, iter(["read_file"])) == []

@@ -15,6 +15,7 @@ upstream's is on Linux and macOS.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from lev_nb.messages import SystemBlock
@@ -46,14 +47,15 @@ def hints_enabled(stage: Any, settings: Any) -> tuple[bool, bool]:
     return bool(batch), bool(shell)
 
 
-def hint_blocks(stage: Any, settings: Any, offered: list[str], platform: str = sys.platform) -> list[SystemBlock]:
+def hint_blocks(stage: Any, settings: Any, offered: Iterable[str], platform: str = sys.platform) -> list[SystemBlock]:
     """The hint blocks that lead ``stage``'s system prompt, batch hint first; ``offered`` is the
-    names of the tools the stage advertises (the shell hint needs ``shell`` among them)."""
+    names of the tools the stage advertises (the shell hint needs ``shell`` among them), read only
+    when the platform has shell guidance to give (so a caller may pass a lazy iterable)."""
     batch, shell = hints_enabled(stage, settings)
     blocks: list[SystemBlock] = []
     if batch:
         blocks.append(SystemBlock(BATCH_TOOL_HINT, "", "stable", 0))
-    guidance = shell_guidance(platform) if shell and "shell" in offered else None
-    if guidance is not None:
+    guidance = shell_guidance(platform) if shell else None
+    if guidance is not None and "shell" in offered:
         blocks.append(SystemBlock(guidance, "", "stable", 0))
     return blocks

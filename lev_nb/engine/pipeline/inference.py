@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from lev_nb.engine import events as ev
 from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.context.hints import hint_blocks
 # The choice of a stage's model has its own module (lev validate reads it without this one).
-from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model  # noqa: F401
+from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model, starting_pick  # noqa: F401
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
@@ -187,10 +188,10 @@ class Inference:
         self._last_system_key: int | None = None
         self._last_request_system: int | None = None  # for the assembler's cache flag
         self._noted: set[str] = set()  # stages whose model pick was explained already
-        self._picks: dict[str, ModelPick] = {}  # stage -> its starting model (pick_model)
-        # The stage and the run's settings never change, so a stage's candidates and the provider of
-        # each model are worked out once per run (each took file lookups on every call).
-        self._candidates: dict[str, list[ModelPick]] = {}  # stage -> model_candidates(...)[0]
+        # The stage and the run's settings never change, so a stage's starting model and candidates
+        # (one model_candidates answer) and the provider of each model are worked out once per run
+        # (each took file lookups on every call).
+        self._models: dict[str, tuple[ModelPick, list[ModelPick]]] = {}  # stage -> (pick_model, candidates)
         self._providers: dict[tuple[str, str], Provider] = {}  # provider/model -> the provider
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
@@ -356,21 +357,25 @@ class Inference:
         return Outcome("error", f"the model call failed in stage '{stage}': {message}")
 
     # -- building and sending -----------------------------------------------------------------
+    def _stage_models(self, stage: StagePlan) -> tuple[ModelPick, list[ModelPick]]:
+        """The stage's starting model (:func:`pick_model`) and its candidates, asked once."""
+        known = self._models.get(stage.name)
+        if known is None:
+            settings = self.state.settings
+            picks, refusal = model_candidates(stage, settings)
+            known = self._models[stage.name] = (starting_pick(stage, settings, picks, refusal), picks)
+        return known
+
     def _usable_pick(self, stage: StagePlan) -> ModelPick | None:
         """The stage's first candidate not found unusable in this run."""
-        picks = self._candidates.get(stage.name)
-        if picks is None:
-            picks = self._candidates[stage.name] = model_candidates(stage, self.state.settings)[0]
-        return next((p for p in picks if (p.provider, p.model) not in self._unusable), None)
+        return next((p for p in self._stage_models(stage)[1] if (p.provider, p.model) not in self._unusable), None)
 
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
         from lev_nb.providers.resolve import ModelOverride, provider_for
 
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
-        pick = self._picks.get(stage.name)
-        if pick is None:  # the stage and the run's settings never change: pick once per stage
-            pick = self._picks[stage.name] = pick_model(stage, self.state.settings)
+        pick = self._stage_models(stage)[0]
         if self.provider is not None:
             return self.provider, getattr(self.provider, "name", "custom"), pick.model
         if pick.refusal is not None:
@@ -390,6 +395,13 @@ class Inference:
             provider = self._providers[key] = provider_for(pick.provider, pick.model, self.state.settings)
         return provider, pick.provider, pick.model
 
+    def _offered_names(self, stage: StagePlan) -> Iterator[str]:
+        """The canonical names of the tools ``stage`` offers, worked out as they are read (the
+        shell hint reads them only on a platform it has guidance for)."""
+        registry = self.tools.registry
+        for name in self.tools.offered(stage):
+            yield registry.canonical(name)
+
     async def _assemble(self) -> tuple[list[Any], list[Any]]:
         """The request's system blocks and messages. A run with custom-region scripts renders them
         off the engine thread (a slow render must not stall every other run); others assemble here."""
@@ -404,7 +416,7 @@ class Inference:
         blocks, messages = assembled
         # The batch and shell hints lead stage and routing requests alike, so both share one
         # cached prefix (a compaction summary builds its own request without them).
-        blocks = [*hint_blocks(stage, self.state.settings, [self.tools.registry.canonical(t) for t in self.tools.offered(stage)]), *blocks]
+        blocks = [*hint_blocks(stage, self.state.settings, self._offered_names(stage)), *blocks]
         system = [block.text for block in blocks]
         system_key = hash(tuple(system))
         flag_cache_breakpoint(messages, system_key != self._last_request_system)
