@@ -234,7 +234,7 @@ class Runner:
             # start (RecordUnwritable names the folder and the cause). A resumed run claims its
             # record this way: status starting, this process's pid.
             meta.pid = os.getpid()
-            run_store.create(store.encode_meta(meta.to_dict()),
+            run_store.create(store.encode_meta(meta.to_dict(shared=True)),
                              store.encode_meta(launch_record) if launch_record is not None else None)
         else:
             meta.pid = os.getpid()  # a worker runs in its parent's process

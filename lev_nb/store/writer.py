@@ -43,7 +43,9 @@ class RecordWriter:
     """A queue of pending writes per run, drained by a daemon thread."""
 
     def __init__(self) -> None:
-        lock = threading.RLock()
+        # Taken as itself (C code), not through a Condition's Python-level __enter__/__exit__: the
+        # engine queues several lines on every model call of every run.
+        self._lock = lock = threading.RLock()
         self._cond = threading.Condition(lock)
         # Woken when the thread has written a batch's lines (write_through waits on it, never on
         # _cond: a flush's notify() must reach the thread, not a waiting caller).
@@ -67,7 +69,7 @@ class RecordWriter:
 
     def write_meta(self, store: RunStore, data: bytes, durable: bool = False) -> None:
         """Queue meta.json; a newer one replaces a queued older one."""
-        with self._cond:
+        with self._lock:
             previous = self._meta.get(store.run_id)
             durable = durable or (previous is not None and previous[2])
             self._meta[store.run_id] = (store, data, durable)
@@ -75,13 +77,13 @@ class RecordWriter:
 
     def write_file(self, store: RunStore, name: str, data: bytes) -> None:
         """Queue a whole-file replacement (e.g. the final_output sidecar), written before meta."""
-        with self._cond:
+        with self._lock:
             self._files[(store.run_id, name)] = (store, data)
             self._wake()
 
     def append(self, store: RunStore, name: str, line: bytes) -> None:
         """Queue one line for ``name`` (events.jsonl or transcript.jsonl)."""
-        with self._cond:
+        with self._lock:
             entry = self._lines.get((store.run_id, name))
             if entry is None:
                 self._lines[(store.run_id, name)] = (store, [line])
@@ -94,7 +96,7 @@ class RecordWriter:
         when the disk refuses them; a write someone else made into the file is reported as for
         queued lines). For the few lines that must be on disk before the engine goes on."""
         key = (store.run_id, name)
-        with self._cond:
+        with self._lock:
             while key in self._writing:  # the thread is writing earlier lines of this file
                 self._written.wait()
             entry = self._lines.pop(key, None)
@@ -102,7 +104,7 @@ class RecordWriter:
         try:
             store.append_lines(name, [*entry[1], line] if entry is not None else [line])
         finally:
-            with self._cond:
+            with self._lock:
                 self._writing.discard(key)
                 self._written.notify_all()
             for found in store.take_foreign():
@@ -112,7 +114,7 @@ class RecordWriter:
         """Report a failed write of ``name``'s queued lines to ``handler(reason)`` (on the writer's
         thread), instead of stopping the run's lines and ending it in error: for a file the run
         can go on without."""
-        with self._cond:
+        with self._lock:
             self._handlers.setdefault(store.run_id, {})[name] = handler
 
     def _wake(self) -> None:
@@ -124,7 +126,7 @@ class RecordWriter:
     def flush(self) -> concurrent.futures.Future[None]:
         """A future that resolves once everything queued so far is on disk."""
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        with self._cond:
+        with self._lock:
             # Resolved by the writer after the batch it takes next, which comes after any batch
             # it is writing now, so everything queued before this call is on disk by then.
             self._waiters.append(future)
@@ -137,13 +139,13 @@ class RecordWriter:
         A batch worker calls this and syncs once per share: each fsync commits the filesystem's
         journal, which with dozens of runs ending per second cost more system time than the runs'
         own work, and made a batch's speed depend on the disk's other writers."""
-        with self._cond:
+        with self._lock:
             self._deferring = True
 
     def sync(self) -> None:
         """Wait for everything queued so far, then fsync every meta.json whose fsync was deferred."""
         self.flush().result()
-        with self._cond:
+        with self._lock:
             paths, self._unsynced = self._unsynced, set()
         for path in paths:
             try:
@@ -159,7 +161,7 @@ class RecordWriter:
 
     def _main(self) -> None:
         while True:
-            with self._cond:
+            with self._lock:
                 while not (self._meta or self._lines or self._files or self._waiters):
                     self._idle = True
                     self._cond.wait()
@@ -181,7 +183,7 @@ class RecordWriter:
                 self._write_lines(lines)
             finally:  # whatever happened, write_through must not wait for these any longer
                 if lines:
-                    with self._cond:
+                    with self._lock:
                         self._writing.difference_update(lines)
                         self._written.notify_all()
             self._replace_metas({}, [m for m in metas.values() if m[2]], deferring)
@@ -199,7 +201,7 @@ class RecordWriter:
         replaces += [(store, META, data, durable and not deferring) for store, data, durable in metas]
         outcomes = self._replace(replaces)[len(files):]
         for (store, _, durable), failure in zip(metas, outcomes):
-            with self._cond:
+            with self._lock:
                 if failure is None:
                     self._meta_failures.pop(store.run_id, None)
                     if durable and deferring:
@@ -224,7 +226,7 @@ class RecordWriter:
                 self._lines_failed(run_id, f"{found}: something other than lev_nb wrote into the run record")
 
     def _lines_failed(self, run_id: str, reason: str) -> None:
-        with self._cond:
+        with self._lock:
             if run_id in self._line_failures:
                 return
             self._line_failures[run_id] = reason
@@ -235,23 +237,23 @@ class RecordWriter:
     def watch(self, run_id: str, callback: Callable[[str], None]) -> None:
         """Call ``callback(reason)`` (on the writer's thread) when ``run_id``'s lines first fail to
         reach the disk, or its record is found written by someone else."""
-        with self._cond:
+        with self._lock:
             self._watchers[run_id] = callback
 
     def line_failure(self, run_id: str) -> str | None:
         """Why ``run_id``'s event or transcript lines stopped reaching the disk, or None."""
-        with self._cond:
+        with self._lock:
             return self._line_failures.get(run_id)
 
     def meta_failure(self, run_id: str) -> str | None:
         """Why the newest meta.json queued for ``run_id`` could not be written, or None (call
         after :meth:`flush`)."""
-        with self._cond:
+        with self._lock:
             return self._meta_failures.get(run_id)
 
     def forget(self, run_id: str) -> None:
         """Drop what is remembered about ``run_id`` (its run is over)."""
-        with self._cond:
+        with self._lock:
             self._meta_failures.pop(run_id, None)
             self._line_failures.pop(run_id, None)
             self._watchers.pop(run_id, None)
