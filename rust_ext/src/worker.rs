@@ -655,6 +655,16 @@ pub fn inline_floor(reserve: usize, room: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Recurse `n` levels of about 1 KiB of stack each.
+    fn down(n: u64) -> u64 {
+        let pad = std::hint::black_box([0u8; 1000]);
+        if n == 0 {
+            pad[0] as u64
+        } else {
+            down(n - 1) + 1 + pad[1] as u64
+        }
+    }
+
     #[test]
     fn job_runs_on_a_worker_and_callbacks_on_the_caller() {
         let me = thread::current().id();
@@ -677,14 +687,6 @@ mod tests {
 
     #[test]
     fn a_deep_recursion_fits_the_worker_stack() {
-        fn down(n: u64) -> u64 {
-            let pad = std::hint::black_box([0u8; 1000]);
-            if n == 0 {
-                pad[0] as u64
-            } else {
-                down(n - 1) + 1 + pad[1] as u64
-            }
-        }
         // About 100 MiB of frames: far beyond a Python thread's stack.
         assert_eq!(run(|| down(100_000)).unwrap(), 100_000);
     }
@@ -692,14 +694,6 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn a_long_deep_job_hands_its_stack_back_and_a_long_shallow_one_costs_nothing() {
-        fn down(n: u64) -> u64 {
-            let pad = std::hint::black_box([0u8; 1000]);
-            if n == 0 {
-                pad[0] as u64
-            } else {
-                down(n - 1) + 1 + pad[1] as u64
-            }
-        }
         fn resident(address: usize) -> bool {
             let mut found = 0u8;
             let page = address & !4095;

@@ -328,33 +328,19 @@ def test_on_the_loop_a_header_that_cannot_be_sent_is_refused(canned: Canned) -> 
     assert canned.connections == 0
 
 
-class Whole:
+class Whole(Canned):
     """A raw HTTP/1.1 server answering every request with ``body``, over TLS with ``certificate``,
     closing each connection after its answer when ``hang_up`` (without saying so in a header)."""
 
     def __init__(self, body: bytes, certificate: Any = None, hang_up: bool = False) -> None:
         import ssl
 
-        self.body, self.hang_up, self.connections = body, hang_up, 0
-        self.server = socket.socket()
-        self.server.bind(("127.0.0.1", 0))
-        self.server.listen(16)
-        self.context = None
+        self.body, self.hang_up, self.context = body, hang_up, None
         if certificate is not None:
             self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             certificate.configure_cert(self.context)
-        scheme = "https" if certificate is not None else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.server.getsockname()[1]}/whole"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__()
+        self.url = self.url.replace("http:", "https:" if certificate is not None else "http:") + "/whole"
 
     def _serve(self, conn: socket.socket) -> None:
         try:
@@ -374,9 +360,6 @@ class Whole:
                         return
         except OSError:
             return
-
-    def close(self) -> None:
-        self.server.close()
 
 
 def test_on_the_loop_a_large_answer_over_tls_arrives_whole(monkeypatch: pytest.MonkeyPatch) -> None:
