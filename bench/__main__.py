@@ -155,6 +155,7 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
     memory per run. The 1.5 s shape is the regression check on a fixed ceiling of calls in flight."""
     repeats = 1 if quick else 3
     rows, raw = [], []
+    bench_script_provider.cache_bytecode()
     for label, n, delay, fn in bench_script_provider.shapes(big):
         r = {"shape": label, **bench_script_provider.median_of(fn, repeats)}
         raw.append(r)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import threading
 import time
 from dataclasses import field
 from datetime import datetime
@@ -58,11 +59,37 @@ def parse_stamp(stamp: Any) -> datetime | None:
         return None
 
 
+# The random part of run ids, drawn from the system a few hundred ids at a time: os.urandom lets
+# go of the interpreter lock, and with the engine thread busy, taking it back cost a run start more
+# than the call itself. A forked child draws its own (its parent's bytes would give both the same ids).
+_ID_BYTES = 6
+_entropy = bytearray()
+_entropy_lock = threading.Lock()
+
+
+def _forked() -> None:
+    global _entropy_lock
+    _entropy.clear()
+    _entropy_lock = threading.Lock()  # another thread may have held it when the process forked
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _random_hex() -> str:
+    with _entropy_lock:
+        if len(_entropy) < _ID_BYTES:
+            _entropy[:] = os.urandom(_ID_BYTES * 256)
+        drawn = bytes(_entropy[-_ID_BYTES:])
+        del _entropy[-_ID_BYTES:]
+    return drawn.hex()
+
+
 def new_run_id(agent_name: str, now: float | None = None) -> str:
     """``<agent name, other than [A-Za-z0-9-] -> '-'>-<unix seconds>-<12 hex>``."""
     safe = re.sub(r"[^A-Za-z0-9-]", "-", agent_name) or "agent"
     secs = int(time.time() if now is None else now)
-    return f"{safe}-{secs}-{os.urandom(6).hex()}"
+    return f"{safe}-{secs}-{_random_hex()}"
 
 
 @record(frozen=False)

@@ -35,6 +35,39 @@ def test_run_id_shape():
     assert new_run_id("a") != new_run_id("a")
 
 
+def test_run_ids_stay_unique_across_refills_threads_and_a_fork():
+    import os
+    import threading
+
+    from lev_nb.store import meta
+
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def draw() -> None:
+        drawn = [new_run_id("a", now=1) for _ in range(600)]  # more than one refill of random bytes each
+        with lock:
+            seen.extend(drawn)
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == len(seen) == 2400
+    meta._random_hex()  # the parent holds random bytes it has not used yet
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child must draw bytes of its own, not the rest of its parent's
+        os.write(write, new_run_id("a", now=1).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    theirs = os.read(read, 100).decode()
+    os.close(read)
+    assert theirs != new_run_id("a", now=1)
+
+
 def test_lev_home_is_read_at_call_time(monkeypatch, tmp_path):
     monkeypatch.setenv("LEV_HOME", str(tmp_path / "elsewhere"))
     assert RunStore("x").dir == tmp_path / "elsewhere" / "runs" / "x"
