@@ -165,7 +165,7 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
         if delay >= 1.5:
             drain.target, drain.target_label = 1.1 * r["ideal_s"], "<= 1.1x ideal"
             drain.judge(lambda v, t: v <= t)
-        elif n >= 1000 and not label.startswith("engine"):  # the cores this machine has, as the upstream used them
+        elif n >= 1000 and not label.startswith(("engine", "upstream")):  # the cores this machine has, as the upstream used them
             drain.target, drain.target_label = UPSTREAM_DRAIN_S, f"<= {UPSTREAM_DRAIN_S:g} s (the upstream)"
             drain.judge(lambda v, t: v <= t)
         rows.append(drain)

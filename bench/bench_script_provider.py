@@ -357,15 +357,85 @@ def run_cli(n: int, delay: float, workers: int | None) -> dict[str, Any]:
             if workers:
                 cmd += ["--workers", str(workers)]
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(home)))
-        cpu = 0.0
-        for proc in procs:
-            _, status, usage = os.wait4(proc.pid, 0)
-            cpu += usage.ru_utime + usage.ru_stime
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"lev run failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        cpu = _wait_all(procs, "lev run")
         drain = time.perf_counter() - start
         stats = server_call(port, "/stats")
     return _finish({"drain_s": drain, "cpu_s": cpu, "workers": workers or 0}, n, delay, stats)
+
+
+def _wait_all(procs: list[subprocess.Popen[bytes]], what: str) -> float:
+    """Wait for every process; the CPU seconds they used (SystemExit with its stderr if one failed)."""
+    cpu = 0.0
+    for proc in procs:
+        _, status, usage = os.wait4(proc.pid, 0)
+        cpu += usage.ru_utime + usage.ru_stime
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{what} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    return cpu
+
+
+def upstream_binary() -> str | None:
+    """The upstream runtime's ``lev`` (built from GEMISIS/leviath), when ``LEV_UPSTREAM`` names one:
+    the baseline the issue's targets were set against, measured on this workload in the same run."""
+    path = os.environ.get("LEV_UPSTREAM", "")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user and system) process ``pid`` has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_upstream(n: int, delay: float) -> dict[str, Any]:
+    """The four agents' shares as the upstream's ``lev run AGENT --count K`` into its daemon (one
+    process, started here in the foreground), with this workload's provider script and server. Its
+    data root is ``$LEVIATH_HOME/.leviath``; it refuses a task for an agent with no region seeded
+    from one, so these agents get an empty task (a few tokens less to send). CPU: the daemon's,
+    read from /proc when the last call has been answered, plus the four clients'."""
+    lev = upstream_binary()
+    assert lev is not None
+    with latency_server(delay) as port, kept_home() as home:
+        data = Path(home, ".leviath")
+        (data / "providers").mkdir(parents=True)
+        shutil.copy(SCRIPT, data / "providers" / "benchmock.rhai")
+        (data / "config.toml").write_text(
+            f"[model_providers.benchmock]\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
+            f"[security]\nallow_local_network = true\n[limits]\nmax_concurrent_inferences = {POOL}\n")
+        env = dict(os.environ, LEVIATH_HOME=home)
+        daemon = subprocess.Popen([lev, "daemon"], env=env, cwd=home, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(100):  # until it answers on its control socket
+                status = subprocess.run([lev, "daemon", "status"], env=env, cwd=home, capture_output=True, text=True)
+                if "running" in status.stdout:
+                    break
+                time.sleep(0.1)
+            cpu0 = _process_cpu(daemon.pid)
+            before = server_call(port, "/stats")["calls"]
+            start = time.perf_counter()
+            clients = []
+            for name, count in shares(n):
+                clients.append(subprocess.Popen(
+                    [lev, "run", str(AGENTS / name), "--task", "", "--count", str(count), "--yolo", "--json"],
+                    env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            client_cpu = _wait_all(clients, "the upstream's lev run")
+            expected = expected_calls(n)
+            while server_call(port, "/stats")["calls"] - before < expected:
+                if time.perf_counter() - start > 600:
+                    raise SystemExit("the upstream's runs did not make their calls within 10 minutes")
+                time.sleep(0.02)
+            drain = time.perf_counter() - start
+            cpu = _process_cpu(daemon.pid) - cpu0 + client_cpu
+            stats = server_call(port, "/stats")
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+    return _finish({"drain_s": drain, "cpu_s": cpu}, n, delay, stats)
+
+
+# The upstream's shape, in the table when LEV_UPSTREAM names its binary.
+UPSTREAM_SHAPE = "upstream (4 x lev run --count, its daemon)"
 
 
 RUN_MANY_CHILD = """
@@ -437,6 +507,8 @@ def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
             ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
             ("run_many (4 x 2 processes)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 2)),
         ]
+    if upstream_binary() is not None:
+        todo += [(UPSTREAM_SHAPE, n, 0.05, lambda n=n: run_upstream(n, 0.05)) for n in ((100, 1000) if big else (100,))]
     return todo
 
 
@@ -447,7 +519,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="measurements per shape (median taken)")
     parser.add_argument("--runs", type=int, default=0, help="one engine shape of this many agents instead")
     parser.add_argument("--delay", type=float, default=0.05, help="with --runs: seconds per model call")
-    parser.add_argument("--shape", default="engine", choices=("engine", "cli", "run_many"), help="with --runs")
+    parser.add_argument("--shape", default="engine", choices=("engine", "cli", "run_many", "upstream"),
+                        help="with --runs (upstream: the binary LEV_UPSTREAM names)")
     parser.add_argument("--workers", type=int, default=0, help="with --runs and cli/run_many: worker processes")
     parser.add_argument("--ram", action="store_true", help="with --runs and engine: the run store in RAM")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
@@ -463,7 +536,9 @@ def main() -> None:
     if args.runs:
         n, d, w = args.runs, args.delay, args.workers
         fn = {"engine": lambda: run_engine(n, d, args.ram), "cli": lambda: run_cli(n, d, w or None),
-              "run_many": lambda: run_many_shape(n, d, w or 1)}[args.shape]
+              "run_many": lambda: run_many_shape(n, d, w or 1), "upstream": lambda: run_upstream(n, d)}[args.shape]
+        if args.shape == "upstream" and upstream_binary() is None:
+            raise SystemExit("--shape upstream: set LEV_UPSTREAM to the upstream's lev binary")
         todo = [(args.shape, n, d, fn)]
     else:
         todo = shapes(args.big)

@@ -91,3 +91,18 @@ def test_the_instruction_count_needs_valgrind_and_is_per_run(bench, monkeypatch:
         assert counted["instructions_per_call"] < counted["instructions_per_run"]
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert bench.engine_instructions() is None
+
+
+def test_the_upstream_is_measured_only_when_its_binary_is_named(bench, monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    monkeypatch.delenv("LEV_UPSTREAM", raising=False)
+    assert bench.upstream_binary() is None
+    assert not any(label == bench.UPSTREAM_SHAPE for label, *_ in bench.shapes(big=True))
+    monkeypatch.setenv("LEV_UPSTREAM", str(tmp_path / "missing"))
+    assert bench.upstream_binary() is None
+    binary = tmp_path / "lev"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("LEV_UPSTREAM", str(binary))
+    assert [(label, n) for label, n, *_ in bench.shapes(big=True) if label == bench.UPSTREAM_SHAPE] == [
+        (bench.UPSTREAM_SHAPE, 100), (bench.UPSTREAM_SHAPE, 1000)]
