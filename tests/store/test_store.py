@@ -37,23 +37,15 @@ def test_run_id_shape():
 
 def test_run_ids_stay_unique_across_refills_threads_and_a_fork():
     import os
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     from lev_nb.store import meta
 
-    seen: list[str] = []
-    lock = threading.Lock()
+    def draw(_: int) -> list[str]:
+        return [new_run_id("a", now=1) for _ in range(600)]  # more than one refill of random bytes each
 
-    def draw() -> None:
-        drawn = [new_run_id("a", now=1) for _ in range(600)]  # more than one refill of random bytes each
-        with lock:
-            seen.extend(drawn)
-
-    threads = [threading.Thread(target=draw) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(4) as pool:
+        seen = [run_id for drawn in pool.map(draw, range(4)) for run_id in drawn]
     assert len(set(seen)) == len(seen) == 2400
     meta._random_hex()  # the parent holds random bytes it has not used yet
     read, write = os.pipe()
