@@ -48,6 +48,7 @@ import bench_runs  # noqa: E402
 import bench_rhai  # noqa: E402
 import bench_schema_import  # noqa: E402
 import bench_script_provider  # noqa: E402
+import bench_turn_baseline  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
 
@@ -103,6 +104,24 @@ def engine_rows(repeats: int) -> list[Row]:
         median, spread = stats([v * ms for v in values])
         rows.append(Row("engine", label, "ms", median, spread, statistics.median(bare) * ms, "bare asyncio loop",
                         target, f"< {target} ms" if target else "").judge())
+    return rows + turn_baseline_rows(repeats)
+
+
+def turn_baseline_rows(repeats: int) -> list[Row]:
+    """Issue 29's "per-turn work halved": a turn (one tool call) today against the code the issue
+    was filed on, both measured in this pass (bench_turn_baseline); none without git history."""
+    found = bench_turn_baseline.measure(max(5, repeats))
+    if found is None:
+        return []
+    group = f"engine: a turn with one tool call, against {found['baseline']} (issue 29 filed)"
+    old, new = found["baseline"], found["today"]
+    rows = [Row(group, "CPU per turn", "ms", new["cpu_s"] * 1e3, (new["cpu_spread_s"][0] * 1e3, new["cpu_spread_s"][1] * 1e3),
+                old["cpu_s"] * 1e3, "the baseline", old["cpu_s"] * 1e3 / 2, "<= half the baseline").judge(
+                    lambda v, t: v <= t)]
+    if new["instructions"] is not None and old["instructions"] is not None:
+        rows.append(Row(group, "instructions per turn (callgrind)", "M", new["instructions"] / 1e6, None,
+                        old["instructions"] / 1e6, "the baseline", old["instructions"] / 2e6,
+                        "<= half the baseline").judge(lambda v, t: v <= t))
     return rows
 
 
@@ -147,6 +166,9 @@ def concurrent_rows(sizes: list[int], latency: float, pool: int) -> tuple[list[R
 # ------------------------------------------------------------------------------------------------ provider scripts
 # The upstream runtime's drain of the same workload (1,000 agents, 50 ms a call) on this machine (issue 29).
 UPSTREAM_DRAIN_S = 27.0
+
+
+HANDOVER_MESSAGES = 401  # "Begin." and 200 turns of a tool call and its result
 
 
 def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[str, Any]]]:
@@ -195,6 +217,11 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
         if "per_run_kib" in r:
             rows.append(Row(group, "live memory per run", "KiB", r["per_run_kib"], spread("per_run_kib"),
                             r["base_kib"] / 1024, "MiB of the idle process"))
+    handed = bench_script_provider.conversation_handover(HANDOVER_MESSAGES, 10 if quick else 40)
+    raw.append({"shape": "a long conversation handed to the script", **handed})
+    group = f"provider script: a {HANDOVER_MESSAGES}-message conversation handed to the script"
+    rows.append(Row(group, "request built and converted, per call", "ms", handed["held_ms"],
+                    tuple(handed["held_spread_ms"]), handed["whole_ms"], "converted whole each call"))
     counted = bench_script_provider.engine_instructions(*((30, 10) if quick else (60, 20)))
     if counted is not None:  # the engine's share without the machine's noise (needs valgrind)
         raw.append({"shape": "engine instructions, model in process", **counted})

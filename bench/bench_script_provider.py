@@ -276,6 +276,32 @@ def child_in_process(n: int, home: str) -> None:
         raise SystemExit(f"runs did not complete: {failed[:3]}")
 
 
+def conversation_handover(messages: int, repeats: int) -> dict[str, Any]:
+    """Milliseconds to build a provider script's request map for a long conversation and hand it to
+    a script, per call: each block converted once and kept (what a provider does) against the
+    whole conversation converted on every call (the ``fresh`` median beside it, same pass)."""
+    from lev_nb.messages import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
+    from lev_nb.providers.rhai_provider import request_map, shared_engine
+
+    history = [Message("user", "Begin.")]
+    for i in range((messages - 1) // 2):
+        history.append(Message("assistant", [TextBlock("Reading the next file. " * 8),
+                                             ToolUseBlock(f"call-{i}", "read_file", {"path": f"src/part_{i}.py"})]))
+        history.append(Message("user", [ToolResultBlock(f"call-{i}", "value = compute(value)\n" * 40)]))
+    request = ModelRequest(provider="bench", model="m", system=["You read code."], messages=history)
+    engine = shared_engine(None)
+    ast = engine.compile("fn inference(request) { request.messages.len() }")
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(repeats):
+        for held in (False, True):
+            start = time.perf_counter()
+            engine.call(ast, "inference", request_map(request, held=held))
+            times[held].append((time.perf_counter() - start) * 1e3)
+    return {"messages": len(history), "whole_ms": statistics.median(times[False]),
+            "held_ms": statistics.median(times[True]),
+            "held_spread_ms": [min(times[True]), max(times[True])]}
+
+
 def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
     """Instructions of the engine's own work per run and per model call (see the module docstring):
     ``(I(many) - I(few)) / (many - few)``. None without valgrind."""

@@ -99,6 +99,13 @@ class Evaluation:
     def cancel(self) -> None:
         """Fail every callback from now on."""
 
+class Value:
+    """Data converted to a Rhai value once; inside later arguments it is cloned natively."""
+
+    def __init__(self, data: Any) -> None: ...
+    def to_python(self) -> Any:
+        """The value as Python data again (a fresh copy)."""
+
 class Later:
     """A host function's answer still to come."""
 

@@ -48,14 +48,14 @@ class ToolSpec:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-@record(frozen=False)
+@record
 class TextBlock:
     """Plain text inside a message."""
 
     text: str
 
 
-@record(frozen=False)
+@record
 class ToolUseBlock:
     """An assistant's request to call a tool (mirrors a ToolCall inside the transcript)."""
 
@@ -64,7 +64,7 @@ class ToolUseBlock:
     input: dict[str, Any] = field(default_factory=dict)
 
 
-@record(frozen=False)
+@record
 class ToolResultBlock:
     """The answer to one ToolUseBlock, sent back in a user message."""
 
@@ -73,6 +73,9 @@ class ToolResultBlock:
     is_error: bool = False
 
 
+# Blocks never change once made (frozen), so a provider may keep what it converted a block into
+# with the block (lev_nb.providers.rhai_provider does): the context assembler hands out the same
+# blocks turn after turn.
 Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
 
 

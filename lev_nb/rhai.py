@@ -32,6 +32,11 @@ Values cross the boundary as: None <-> (), bool, int <-> INT (i64), float <-> FL
 bytes <-> BLOB. A Python int outside the i64 range becomes a FLOAT, as an oversized JSON number does
 upstream. Anything else raises TypeError naming the value and its type; a script result that is
 not plain data (a function pointer, a timestamp) raises ``NotPlainDataError``, a TypeError.
+``Value(data)`` converts data once: placed inside later arguments (a list of them, a map's
+value), it is cloned natively instead of being converted again::
+
+    held = Value({"role": "user", "content": "hi"})
+    engine.call(ast, "count", [held, held])     # the script sees two maps
 
 The GIL is released while a script runs; an ``Engine`` and an ``AST`` may be shared by threads.
 """
@@ -57,6 +62,7 @@ from lev_nb._rhai import (
     RhaiLimitError,
     RhaiRuntimeError,
     RhaiSyntaxError,
+    Value,
 )
 
 if TYPE_CHECKING:  # asyncio only where a loop calls in: `lev validate` never loads it
@@ -76,6 +82,7 @@ __all__ = [
     "RhaiRuntimeError",
     "RhaiSyntaxError",
     "STACK_SIZE",
+    "Value",
     "arities_of",
 ]
 

@@ -51,7 +51,7 @@ from lev_nb.providers.blocking import run_blocking
 from lev_nb.providers import script_http_async
 from lev_nb.providers.script_http import ScriptHttpError
 from lev_nb.records import record
-from lev_nb.rhai import AST, Engine, Later, NotPlainDataError, RhaiError, RhaiLimitError
+from lev_nb.rhai import AST, Engine, Later, NotPlainDataError, RhaiError, RhaiLimitError, Value
 from lev_nb.secrets import env_var_allowed
 from lev_nb.settings.model import Settings
 
@@ -536,20 +536,36 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _message_map(message: Message) -> dict[str, Any]:
+def _block_map(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": _plain(block.input)}
+    return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": str(block.content),
+            "is_error": bool(block.is_error)}
+
+
+_HELD = "_rhai_value"  # where a block keeps its converted map (blocks are frozen: see lev_nb.messages)
+_BLOCK_TYPES = (TextBlock, ToolUseBlock, ToolResultBlock)
+
+
+def held_value(block: Any) -> Value:
+    """``block``'s map as a Rhai value, converted the first time a script is handed the block and
+    kept with it: the context assembler hands a provider the same blocks turn after turn, so a
+    request converts only its new messages, and the rest are cloned natively."""
+    value = block.__dict__.get(_HELD)
+    if value is None:
+        value = Value(_block_map(block))
+        object.__setattr__(block, _HELD, value)
+    return value
+
+
+def _message_map(message: Message, convert: Callable[[Any], Any] = _block_map) -> dict[str, Any]:
     content: Any
     if isinstance(message.content, str):
         content = message.content
     else:
-        content = []
-        for block in message.content:
-            if isinstance(block, TextBlock):
-                content.append({"type": "text", "text": block.text})
-            elif isinstance(block, ToolUseBlock):
-                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": _plain(block.input)})
-            elif isinstance(block, ToolResultBlock):
-                content.append({"type": "tool_result", "tool_use_id": block.tool_use_id, "content": str(block.content),
-                                "is_error": bool(block.is_error)})
+        content = [convert(block) for block in message.content if isinstance(block, _BLOCK_TYPES)]
     data: dict[str, Any] = {"role": message.role, "content": content}
     if message.cache_breakpoint:
         data["cache_breakpoint"] = True
@@ -559,12 +575,14 @@ def _message_map(message: Message) -> dict[str, Any]:
 _CACHE_HINTS = {0: "stable", 1: "until_written", 2: "never"}
 
 
-def request_map(request: ModelRequest, default_model: str = "") -> dict[str, Any]:
-    """The ``request`` map a script receives (docs/rhai.md#provider-scripts), built as plain data directly."""
+def request_map(request: ModelRequest, default_model: str = "", held: bool = False) -> dict[str, Any]:
+    """The ``request`` map a script receives (docs/rhai.md#provider-scripts), built as plain data
+    directly; with ``held``, each message block is its converted value (:func:`held_value`)."""
+    convert = held_value if held else _block_map
     return {
         "system": [{"text": b.text, "cache_hint": _CACHE_HINTS.get(b.cache_tier, "never"), "region": b.region,
                     "volatility": b.volatility} for b in request.described_system()],
-        "messages": [_message_map(m) for m in request.messages],
+        "messages": [_message_map(m, convert) for m in request.messages],
         "tools": [{"name": t.name, "description": t.description, "parameters": _plain(t.parameters)}
                   for t in request.tools],
         "model": request.model or default_model,
@@ -765,7 +783,7 @@ class RhaiProvider:
         streaming = script.has.get("stream", False)
         context = _CallContext(self.settings, timeout_s=request.timeout_s, loop=asyncio.get_running_loop(),
                                on_chunk=chunks.take if streaming else None)
-        payload = request_map(request, self.model or script.meta.default_model)
+        payload = request_map(request, self.model or script.meta.default_model, held=True)
         label = str(script.path)
         try:
             if streaming:

@@ -314,6 +314,15 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Dynamic::from_float(f.value()));
     }
+    if let Ok(held) = obj.cast::<PyValue>() {
+        let held = held.get();
+        if depth + held.nesting > MAX_NESTING {
+            return Err(PyTypeError::new_err(format!(
+                "cannot convert to a Rhai value: data nested deeper than {MAX_NESTING} levels (a converted value inside)"
+            )));
+        }
+        return Ok(held.value.clone());
+    }
     if let Ok(list) = obj.cast::<PyList>() {
         let mut array = Array::with_capacity(list.len());
         for item in list.iter() {
@@ -351,6 +360,48 @@ fn py_to_dynamic_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Dynamic> {
         "cannot convert {} to a Rhai value (supported: None, bool, int, float, str, list, tuple, dict with str keys, bytes)",
         describe(obj)
     )))
+}
+
+/// A Python value converted to Rhai once, to be handed to scripts many times: wherever one sits
+/// inside data being converted (a request's list of messages), its Rhai value is cloned natively
+/// instead of being converted again. Strings inside are shared, not copied, by the clone.
+#[pyclass(module = "lev_nb._rhai", name = "Value", frozen)]
+pub struct PyValue {
+    value: Dynamic,
+    /// How many levels of containers the value nests, so data holding it stays within
+    /// `MAX_NESTING` levels in all.
+    nesting: usize,
+}
+
+/// Levels of arrays and maps in `value` (a converted value: never deeper than `MAX_NESTING`).
+fn nesting(value: &Dynamic) -> usize {
+    if let Some(array) = value.read_lock::<Array>() {
+        return 1 + array.iter().map(nesting).max().unwrap_or(0);
+    }
+    if let Some(map) = value.read_lock::<Map>() {
+        return 1 + map.values().map(nesting).max().unwrap_or(0);
+    }
+    0
+}
+
+#[pymethods]
+impl PyValue {
+    /// Convert `data` (what a script argument may be) now, once.
+    #[new]
+    fn new(data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = py_to_dynamic(data)?;
+        let nesting = nesting(&value);
+        Ok(Self { value, nesting })
+    }
+
+    /// The value as Python data again (a fresh copy).
+    fn to_python<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        dynamic_to_py(py, &self.value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<rhai Value: {}>", self.value.type_name())
+    }
 }
 
 /// Convert a Rhai value into a Python value.

@@ -5,7 +5,7 @@
 //! * `worker`  - the evaluation threads (known large stack; Python callbacks go back to the caller)
 //! * `detached` - evaluations served by an event loop (`Engine.start`, `Dispatch`), and `Later` answers
 //! * `guard`   - deadline, memory budget and stack floor checked while a script runs or compiles
-//! * `convert` - Python <-> Rhai and JSON <-> Rhai values, and what may go back to Python
+//! * `convert` - Python <-> Rhai and JSON <-> Rhai values (and `Value`, one converted once), and what may go back to Python
 //! * `helpers` - functions registered for every script
 //! * `errors`  - `RhaiError` and its subclasses
 //! * `paths`   - a path's real location, and many paths' modification times, in one call
@@ -40,6 +40,7 @@ fn _rhai(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<detached::PyDispatch>()?;
     m.add_class::<detached::PyEvaluation>()?;
     m.add_class::<detached::PyLater>()?;
+    m.add_class::<convert::PyValue>()?;
     m.add_function(wrap_pyfunction!(record_files::append_batch, m)?)?;
     m.add_function(wrap_pyfunction!(record_files::replace_batch, m)?)?;
     m.add_function(wrap_pyfunction!(paths::real_path, m)?)?;

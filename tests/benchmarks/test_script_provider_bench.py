@@ -106,3 +106,25 @@ def test_the_upstream_is_measured_only_when_its_binary_is_named(bench, monkeypat
     monkeypatch.setenv("LEV_UPSTREAM", str(binary))
     assert [(label, n) for label, n, *_ in bench.shapes(big=True) if label == bench.UPSTREAM_SHAPE] == [
         (bench.UPSTREAM_SHAPE, 100), (bench.UPSTREAM_SHAPE, 1000)]
+
+
+def test_a_long_conversation_is_handed_over_with_its_blocks_held(bench) -> None:
+    found = bench.conversation_handover(41, 3)
+    assert found["messages"] == 41
+    assert found["held_ms"] > 0 and found["whole_ms"] > 0
+    assert found["held_spread_ms"][0] <= found["held_ms"] <= found["held_spread_ms"][1]
+
+
+def test_the_turn_baseline_comes_out_of_git_beside_this_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import bench_turn_baseline
+
+    if not bench_turn_baseline.git_available():
+        pytest.skip("a checkout without the history the baseline is taken from")
+    with bench_turn_baseline.baseline_tree() as tree:
+        old = Path(tree) / "lev_nb"
+        assert (old / "engine" / "runner.py").is_file() and (Path(tree) / "bench" / "bench_engine.py").is_file()
+        assert list(old.glob("_rhai*.so"))  # the turn imports the native module, never runs a script
+        # Its own turn runs: one repeat, the tree's own lev_nb (the child checks which it imported).
+        samples = bench_turn_baseline.cpu_per_turn(tree, 1)
+        assert len(samples) == 1 and samples[0] > 0

@@ -198,3 +198,32 @@ def test_provider_tool_call_objects_are_accepted() -> None:
     window.add_tool_result("t1", "list_dir", "a.txt (3B)")
     _, messages = window.assemble()
     assert messages[1].content == [ToolUseBlock(id="t1", name="list_dir", input={"path": "."})]
+
+
+# -- blocks made once per entry ----------------------------------------------------------------------
+def test_a_long_conversation_hands_out_the_same_blocks_every_turn() -> None:
+    from lev_nb.engine.context.assembly import flag_cache_breakpoint
+
+    window = ContextWindow([])
+    for i in range(4):  # within the conversation's default 10 items, so nothing slides out
+        window.add_assistant("looking", [{"id": f"c{i}", "name": "read_file", "arguments": {"path": "a"}}])
+        window.add_tool_result(f"c{i}", "read_file", f"result {i}")
+    _, first = window.assemble()
+    flag_cache_breakpoint(first, system_changed=False)
+    window.add_assistant("done")
+    _, second = window.assemble()
+    old_blocks = [id(block) for message in first if isinstance(message.content, list) for block in message.content]
+    new_blocks = [id(block) for message in second[:len(first)] if isinstance(message.content, list)
+                  for block in message.content]
+    assert old_blocks and new_blocks == old_blocks  # the conversation's blocks were not rebuilt
+    # The messages themselves are new: the breakpoint flagged on the first request stays there.
+    assert any(m.cache_breakpoint for m in first) and not any(m.cache_breakpoint for m in second)
+
+
+def test_an_entry_whose_text_changed_renders_again() -> None:
+    window = ContextWindow([])
+    window.add_user("first words")
+    entry = window.conversation.entries[0]
+    assert window.assemble()[1][0].content == "first words"
+    entry.content = "second words"
+    assert window.assemble()[1][0].content == "second words"

@@ -195,3 +195,33 @@ def test_a_blueprint_without_a_conversation_region_still_sends_tool_results(engi
     assert any(isinstance(b, ToolUseBlock) for b in blocks)
     assert [b.content for b in blocks if isinstance(b, ToolResultBlock)] == ["hello.txt (1B)"]
     assert "conversation-region-added" in lev_nb.validate(blueprint(toml)).codes
+
+
+def test_the_token_total_follows_every_way_entries_change() -> None:
+    from lev_nb.engine.context.regions import Entry, Region, RegionConfig
+
+    region = Region(RegionConfig(name="notes", kind="sliding_window", max_tokens=10_000))
+    for text in ("alpha " * 10, "beta " * 20, "gamma " * 30):
+        region.add(Entry.make(text))
+    assert region.tokens == sum(e.tokens for e in region.entries)
+    del region.entries[0]  # what context_delete does, in place
+    assert region.tokens == sum(e.tokens for e in region.entries)
+    region.entries.insert(0, Entry.make("summary " * 5))  # what a compaction summary does
+    assert region.tokens == sum(e.tokens for e in region.entries)
+    region.entries = [Entry.make("restored")]  # a hook's failed write puts the old list back
+    assert region.tokens == region.entries[0].tokens
+    region.clear()
+    assert region.tokens == 0
+
+
+def test_a_full_window_counts_what_it_evicted_out_of_its_total() -> None:
+    from lev_nb.engine.context.regions import Entry, Region, RegionConfig
+
+    region = Region(RegionConfig(name="talk", kind="sliding_window", max_tokens=60))
+    for i in range(40):
+        region.add(Entry.make(f"message number {i} " * 3))
+        assert region.tokens == sum(e.tokens for e in region.entries) <= 60
+    keyed = Region(RegionConfig(name="facts", kind="hashmap", max_tokens=1_000))
+    keyed.add(Entry.make("short", key="k"))
+    keyed.add(Entry.make("a much longer value " * 5, key="k"))  # an upsert replaces, not adds
+    assert keyed.tokens == keyed.entries[0].tokens and len(keyed.entries) == 1

@@ -219,3 +219,25 @@ def test_the_request_map_is_the_plain_data_a_json_round_trip_gave() -> None:
         "extra": {"odd": Odd(), "nested": {"t": (1, "x")}},
     }, default=str))
     assert request_map(request) == expected
+
+
+def test_a_script_is_handed_each_conversation_block_converted_once() -> None:
+    blocks = [TextBlock("t"), ToolUseBlock("c1", "tool", {"a": (1, 2)}), ToolResultBlock("c1", "done", is_error=True)]
+    request = ModelRequest(provider="p", model="m", system=["sys"],
+                           messages=[Message("user", "hi"), Message("assistant", blocks[:2]),
+                                     Message("user", blocks[2:])])
+    engine = shared_engine(None)
+    echo = engine.compile("fn echo(request) { request.messages }")
+    plain = request_map(request)["messages"]
+    held = request_map(request, held=True)
+    kept = [rhai_provider.held_value(block) for block in blocks]
+    # The script sees what the plain map holds, from values converted once and kept with the blocks.
+    assert engine.call(echo, "echo", held) == plain
+    assert [rhai_provider.held_value(block) for block in blocks] == kept
+    assert all(a is b for a, b in zip(kept, (rhai_provider.held_value(block) for block in blocks)))
+    later = request_map(request, held=True)
+    assert later["messages"][1]["content"][0] is held["messages"][1]["content"][0]
+    # A script that changes its request changes its own copy: the next call sees the blocks as they are.
+    spoil = engine.compile('fn spoil(request) { request.messages[1].content[0].text = "spoilt"; 0 }')
+    engine.call(spoil, "spoil", later)
+    assert engine.call(echo, "echo", request_map(request, held=True)) == plain

@@ -552,3 +552,36 @@ def test_reference_cycle_through_a_callback_is_collected() -> None:
     assert collected == []  # only the cycle collector can free it
     gc.collect()
     assert collected == [1]
+
+
+# -- values converted once ------------------------------------------------------------------------
+def test_a_value_converted_once_is_handed_to_scripts_as_its_data() -> None:
+    from lev_nb.rhai import Value
+
+    engine = Engine()
+    held = Value({"role": "user", "content": [{"type": "text", "text": "hi"}], "n": 3})
+    assert held.to_python() == {"role": "user", "content": [{"type": "text", "text": "hi"}], "n": 3}
+    ast = engine.compile("fn first(r) { r.messages[0].content[0].text + r.messages.len() }")
+    assert engine.call(ast, "first", {"messages": [held, held, held]}) == "hi3"
+    assert engine.call(ast, "first", {"messages": (held,)}) == "hi1"
+    # A script changing what it was handed changes its own copy, never the held value.
+    change = engine.compile("fn change(r) { r.content[0].text = \"changed\"; r.content[0].text }")
+    assert engine.call(change, "change", held) == "changed"
+    assert engine.call(ast, "first", {"messages": [held]}) == "hi1"
+
+
+def test_values_nested_in_values_stay_within_the_nesting_limit() -> None:
+    from lev_nb.rhai import MAX_NESTING, Value
+
+    deep: object = 1
+    for _ in range(MAX_NESTING - 10):
+        deep = [deep]
+    held = Value(deep)
+    Value([[held]])  # within the limit in all
+    wrapped: object = held
+    for _ in range(20):
+        wrapped = [wrapped]
+    with pytest.raises(TypeError, match="nested deeper than"):
+        Value(wrapped)
+    with pytest.raises(TypeError, match="cannot convert"):
+        Value({"a": object()})

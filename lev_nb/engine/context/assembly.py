@@ -63,49 +63,61 @@ def render_system_block(region: Region) -> str | None:
     return f"[{region.name}]:\n" + _joined(region.entries)
 
 
-def entries_to_messages(entries: list[Entry]) -> list[Message]:
-    """A sliding window's entries as messages; consecutive tool results share one user message."""
-    messages: list[Message] = []
-    pending: list[Block] = []
-
-    def flush() -> None:
-        if pending:
-            messages.append(Message(role="user", content=list(pending)))
-            pending.clear()
-
-    for entry in entries:
-        if entry.kind == "tool_result":
-            pending.append(
-                ToolResultBlock(
-                    tool_use_id=entry.tool_call_id or "",
-                    content=entry.content,
-                    is_error=entry.is_error,
-                )
-            )
-            continue
-        flush()
-        if entry.kind == "assistant_turn":
-            if not entry.tool_calls:
-                messages.append(Message(role="assistant", content=entry.content))
-                continue
+def _rendered(entry: Entry) -> tuple[str, Any]:
+    """How ``entry`` takes part in the conversation: ``("result", block)`` for a tool result (it
+    joins the user message of the results next to it), else ``(role, content)``. Made once per
+    entry and kept on it, so the blocks of a long conversation are the same objects every turn
+    (what a provider converts once per block, see lev_nb.providers.rhai_provider)."""
+    made = entry.rendered
+    if made is not None and made[0] is entry.content:
+        return made[1]
+    part: tuple[str, Any]
+    if entry.kind == "tool_result":
+        part = ("result", ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content,
+                                          is_error=entry.is_error))
+    elif entry.kind == "assistant_turn":
+        if not entry.tool_calls:
+            part = ("assistant", entry.content)
+        else:
             blocks: list[Block] = [TextBlock(entry.content)] if entry.content else []
             blocks += [
                 ToolUseBlock(id=call["id"], name=call["name"], input=dict(call.get("input") or {}))
                 for call in entry.tool_calls
             ]
-            messages.append(Message(role="assistant", content=blocks))
-        elif entry.kind == "user_message":
-            messages.append(Message(role="user", content=entry.content))
+            part = ("assistant", blocks)
+    elif entry.kind == "user_message":
+        part = ("user", entry.content)
+    else:
+        # Plain text is user-side unless it names its speaker.
+        stripped = entry.content.strip()
+        if stripped.startswith("Assistant: "):
+            part = ("assistant", stripped[len("Assistant: "):])
+        elif stripped.startswith("User: "):
+            part = ("user", stripped[len("User: "):])
         else:
-            # Plain text is user-side unless it names its speaker.
-            stripped = entry.content.strip()
-            if stripped.startswith("Assistant: "):
-                messages.append(Message(role="assistant", content=stripped[len("Assistant: "):]))
-            elif stripped.startswith("User: "):
-                messages.append(Message(role="user", content=stripped[len("User: "):]))
-            else:
-                messages.append(Message(role="user", content=entry.content))
-    flush()
+            part = ("user", entry.content)
+    entry.rendered = (entry.content, part)
+    return part
+
+
+def entries_to_messages(entries: list[Entry]) -> list[Message]:
+    """A sliding window's entries as messages; consecutive tool results share one user message.
+
+    The messages are new each time (the assembler flags one for caching); their blocks are the
+    entries' own (see :func:`_rendered`), never changed once made."""
+    messages: list[Message] = []
+    pending: list[Block] = []
+    for entry in entries:
+        role, content = _rendered(entry)
+        if role == "result":
+            pending.append(content)
+            continue
+        if pending:
+            messages.append(Message(role="user", content=pending))
+            pending = []
+        messages.append(Message(role=role, content=content))  # type: ignore[arg-type]
+    if pending:
+        messages.append(Message(role="user", content=pending))
     return messages
 
 

@@ -178,6 +178,9 @@ class Entry:
     is_error: bool = False
     # Taint tracking: how sensitive this entry is (public | internal | private), set by the runtime.
     label: str = "public"
+    # What the conversation renders this entry as, made on first use and kept with the content it
+    # was made from (lev_nb.engine.context.assembly): a long conversation is not rebuilt every turn.
+    rendered: tuple[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def make(cls, content: str, kind: str = "text", **fields: Any) -> Entry:
@@ -230,6 +233,10 @@ class Region:
         # has summarised it (see lev_nb.engine.pipeline.compaction). Empty until then: a shared
         # empty tuple, not a list for every region of every live run.
         self.evicted_for_summary: Sequence[Entry] = ()
+        # The token total of ``entries``, asked several times a turn, is summed again only when the
+        # list was replaced or changed length (see tokens). Entries are edited only before they are
+        # stored, and nothing replaces one in place, so identity and length say when it is stale.
+        self._counted: tuple[list[Entry], int, int] | None = None  # (list, its length, its tokens)
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -250,7 +257,12 @@ class Region:
     @property
     def tokens(self) -> int:
         """Tokens held right now."""
-        return sum(entry.tokens for entry in self.entries)
+        entries, counted = self.entries, self._counted
+        if counted is not None and counted[0] is entries and counted[1] == len(entries):
+            return counted[2]
+        total = sum(entry.tokens for entry in entries)
+        self._counted = (entries, len(entries), total)
+        return total
 
     @property
     def free_tokens(self) -> int:
@@ -287,21 +299,25 @@ class Region:
         entry alone exceeds the whole budget. A refused write changes nothing.
         """
         candidate = list(self.entries)
+        total = self.tokens + entry.tokens
         position = self.find_key(entry.key) if entry.key is not None else None
-        if position is not None and self.kind != "hashmap":
-            candidate[position] = entry
-        else:
-            if position is not None:
+        if position is not None:
+            total -= candidate[position].tokens
+            if self.kind != "hashmap":
+                candidate[position] = entry
+            else:
                 # A hashmap orders entries by last update, so an upsert moves to the back.
                 del candidate[position]
+                candidate.append(entry)
+        else:
             candidate.append(entry)
-        total = sum(e.tokens for e in candidate)
-        if self._fits(total, len(candidate)):
-            self.entries = candidate
-            return []
-        self._check_admissible(entry, position)
-        evicted = self._make_room(candidate, entry, total)
+        evicted: list[Entry] = []
+        if not self._fits(total, len(candidate)):
+            self._check_admissible(entry, position)
+            evicted = self._make_room(candidate, entry, total)
+            total -= sum(e.tokens for e in evicted)
         self.entries = candidate
+        self._counted = (candidate, len(candidate), total)
         return evicted
 
     def _fits(self, tokens: int, count: int) -> bool:
