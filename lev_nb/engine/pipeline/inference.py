@@ -25,7 +25,7 @@ from lev_nb.engine.context.hints import hint_blocks
 from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model, starting_pick  # noqa: F401
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
-from lev_nb.errors import CALLEE_ERRORS, CalleeExit, contained
+from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
 from lev_nb.providers.base import Provider, ProviderError, Replayable, call_complete
 from lev_nb.providers.pricing import call_cost, price_for
@@ -75,10 +75,12 @@ class TextStream:
         self._buffer: list[str] = []
         self._size = 0
         self._last = time.monotonic()
+        self.handed_over = False  # a delta came from another thread (it lands on the loop later)
 
     def push(self, text: str) -> None:
         """Take one delta (any thread)."""
         if threading.get_ident() != self._thread:
+            self.handed_over = True
             self._loop.call_soon_threadsafe(self._take, text)
         else:
             self._take(text)
@@ -539,12 +541,13 @@ class Inference:
                         request.provider, limit, estimate_tokens(request_text(request)),
                         on_wait=lambda delay: self._rate_wait(request.provider, delay))
                 async with inference_slots(self.state.settings, request.provider, request.model):
+                    # Awaited in this task (asyncio.timeout, not wait_for: no task of its own), so a
+                    # SystemExit or KeyboardInterrupt the provider raises is caught below like any error.
                     if request.timeout_s:
-                        # asyncio.timeout, not wait_for: no extra task (and loop round trips) per call.
                         async with asyncio.timeout(request.timeout_s):
-                            response = await contained(call_complete(provider, request))
+                            response = await call_complete(provider, request)
                     else:
-                        response = await contained(call_complete(provider, request))
+                        response = await call_complete(provider, request)
                     if admission is not None:
                         usage = response.usage
                         RATE_LIMITS.settle(admission, usage.prompt_tokens + usage.cached_tokens
@@ -557,10 +560,11 @@ class Inference:
                 error = exc
             except CALLEE_ERRORS as exc:  # a broken provider is a failed model call, not a crash of lev_nb
                 name = getattr(provider, "name", type(provider).__name__)
-                what = str(exc) if isinstance(exc, CalleeExit) else f"{type(exc).__name__}: {exc}"
+                what = f"{type(exc).__name__}: {exc}"
                 error = ProviderError("api", f"the '{name}' provider failed: {what}")
             finally:
-                await asyncio.sleep(0)  # let deltas handed over from a worker thread land first
+                if stream.handed_over:
+                    await asyncio.sleep(0)  # let deltas handed over from a worker thread land first
                 stream.flush()
                 request.on_text = None
             if not error.transient or attempt >= retry.max_attempts:

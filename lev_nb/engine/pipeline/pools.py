@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -88,11 +87,38 @@ def model_pool_width(by_model: Mapping[str, int], provider: str, model: str) -> 
     return None
 
 
-@asynccontextmanager
-async def inference_slots(settings: Settings, provider: str, model: str) -> AsyncIterator[None]:
-    """Hold the slots one call to ``provider/model`` needs, for as long as the call runs (see the
-    module docstring). The provider's pool is taken first, then the model's, by every call, so two
-    calls never wait on each other's slot."""
+class _Slots:
+    """The slots of one model call: its provider's pool (if any) taken first, then its model's,
+    both held until the call ends. A plain async context manager, not a generator one: it is
+    entered on every model call."""
+
+    __slots__ = ("outer", "inner")
+
+    def __init__(self, outer: asyncio.Semaphore | None, inner: asyncio.Semaphore) -> None:
+        self.outer = outer
+        self.inner = inner
+
+    async def __aenter__(self) -> None:
+        if self.outer is None:
+            await self.inner.acquire()
+            return
+        await self.outer.acquire()
+        try:
+            await self.inner.acquire()
+        except BaseException:  # cancelled while waiting for the model's pool
+            self.outer.release()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.inner.release()
+        if self.outer is not None:
+            self.outer.release()
+
+
+def inference_slots(settings: Settings, provider: str, model: str) -> _Slots:
+    """The slots one call to ``provider/model`` needs, to hold (``async with``) for as long as the
+    call runs (see the module docstring). The provider's pool is taken first, then the model's, by
+    every call, so two calls never wait on each other's slot."""
     limits = settings.limits
     cap = limits.max_concurrent_inferences_by_provider.get(provider)
     own = model_pool_width(limits.max_concurrent_inferences_by_model, provider, model)
@@ -104,9 +130,4 @@ async def inference_slots(settings: Settings, provider: str, model: str) -> Asyn
         inner = INFERENCE_POOL.permit(limits.max_concurrent_inferences)
     else:
         inner = _MODEL_POOLS.permit(own[0], _width("max_concurrent_inferences_by_model", own[0], own[1]))
-    if outer is None:
-        async with inner:
-            yield
-        return
-    async with outer, inner:
-        yield
+    return _Slots(outer, inner)
