@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Awaitable, Literal, TypeVar
+from typing import Any, Literal
 
 from lev_nb.records import record
 
-T = TypeVar("T")
 
 __all__ = [
-    "CALLEE_ERRORS", "CalleeExit", "contained", "CleanError", "ErrorKind", "LocatedError", "Problem", "UsageError",
+    "CALLEE_ERRORS", "CalleeExit", "CleanError", "ErrorKind", "LocatedError", "Problem", "UsageError",
     "clean_block", "render_traceback",
 ]
 
@@ -40,17 +39,6 @@ class CalleeExit(Exception):
         super().__init__(f"{type(original).__name__}: {original}")
         self.original = original
 
-
-async def contained(awaitable: Awaitable[T]) -> T:
-    """Await ``awaitable``, turning SystemExit/KeyboardInterrupt into :class:`CalleeExit`.
-
-    Needed where asyncio runs a callee's coroutine as a task of its own (``asyncio.wait_for``): a
-    task that raises either one re-raises it out of the event loop, whatever its awaiter catches.
-    """
-    try:
-        return await awaitable
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise CalleeExit(exc) from exc
 
 RED = "\x1b[0;31m"
 DIM = "\x1b[2m"
