@@ -113,7 +113,7 @@ def turn_baseline_rows(repeats: int) -> list[Row]:
     found = bench_turn_baseline.measure(max(5, repeats))
     if found is None:
         return []
-    group = f"engine: a turn with one tool call, against {found['baseline']} (issue 29 filed)"
+    group = f"engine: a turn with one tool call, against {found['commit']} (issue 29 filed)"
     old, new = found["baseline"], found["today"]
     rows = [Row(group, "CPU per turn", "ms", new["cpu_s"] * 1e3, (new["cpu_spread_s"][0] * 1e3, new["cpu_spread_s"][1] * 1e3),
                 old["cpu_s"] * 1e3, "the baseline", old["cpu_s"] * 1e3 / 2, "<= half the baseline").judge(

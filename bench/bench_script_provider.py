@@ -414,6 +414,17 @@ def _process_cpu(pid: int) -> float:
 
 
 def run_upstream(n: int, delay: float) -> dict[str, Any]:
+    """:func:`upstream_once`, once more with a fresh daemon when the first one failed: the upstream's
+    daemon now and then stops serving while a batch is being spawned ("daemon is shutting down",
+    seen at 1,000 agents), which says nothing about the workload."""
+    try:
+        return upstream_once(n, delay)
+    except SystemExit as failure:
+        print(f"the upstream's pass failed, measuring it again with a fresh daemon: {failure}", file=sys.stderr)
+        return upstream_once(n, delay)
+
+
+def upstream_once(n: int, delay: float) -> dict[str, Any]:
     """The four agents' shares as the upstream's ``lev run AGENT --count K`` into its daemon (one
     process, started here in the foreground), with this workload's provider script and server. Its
     data root is ``$LEVIATH_HOME/.leviath``; it refuses a task for an agent with no region seeded

@@ -102,10 +102,10 @@ def instructions_per_turn(tree: str) -> float | None:
 
 
 def measure(repeats: int = 15) -> dict[str, Any] | None:
-    """Both trees' figures, or None when this checkout has no git history to take the baseline from."""
+    """Both trees' figures (``baseline`` and ``today``, with the baseline's ``commit``), or None when this checkout has no git history to take the baseline from."""
     if not git_available():
         return None
-    out: dict[str, Any] = {"baseline": BASELINE, "turns": TURNS}
+    out: dict[str, Any] = {"commit": BASELINE, "turns": TURNS}
     with baseline_tree() as old:
         for name, tree in (("baseline", old), ("today", str(ROOT))):
             samples = cpu_per_turn(tree, repeats)
