@@ -130,6 +130,9 @@ class StageTools:
         )
         self._specs: dict[str, list[ToolSpec]] = {}
         self._outputs: dict[str, OutputSpec | None] = {}  # stage -> its final-output spec (output_spec)
+        # stage -> its permission tables and approver: fixed for the run (the launch's allow list and
+        # --yolo, the settings, the blueprint), so built at the stage's first batch, not every batch
+        self._policies: dict[str, Policies] = {}
         self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
         self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
         self.taint = TaintFlow(state, self.registry, reads_outside=self.tool_context.workspace.read_grant is not None)
@@ -304,22 +307,7 @@ class StageTools:
             )
 
         settings = state.settings
-        hub = state.interaction
-        policies = Policies(
-            stage=stage.tool_permissions,
-            agent=state.plan.tool_permissions,
-            ceiling=settings.tool_ceiling(state.plan.agent_name),
-            blueprint_may_loosen=settings.security.allow_blueprint_permissions,
-            # The launch's own approver first; else the run's hub: whoever the run can ask, or the
-            # answer a resumed run's journal holds (nobody: denied with how to allow it).
-            approver=self.approver or (hub.approve if hub is not None else None),
-            launch_allow=frozenset(state.meta.allowed_tools),
-            yolo=state.meta.yolo,
-            safe_tools=self.safe_tools,
-            safe_shell=self.safe_shell,
-            grants=hub,
-            flow_gate=self.taint.gate_for(stage),
-        )
+        policies = self._stage_policies(stage)
         self.use_sandbox(stage.sandbox, f"stage '{stage.name}'")
         # What a tool script may do inside: the shell only where the built-in shell tool would run
         # unasked, and [tool_script_permissions] over the stage's policies. Worked out when a script
@@ -387,6 +375,28 @@ class StageTools:
         for text in nudges:
             await state.nudge("repetition", text)
         state.rec.save()
+
+    def _stage_policies(self, stage: StagePlan) -> Policies:
+        """The permission tables in force for ``stage`` and who answers an ``ask``."""
+        policies = self._policies.get(stage.name)
+        if policies is None:
+            state, settings, hub = self.state, self.state.settings, self.state.interaction
+            policies = self._policies[stage.name] = Policies(
+                stage=stage.tool_permissions,
+                agent=state.plan.tool_permissions,
+                ceiling=settings.tool_ceiling(state.plan.agent_name),
+                blueprint_may_loosen=settings.security.allow_blueprint_permissions,
+                # The launch's own approver first; else the run's hub: whoever the run can ask, or
+                # the answer a resumed run's journal holds (nobody: denied with how to allow it).
+                approver=self.approver or (hub.approve if hub is not None else None),
+                launch_allow=frozenset(state.meta.allowed_tools),
+                yolo=state.meta.yolo,
+                safe_tools=self.safe_tools,
+                safe_shell=self.safe_shell,
+                grants=hub,
+                flow_gate=self.taint.gate_for(stage),
+            )
+        return policies
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
         from lev_nb.engine.pipeline.repetition import RepetitionWatch
