@@ -74,8 +74,8 @@ class ToolResultBlock:
 
 
 # Blocks never change once made (frozen), so a provider may keep what it converted a block into
-# with the block (lev_nb.providers.rhai_provider does): the context assembler hands out the same
-# blocks turn after turn.
+# for as long as the block lives (lev_nb.providers.rhai_provider does): the context assembler
+# hands out the same blocks turn after turn.
 Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
 
 

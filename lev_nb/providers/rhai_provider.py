@@ -40,6 +40,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import field
 from pathlib import Path
@@ -545,19 +546,36 @@ def _block_map(block: Any) -> dict[str, Any]:
             "is_error": bool(block.is_error)}
 
 
-_HELD = "_rhai_value"  # where a block keeps its converted map (blocks are frozen: see lev_nb.messages)
 _BLOCK_TYPES = (TextBlock, ToolUseBlock, ToolResultBlock)
+# id(block) -> (a weak reference to the block, its map as a Rhai value). Kept beside the blocks,
+# not on them (a block's attributes are what it serialises as), and dropped with each block.
+_HELD: dict[int, tuple[weakref.ref[Any], Value]] = {}
 
 
 def held_value(block: Any) -> Value:
     """``block``'s map as a Rhai value, converted the first time a script is handed the block and
-    kept with it: the context assembler hands a provider the same blocks turn after turn, so a
-    request converts only its new messages, and the rest are cloned natively."""
-    value = block.__dict__.get(_HELD)
-    if value is None:
-        value = Value(_block_map(block))
-        object.__setattr__(block, _HELD, value)
+    kept while the block lives: the context assembler hands a provider the same blocks turn after
+    turn (blocks never change once made, see lev_nb.messages), so a request converts only its new
+    messages, and the rest are cloned natively."""
+    key = id(block)
+    held = _HELD.get(key)
+    if held is not None and held[0]() is block:
+        return held[1]
+    value = Value(_block_map(block))
+    _HELD[key] = (weakref.ref(block, _Forget(key)), value)
     return value
+
+
+class _Forget:
+    """Drops a block's converted value once the block is gone (a weak reference's callback)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def __call__(self, _gone: weakref.ref[Any]) -> None:
+        _HELD.pop(self.key, None)
 
 
 def _message_map(message: Message, convert: Callable[[Any], Any] = _block_map) -> dict[str, Any]:

@@ -241,3 +241,17 @@ def test_a_script_is_handed_each_conversation_block_converted_once() -> None:
     spoil = engine.compile('fn spoil(request) { request.messages[1].content[0].text = "spoilt"; 0 }')
     engine.call(spoil, "spoil", later)
     assert engine.call(echo, "echo", request_map(request, held=True)) == plain
+    # Nothing is stashed on the blocks: they serialise (a run's transcript) and copy as before.
+    import copy
+    import dataclasses
+
+    for block in blocks:
+        assert set(vars(block)) == {f.name for f in dataclasses.fields(block)}
+        assert copy.deepcopy(block) == block
+    # A block that is gone takes its converted value with it.
+    count = len(rhai_provider._HELD)
+    del blocks, block, request, held, later, kept
+    import gc
+
+    gc.collect()
+    assert len(rhai_provider._HELD) == count - 3
