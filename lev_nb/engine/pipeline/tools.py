@@ -133,6 +133,7 @@ class StageTools:
         # stage -> its permission tables and approver: fixed for the run (the launch's allow list and
         # --yolo, the settings, the blueprint), so built at the stage's first batch, not every batch
         self._policies: dict[str, Policies] = {}
+        self._offered: tuple[tuple[str, bool, int, int], list[str]] | None = None  # (what it hung on, offered)
         self.file_tracker = FileTracker(state, self.context_tools, self.tool_context.workspace)
         self.dynamic = DynamicTools(state, self.registry)  # after every other tool is registered
         self.taint = TaintFlow(state, self.registry, reads_outside=self.tool_context.workspace.read_grant is not None)
@@ -141,6 +142,7 @@ class StageTools:
             plan.agent_name, plan.safe_tools, plan.safe_shell)
         # MCP: tools of each connector (server -> advertised names), and names not to advertise
         self._connector_tools: dict[str, list[str]] = {}
+        self._connectors_known = 0  # how many times the connectors' tools were learnt (offered's cache)
         self._mcp_hidden: set[str] = set()
         self._mcp_attached = False
         # Commands never see the run record, $LEV_HOME nor the configuration, even when they lie in
@@ -183,6 +185,7 @@ class StageTools:
             if tool.name not in self.registry:  # a built-in or the agent's own script keeps its name
                 self.registry.register(tool)
         self._connector_tools = got.connectors
+        self._connectors_known += 1
         self._mcp_hidden = got.hidden
         for warning in got.warnings:
             state.warn(warning)
@@ -231,19 +234,25 @@ class StageTools:
     def offered(self, stage: StagePlan) -> list[str]:
         """The stage's tools as advertised: the blocking tools that wait for a person are left out
         under ``--yolo`` and when nobody can answer, unless the stage requires them
-        (docs/security.md#permissions)."""
+        (docs/security.md#permissions). Asked twice a turn, so the last answer is kept until what
+        it depends on changes; callers read it and never change it."""
         hub = self.state.interaction
         unattended = self.state.meta.yolo or hub is None or not hub.interactive
         journal = self.state.journal
+        # A resumed run replays the turns its previous life offered them in: nothing left out.
+        leave_out = unattended and not (journal is not None and journal.replaying)
+        key = (stage.name, leave_out, self.dynamic.version, self._connectors_known)
+        if self._offered is not None and self._offered[0] == key:
+            return self._offered[1]
         tools = self._stage_tools(stage) + [n for n in self.dynamic.names if n not in stage.tools]
-        if not unattended or (journal is not None and journal.replaying):
-            # A resumed run replays the turns its previous life offered them in.
-            return tools
-        required = {self.registry.canonical(t) for t in stage.required_tools}
-        return [
-            t for t in tools
-            if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
-        ]
+        if leave_out:
+            required = {self.registry.canonical(t) for t in stage.required_tools}
+            tools = [
+                t for t in tools
+                if self.registry.canonical(t) not in BLOCKING_TOOLS or self.registry.canonical(t) in required
+            ]
+        self._offered = (key, tools)
+        return tools
 
     def _register_script(self, tool: ToolDef) -> None:
         """Offer a script tool, unless it needs a capability this machine lacks."""
