@@ -227,3 +227,21 @@ def test_an_entry_whose_text_changed_renders_again() -> None:
     assert window.assemble()[1][0].content == "first words"
     entry.content = "second words"
     assert window.assemble()[1][0].content == "second words"
+
+
+def test_a_blank_entry_gives_no_message_and_still_parts_the_results_around_it() -> None:
+    window = ContextWindow([])
+    window.add_user("go")
+    window.add_assistant("", [call("c1"), call("c2")])
+    window.add_tool_result("c1", "read_file", "one")
+    put(window, "conversation", "   ")  # blank: nothing to say
+    window.add_tool_result("c2", "read_file", "two")
+    window.add_assistant("   ")
+    _, messages = window.assemble()
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "go"),
+        ("assistant", [ToolUseBlock("c1", "read_file", {"path": "a"}), ToolUseBlock("c2", "read_file", {"path": "a"})]),
+        ("user", [ToolResultBlock("c1", "one")]),
+        ("user", [ToolResultBlock("c2", "two")]),
+    ]
+    assert window.assemble()[1] == messages  # and the same from the entries' kept parts

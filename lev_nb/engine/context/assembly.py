@@ -63,18 +63,20 @@ def render_system_block(region: Region) -> str | None:
     return f"[{region.name}]:\n" + _joined(region.entries)
 
 
-def _rendered(entry: Entry) -> tuple[str, Any]:
-    """How ``entry`` takes part in the conversation: ``("result", block)`` for a tool result (it
-    joins the user message of the results next to it), else ``(role, content)``. Made once per
-    entry and kept on it, so the blocks of a long conversation are the same objects every turn
-    (what a provider converts once per block, see lev_nb.providers.rhai_provider)."""
+def _rendered(entry: Entry) -> tuple[str, Any, bool]:
+    """How ``entry`` takes part in the conversation: ``("result", block, False)`` for a tool result
+    (it joins the user message of the results next to it), else ``(role, content, blank)``, where a
+    blank message is left out. Made once per entry and kept on it, so the blocks of a long
+    conversation are the same objects every turn (what a provider converts once per block, see
+    lev_nb.providers.rhai_provider)."""
     made = entry.rendered
     if made is not None and made[0] is entry.content:
         return made[1]
     part: tuple[str, Any]
     if entry.kind == "tool_result":
-        part = ("result", ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content,
-                                          is_error=entry.is_error))
+        block = ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content, is_error=entry.is_error)
+        entry.rendered = (entry.content, ("result", block, False))
+        return entry.rendered[1]
     elif entry.kind == "assistant_turn":
         if not entry.tool_calls:
             part = ("assistant", entry.content)
@@ -96,26 +98,29 @@ def _rendered(entry: Entry) -> tuple[str, Any]:
             part = ("user", stripped[len("User: "):])
         else:
             part = ("user", entry.content)
-    entry.rendered = (entry.content, part)
-    return part
+    made_part = (part[0], part[1], _is_empty(Message(role="user", content=part[1])))
+    entry.rendered = (entry.content, made_part)
+    return made_part
 
 
 def entries_to_messages(entries: list[Entry]) -> list[Message]:
     """A sliding window's entries as messages; consecutive tool results share one user message.
 
     The messages are new each time (the assembler flags one for caching); their blocks are the
-    entries' own (see :func:`_rendered`), never changed once made."""
+    entries' own (see :func:`_rendered`), never changed once made. A blank entry gives no message
+    (it still ends the run of tool results before it)."""
     messages: list[Message] = []
     pending: list[Block] = []
     for entry in entries:
-        role, content = _rendered(entry)
+        role, content, blank = _rendered(entry)
         if role == "result":
             pending.append(content)
             continue
         if pending:
             messages.append(Message(role="user", content=pending))
             pending = []
-        messages.append(Message(role=role, content=content))  # type: ignore[arg-type]
+        if not blank:
+            messages.append(Message(role=role, content=content))  # type: ignore[arg-type]
     if pending:
         messages.append(Message(role="user", content=pending))
     return messages
@@ -173,6 +178,7 @@ def assemble_blocks(regions: list[Region]) -> tuple[list[SystemBlock], list[Mess
     """
     ranked: list[tuple[int, int, SystemBlock]] = []
     messages: list[Message] = []
+    scripted_messages = False  # a custom region's script gave messages (checked for emptiness here)
     for region in regions:
         if region.kind == "sliding_window":
             messages.extend(entries_to_messages(region.entries))
@@ -187,13 +193,19 @@ def assemble_blocks(regions: list[Region]) -> tuple[list[SystemBlock], list[Mess
                 (rank, tier, SystemBlock(text, region.name, region.config.volatility, tier)) for text in parts[0]
             )
             messages.extend(parts[1])
+            scripted_messages = scripted_messages or bool(parts[1])
             continue
         block = render_system_block(region)
         if block is not None:
             ranked.append((rank, tier, SystemBlock(block, region.name, region.config.volatility, tier)))
     ranked.sort(key=lambda item: (item[0], item[1]))
     system = [block for _, _, block in ranked]
-    messages = [m for m in _strip_orphans(messages) if not _is_empty(m)]
+    stripped = _strip_orphans(messages)
+    if stripped is not messages or scripted_messages:
+        # A message that lost its orphaned blocks may be empty now (the windows' blank entries
+        # gave no message in the first place).
+        stripped = [m for m in stripped if not _is_empty(m)]
+    messages = stripped
     # The Messages API wants a user turn first; once the window has slid past the opening
     # user message (or there never was one), the conversation would start with the assistant.
     if not messages or messages[0].role == "assistant":
