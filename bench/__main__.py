@@ -20,8 +20,6 @@ import datetime
 import json
 import os
 import platform
-import re
-import shutil
 import socket
 import statistics
 import subprocess
@@ -40,6 +38,7 @@ for entry in (str(ROOT), str(HERE)):
         sys.path.insert(0, entry)
 
 import bench_cli_startup  # noqa: E402
+import callgrind  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_first_run  # noqa: E402
 import bench_ps  # noqa: E402
@@ -271,13 +270,10 @@ def instructions(cmd: list[str], env: dict[str, str]) -> float | None:
     """Millions of instructions ``cmd`` executes, counted by valgrind's callgrind (None without
     valgrind). Unlike CPU time, the count does not move with the load of a shared machine, so it
     shows a start-up change of a few percent that the timings' spread hides."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
+    if callgrind.valgrind() is None:
         return None
-    proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    found = re.search(r"Collected : (\d+)", proc.stderr)
-    return int(found.group(1)) / 1e6 if found else None
+    _, counted = callgrind.run_counted(cmd, env=env)
+    return counted / 1e6 if counted is not None else None
 
 
 def timed_process(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:

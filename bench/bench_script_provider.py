@@ -50,7 +50,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -60,6 +59,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import callgrind
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -305,20 +306,17 @@ def conversation_handover(messages: int, repeats: int) -> dict[str, Any]:
 def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
     """Instructions of the engine's own work per run and per model call (see the module docstring):
     ``(I(many) - I(few)) / (many - few)``. None without valgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
+    if callgrind.valgrind() is None:
         return None
     counts = {}
     for n in (few, many):
         with kept_home() as home:
             write_home(home, 9)  # the port is never used: no call leaves the process
-            proc = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                                   __file__, "--child-in-process", str(n), "--home", home],
-                                  capture_output=True, text=True, cwd=ROOT, env=_env(home))
-            found = re.search(r"Collected : (\d+)", proc.stderr)
-            if proc.returncode or found is None:
+            proc, counted = callgrind.run_counted([sys.executable, __file__, "--child-in-process", str(n),
+                                                   "--home", home], cwd=str(ROOT), env=_env(home))
+            if proc.returncode or counted is None:
                 raise SystemExit(f"bench child failed: {proc.stderr[-3000:]}")
-            counts[n] = int(found.group(1))
+            counts[n] = counted
     per_run = (counts[many] - counts[few]) / (many - few)
     return {"instructions_per_run": per_run, "instructions_per_call": per_run * many / expected_calls(many),
             "runs": [few, many], "instructions": [counts[few], counts[many]]}

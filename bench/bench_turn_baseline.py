@@ -15,7 +15,6 @@ noise does not move.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ from contextlib import contextmanager
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+
+import callgrind
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "97f5a65"  # main just before the first commit for issue 29 (2026-12-02)
@@ -72,11 +73,11 @@ def baseline_tree() -> Iterator[str]:
         yield tree
 
 
-def _child(tree: str, repeats: int, mode: str, valgrind: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", CHILD, tree, str(repeats), mode]
-    if valgrind is not None:
-        command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=tree)
+def _command(tree: str, repeats: int, mode: str) -> list[str]:
+    return [sys.executable, "-c", CHILD, tree, str(repeats), mode]
+
+
+def _checked(proc: subprocess.CompletedProcess[str], tree: str) -> subprocess.CompletedProcess[str]:
     if proc.returncode:
         raise SystemExit(f"turn bench child failed in {tree}: {proc.stderr[-3000:]}")
     return proc
@@ -84,20 +85,21 @@ def _child(tree: str, repeats: int, mode: str, valgrind: str | None = None) -> s
 
 def cpu_per_turn(tree: str, repeats: int) -> list[float]:
     """CPU seconds per turn of each repeat (the whole process: engine thread and record writer)."""
-    return json.loads(_child(tree, repeats, "cpu").stdout.strip().splitlines()[-1])
+    proc = subprocess.run(_command(tree, repeats, "cpu"), capture_output=True, text=True, cwd=tree)
+    return json.loads(_checked(proc, tree).stdout.strip().splitlines()[-1])
 
 
 def instructions_per_turn(tree: str) -> float | None:
     """Instructions per turn (callgrind, every thread); None without valgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
+    if callgrind.valgrind() is None:
         return None
     counts = []
     for runs in (1, 4):
-        found = re.search(r"Collected : (\d+)", _child(tree, runs, "instructions", valgrind).stderr)
-        if found is None:
+        proc, counted = callgrind.run_counted(_command(tree, runs, "instructions"), cwd=tree)
+        _checked(proc, tree)
+        if counted is None:
             raise SystemExit("callgrind printed no instruction count")
-        counts.append(int(found.group(1)))
+        counts.append(counted)
     return (counts[1] - counts[0]) / (3 * (TURNS + 1))
 
 

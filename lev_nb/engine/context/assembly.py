@@ -72,35 +72,33 @@ def _rendered(entry: Entry) -> tuple[str, Any, bool]:
     made = entry.rendered
     if made is not None and made[0] is entry.content:
         return made[1]
-    part: tuple[str, Any]
+    role: str
+    content: Any
     if entry.kind == "tool_result":
-        block = ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content, is_error=entry.is_error)
-        entry.rendered = (entry.content, ("result", block, False))
-        return entry.rendered[1]
+        role, content = "result", ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content,
+                                                  is_error=entry.is_error)
     elif entry.kind == "assistant_turn":
-        if not entry.tool_calls:
-            part = ("assistant", entry.content)
-        else:
-            blocks: list[Block] = [TextBlock(entry.content)] if entry.content else []
-            blocks += [
+        role, content = "assistant", entry.content
+        if entry.tool_calls:
+            content = [TextBlock(entry.content)] if entry.content else []
+            content += [
                 ToolUseBlock(id=call["id"], name=call["name"], input=dict(call.get("input") or {}))
                 for call in entry.tool_calls
             ]
-            part = ("assistant", blocks)
     elif entry.kind == "user_message":
-        part = ("user", entry.content)
+        role, content = "user", entry.content
     else:
         # Plain text is user-side unless it names its speaker.
         stripped = entry.content.strip()
         if stripped.startswith("Assistant: "):
-            part = ("assistant", stripped[len("Assistant: "):])
+            role, content = "assistant", stripped[len("Assistant: "):]
         elif stripped.startswith("User: "):
-            part = ("user", stripped[len("User: "):])
+            role, content = "user", stripped[len("User: "):]
         else:
-            part = ("user", entry.content)
-    made_part = (part[0], part[1], _is_empty(Message(role="user", content=part[1])))
-    entry.rendered = (entry.content, made_part)
-    return made_part
+            role, content = "user", entry.content
+    part = (role, content, role != "result" and _blank(content))
+    entry.rendered = (entry.content, part)
+    return part
 
 
 def entries_to_messages(entries: list[Entry]) -> list[Message]:
@@ -155,10 +153,15 @@ def _strip_orphans(messages: list[Message]) -> list[Message]:
     return cleaned
 
 
+def _blank(content: str | list[Block]) -> bool:
+    """Whether a message's content says nothing (blank text, or only blank text blocks)."""
+    if isinstance(content, str):
+        return is_blank(content)
+    return all(isinstance(block, TextBlock) and is_blank(block.text) for block in content)
+
+
 def _is_empty(message: Message) -> bool:
-    if isinstance(message.content, str):
-        return is_blank(message.content)
-    return all(isinstance(block, TextBlock) and is_blank(block.text) for block in message.content)
+    return _blank(message.content)
 
 
 def assemble(regions: list[Region]) -> tuple[list[str], list[Message]]:
