@@ -63,28 +63,30 @@ def render_system_block(region: Region) -> str | None:
     return f"[{region.name}]:\n" + _joined(region.entries)
 
 
-def _rendered(entry: Entry) -> tuple[str, Any, bool]:
-    """How ``entry`` takes part in the conversation: ``("result", block, False)`` for a tool result
-    (it joins the user message of the results next to it), else ``(role, content, blank)``, where a
-    blank message is left out. Made once per entry and kept on it, so the blocks of a long
-    conversation are the same objects every turn (what a provider converts once per block, see
-    lev_nb.providers.rhai_provider)."""
+def _rendered(entry: Entry) -> tuple[str, Any, bool, tuple[str, ...]]:
+    """How ``entry`` takes part in the conversation: ``("result", block, False, (id,))`` for a tool
+    result (it joins the user message of the results next to it), else ``(role, message, blank,
+    tool_use_ids)``, where a blank message is left out. Made once per entry and kept on it, so a
+    long conversation's messages and blocks are the same objects every turn (what a provider
+    converts once per block, see lev_nb.providers.rhai_provider); nothing changes them after."""
     made = entry.rendered
     if made is not None and made[0] is entry.content:
         return made[1]
     role: str
     content: Any
+    uses: tuple[str, ...] = ()
     if entry.kind == "tool_result":
         role, content = "result", ToolResultBlock(tool_use_id=entry.tool_call_id or "", content=entry.content,
                                                   is_error=entry.is_error)
+        uses = (content.tool_use_id,)
     elif entry.kind == "assistant_turn":
         role, content = "assistant", entry.content
         if entry.tool_calls:
             content = [TextBlock(entry.content)] if entry.content else []
-            content += [
-                ToolUseBlock(id=call["id"], name=call["name"], input=dict(call.get("input") or {}))
-                for call in entry.tool_calls
-            ]
+            calls = [ToolUseBlock(id=call["id"], name=call["name"], input=dict(call.get("input") or {}))
+                     for call in entry.tool_calls]
+            content += calls
+            uses = tuple(call.id for call in calls)
     elif entry.kind == "user_message":
         role, content = "user", entry.content
     else:
@@ -96,47 +98,79 @@ def _rendered(entry: Entry) -> tuple[str, Any, bool]:
             role, content = "user", stripped[len("User: "):]
         else:
             role, content = "user", entry.content
-    part = (role, content, role != "result" and _blank(content))
+    if role == "result":
+        part: tuple[str, Any, bool, tuple[str, ...]] = (role, content, False, uses)
+    else:
+        part = (role, Message(role=role, content=content), _blank(content), uses)  # type: ignore[arg-type]
     entry.rendered = (entry.content, part)
     return part
+
+
+def _results_message(first: Entry, blocks: list[Block]) -> Message:
+    """The user message of consecutive tool results, kept on the first one's entry while the run
+    of results stays the same."""
+    key = tuple(blocks)
+    kept = first.grouped
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    message = Message(role="user", content=blocks)
+    first.grouped = (key, message)
+    return message
+
+
+def _conversation(entries: list[Entry]) -> tuple[list[Message], set[str], set[str]]:
+    """A sliding window's entries as messages (see :func:`entries_to_messages`), with the ids of
+    its tool uses and of the tool results it holds."""
+    messages: list[Message] = []
+    pending: list[Block] = []
+    first: Entry | None = None
+    uses: set[str] = set()
+    results: set[str] = set()
+    for entry in entries:
+        role, part, blank, ids = _rendered(entry)
+        if role == "result":
+            if not pending:
+                first = entry
+            pending.append(part)
+            results.update(ids)
+            continue
+        if ids:
+            uses.update(ids)
+        if pending:
+            messages.append(_results_message(first, pending))  # type: ignore[arg-type]
+            pending = []
+        if not blank:
+            messages.append(part)
+    if pending:
+        messages.append(_results_message(first, pending))  # type: ignore[arg-type]
+    return messages, uses, results
 
 
 def entries_to_messages(entries: list[Entry]) -> list[Message]:
     """A sliding window's entries as messages; consecutive tool results share one user message.
 
-    The messages are new each time (the assembler flags one for caching); their blocks are the
-    entries' own (see :func:`_rendered`), never changed once made. A blank entry gives no message
-    (it still ends the run of tool results before it)."""
-    messages: list[Message] = []
-    pending: list[Block] = []
-    for entry in entries:
-        role, content, blank = _rendered(entry)
-        if role == "result":
-            pending.append(content)
-            continue
-        if pending:
-            messages.append(Message(role="user", content=pending))
-            pending = []
-        if not blank:
-            messages.append(Message(role=role, content=content))  # type: ignore[arg-type]
-    if pending:
-        messages.append(Message(role="user", content=pending))
-    return messages
+    The list is new each time; its messages and blocks are made once per entry (see
+    :func:`_rendered`) and never changed afterwards: the assembler flags a message for caching by
+    putting a flagged copy in its place. A blank entry gives no message (it still ends the run of
+    tool results before it)."""
+    return _conversation(entries)[0]
 
 
-def _strip_orphans(messages: list[Message]) -> list[Message]:
+def _strip_orphans(messages: list[Message], uses: set[str] | None = None,
+                   results: set[str] | None = None) -> list[Message]:
     """Drop tool_use blocks without a result and results without a tool_use. The messages come
     back as they are when nothing is dropped (the usual case), and only a message that loses a
-    block is rebuilt: this runs on every model call over the whole conversation."""
-    uses: set[str] = set()
-    results: set[str] = set()
-    for message in messages:
-        if isinstance(message.content, list):
-            for block in message.content:
-                if isinstance(block, ToolUseBlock):
-                    uses.add(block.id)
-                elif isinstance(block, ToolResultBlock):
-                    results.add(block.tool_use_id)
+    block is rebuilt. ``uses`` and ``results``, when the caller knows them, are the ids the
+    messages hold (the windows' entries know theirs, so the usual call scans nothing)."""
+    if uses is None or results is None:
+        uses, results = set(), set()
+        for message in messages:
+            if isinstance(message.content, list):
+                for block in message.content:
+                    if isinstance(block, ToolUseBlock):
+                        uses.add(block.id)
+                    elif isinstance(block, ToolResultBlock):
+                        results.add(block.tool_use_id)
     orphans = uses ^ results
     if not orphans:
         return messages
@@ -181,10 +215,15 @@ def assemble_blocks(regions: list[Region]) -> tuple[list[SystemBlock], list[Mess
     """
     ranked: list[tuple[int, int, SystemBlock]] = []
     messages: list[Message] = []
+    uses: set[str] = set()
+    results: set[str] = set()
     scripted_messages = False  # a custom region's script gave messages (checked for emptiness here)
     for region in regions:
         if region.kind == "sliding_window":
-            messages.extend(entries_to_messages(region.entries))
+            window, window_uses, window_results = _conversation(region.entries)
+            messages.extend(window)
+            uses |= window_uses
+            results |= window_results
             continue
         rank = _VOLATILITY_RANK.get(region.config.volatility, 2)
         tier = _cache_tier(region)
@@ -203,7 +242,8 @@ def assemble_blocks(regions: list[Region]) -> tuple[list[SystemBlock], list[Mess
             ranked.append((rank, tier, SystemBlock(block, region.name, region.config.volatility, tier)))
     ranked.sort(key=lambda item: (item[0], item[1]))
     system = [block for _, _, block in ranked]
-    stripped = _strip_orphans(messages)
+    # A script's messages are looked through for their ids; the windows' are known already.
+    stripped = _strip_orphans(messages) if scripted_messages else _strip_orphans(messages, uses, results)
     if stripped is not messages or scripted_messages:
         # A message that lost its orphaned blocks may be empty now (the windows' blank entries
         # gave no message in the first place).
@@ -226,6 +266,11 @@ def flag_cache_breakpoint(messages: list[Message], system_changed: bool) -> None
     if system_changed:
         return
     if len(messages) >= 5:
-        messages[len(messages) - 4].cache_breakpoint = True
+        index = len(messages) - 4
     elif len(messages) >= 2:
-        messages[0].cache_breakpoint = True
+        index = 0
+    else:
+        return
+    # A flagged copy takes its place: the messages are shared with earlier requests (see _rendered).
+    flagged = messages[index]
+    messages[index] = Message(role=flagged.role, content=flagged.content, cache_breakpoint=True)

@@ -181,6 +181,8 @@ class Entry:
     # What the conversation renders this entry as, made on first use and kept with the content it
     # was made from (lev_nb.engine.context.assembly): a long conversation is not rebuilt every turn.
     rendered: tuple[str, Any] | None = field(default=None, compare=False, repr=False)
+    # The user message of the run of tool results this entry starts, with the blocks it was made of.
+    grouped: tuple[tuple[Any, ...], Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def make(cls, content: str, kind: str = "text", **fields: Any) -> Entry:

@@ -23,6 +23,7 @@ from lev_nb.engine.context.assembly import flag_cache_breakpoint
 from lev_nb.engine.context.hints import hint_blocks
 # The choice of a stage's model has its own module (lev validate reads it without this one).
 from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model, starting_pick  # noqa: F401
+from lev_nb.engine.pipeline.deadlines import call_deadline
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS
@@ -541,10 +542,10 @@ class Inference:
                         request.provider, limit, estimate_tokens(request_text(request)),
                         on_wait=lambda delay: self._rate_wait(request.provider, delay))
                 async with inference_slots(self.state.settings, request.provider, request.model):
-                    # Awaited in this task (asyncio.timeout, not wait_for: no task of its own), so a
-                    # SystemExit or KeyboardInterrupt the provider raises is caught below like any error.
+                    # Awaited in this task (a deadline as asyncio.timeout's, not wait_for: no task of its
+                    # own), so a SystemExit or KeyboardInterrupt the provider raises is caught below like any error.
                     if request.timeout_s:
-                        async with asyncio.timeout(request.timeout_s):
+                        async with call_deadline(request.timeout_s):
                             response = await call_complete(provider, request)
                     else:
                         response = await call_complete(provider, request)
