@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -247,11 +247,17 @@ def replace_batch(writes: list[tuple[RunStore, str, bytes, bool]]) -> list[OSErr
                              keep_siblings=_SWAPPED)
 
 
+_native_mtimes: Callable[[list[str]], list[int | None]] | None = None
+
+
 def inbox_stamps(stores: list[RunStore]) -> list[int | None]:
     """:meth:`RunStore.inbox_stamp` of each store, in one native call for all of them."""
-    from lev_nb._rhai import mtimes  # imported on first use: not on `lev --help`
+    global _native_mtimes
+    if _native_mtimes is None:  # imported on first use, not on `lev --help`; kept, as this runs every turn
+        from lev_nb._rhai import mtimes
 
-    return mtimes([store._path(INBOX) for store in stores])
+        _native_mtimes = mtimes
+    return _native_mtimes([store._path(INBOX) for store in stores])
 
 
 class RecordUnwritable(OSError):

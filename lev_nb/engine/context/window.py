@@ -15,6 +15,7 @@ from dataclasses import field
 from typing import Any, Iterable
 
 from lev_nb.blueprint.constants import DEFAULT_WINDOW_TOKENS
+from lev_nb.engine.context.assembly import assemble, assemble_blocks
 from lev_nb.engine.context.regions import (
     ALWAYS_VISIBLE,
     FINAL_OUTPUT_REGION_TOKENS,
@@ -576,12 +577,8 @@ class ContextWindow:
 
     def assemble(self) -> tuple[list[str], list[Any]]:
         """The visible regions as a request: (system blocks, messages). See assembly.py."""
-        from lev_nb.engine.context.assembly import assemble
-
         return assemble(self.visible_regions())
 
     def assemble_blocks(self) -> tuple[list[Any], list[Any]]:
         """The visible regions as (described system blocks, messages). See assembly.py."""
-        from lev_nb.engine.context.assembly import assemble_blocks
-
         return assemble_blocks(self.visible_regions())

@@ -24,12 +24,18 @@ from lev_nb.engine.context.hints import hint_blocks
 # The choice of a stage's model has its own module (lev validate reads it without this one).
 from lev_nb.engine.model_choice import ModelPick, default_model, model_candidates, pick_model, starting_pick  # noqa: F401
 from lev_nb.engine.pipeline.deadlines import call_deadline
+from lev_nb.engine.pipeline.gates import stage_duties
+from lev_nb.engine.pipeline.holds import CONTEXT_WRITERS, unmet_required_regions
 from lev_nb.engine.pipeline.pools import inference_slots
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
+from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
 from lev_nb.providers.base import Provider, ProviderError, Replayable, call_complete
+from lev_nb.providers.circuit import CIRCUITS
 from lev_nb.providers.pricing import call_cost, price_for
+from lev_nb.providers.ratelimit import RATE_LIMITS, limit_for
+from lev_nb.providers.resolve import ModelOverride, provider_for
 from lev_nb.records import record
 from lev_nb.text import estimate_tokens
 
@@ -259,7 +265,6 @@ class Inference:
 
     def _tell(self, response: ModelResponse) -> None:
         """Tell the person what the provider said of this call (it answered, not as asked)."""
-        from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
 
         for code, message in response.warnings:
             self.state.warn(message, code if code in WARNING_CODES else DEFAULT_CODE)
@@ -272,8 +277,6 @@ class Inference:
         waits and why; a cancel ends the wait. True when a model may be called again (the call is
         made again), False when the wait is over or not for this error (the run then pauses or
         takes its error edge)."""
-        from lev_nb.providers.circuit import CIRCUITS
-
         key = f"{request.provider}/{request.model}"
         budget = float(self.state.settings.limits.stall_timeout_secs)
         if not isinstance(error, CircuitRefused) or budget <= 0:
@@ -374,7 +377,6 @@ class Inference:
         return next((p for p in self._stage_models(stage)[1] if (p.provider, p.model) not in self._unusable), None)
 
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
-        from lev_nb.providers.resolve import ModelOverride, provider_for
 
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
@@ -455,8 +457,6 @@ class Inference:
 
     def _duties(self, stage: StagePlan) -> StageDuties:
         """What the stage owes at this turn (a hint for stand-in models such as the mock)."""
-        from lev_nb.engine.pipeline.gates import stage_duties
-        from lev_nb.engine.pipeline.holds import CONTEXT_WRITERS, unmet_required_regions
 
         state = self.state
         required = unmet_required_regions(state) if set(stage.tools) & CONTEXT_WRITERS else []
@@ -496,8 +496,6 @@ class Inference:
         """One model call through the model's circuit breaker, with the run's retry policy for
         transient errors; streamed text becomes ``model_text`` events and every retry a
         ``model_retry`` event."""
-        from lev_nb.providers.circuit import CIRCUITS
-
         key = f"{request.provider}/{request.model}"
         config = self.state.settings.providers
         refusal = CIRCUITS.before_call(key, config.provider_failures_before_open)
@@ -526,7 +524,6 @@ class Inference:
 
     async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
-        from lev_nb.providers.ratelimit import RATE_LIMITS, limit_for
 
         retry = self.retry
         attempt = 0

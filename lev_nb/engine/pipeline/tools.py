@@ -19,6 +19,7 @@ from lev_nb.engine.pipeline.dynamic_tools import DynamicTools
 from lev_nb.engine.pipeline.file_tracking import FileTracker
 from lev_nb.engine.pipeline.gates import modifying_tools
 from lev_nb.engine.pipeline.pools import TOOL_POOL
+from lev_nb.engine.pipeline.repetition import RepetitionWatch
 from lev_nb.engine.pipeline.watchdogs import iteration_cap
 from lev_nb.engine.pipeline.outputs import resolve_output_spec, submit_output_description
 from lev_nb.engine.plan.types import OutputSpec, StagePlan
@@ -408,8 +409,6 @@ class StageTools:
         return policies
 
     def _repetition_nudges(self, calls: list[ToolCall]) -> list[str]:
-        from lev_nb.engine.pipeline.repetition import RepetitionWatch
-
         progress = self.state.progress
         if progress.repetition is None:
             progress.repetition = RepetitionWatch(self.state.plan.repetition)
