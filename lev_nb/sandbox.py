@@ -524,17 +524,24 @@ class Sandboxes:
         self.granted = granted
         self.floor = floor or SandboxSpec()  # the machine-wide [sandbox] (see :func:`under`)
         self._made: dict[SandboxSpec, Sandbox] = {}
+        # The spec asked for last and its sandbox: every tool batch asks for its stage's, and
+        # hashing a spec to look it up cost more than the rest of the answer.
+        self._last: tuple[SandboxSpec, Sandbox] | None = None
 
     def get(self, spec: SandboxSpec) -> tuple[Sandbox, bool]:
         """The sandbox for ``spec`` under the machine-wide one, and whether it was made by this call
         (the first use)."""
+        last = self._last
+        if last is not None and last[0] is spec:
+            return last[1], False
+        asked = spec
         spec = under(spec, self.floor)
         made = self._made.get(spec)
-        if made is not None:
-            return made, False
-        made = Sandbox(choose(spec), self.workdir, self.hidden, self.granted)
-        self._made[spec] = made
-        return made, True
+        first = made is None
+        if made is None:
+            made = self._made[spec] = Sandbox(choose(spec), self.workdir, self.hidden, self.granted)
+        self._last = (asked, made)
+        return made, first
 
     def close(self) -> None:
         """Close every sandbox made (the run ended)."""

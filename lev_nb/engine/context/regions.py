@@ -227,7 +227,7 @@ class Region:
     """A declared region and the entries it holds right now."""
 
     def __init__(self, config: RegionConfig) -> None:
-        self.config = config
+        self.configure(config)
         self.entries: list[Entry] = []
         # Checklist ids come from a counter, so an id never names a different item later.
         self._next_item_id = 1
@@ -240,21 +240,15 @@ class Region:
         # stored, and nothing replaces one in place, so identity and length say when it is stale.
         self._counted: tuple[list[Entry], int, int] | None = None  # (list, its length, its tokens)
 
+    def configure(self, config: RegionConfig) -> None:
+        """Take ``config`` as the region's declaration (a stage may declare it its own way)."""
+        self.config = config
+        # Read dozens of times a turn: kept as plain attributes rather than looked up through config.
+        self.name: str = config.name
+        self.kind: str = config.kind
+        self.max_tokens: int = config.max_tokens  # the resolved budget in tokens
+
     # -- facts -----------------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        """The region's name."""
-        return self.config.name
-
-    @property
-    def kind(self) -> str:
-        """The region's kind."""
-        return self.config.kind
-
-    @property
-    def max_tokens(self) -> int:
-        """The region's resolved budget in tokens."""
-        return self.config.max_tokens
 
     @property
     def tokens(self) -> int:
@@ -332,6 +326,10 @@ class Region:
         return not (self.kind == "hashmap" and limit is not None and count > limit)
 
     def _check_admissible(self, entry: Entry, position: int | None) -> None:
+        """Raise RegionFullError when the region may not make room for ``entry``."""
+        config = self.config
+        if entry.tokens <= self.max_tokens and not config.never_evicts and config.admission != "reject":
+            return  # the usual case, a window that evicts: nothing to work out
         replaced = self.entries[position].tokens if position is not None else 0
         free = self.free_tokens + replaced
         if entry.tokens > self.max_tokens:

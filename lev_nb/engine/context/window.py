@@ -157,7 +157,7 @@ class ContextWindow:
         stage_configs = {config.name: config for config in configs}
         for name, region in self._regions.items():
             config = stage_configs.get(name) or self._global_configs.get(name)
-            region.config = config or region.config
+            region.configure(config or region.config)
         visible = [config.name for config in configs]
         visible += [n for n in self._regions if n in ALWAYS_VISIBLE and n not in visible]
         self._visible = visible
