@@ -6,10 +6,11 @@ the run record written as always. Both trees are measured in the same pass, each
 process: the baseline's ``lev_nb`` and ``bench/`` come out of git (``git archive BASELINE``) into a
 scratch folder, with this build's native module beside them (the turn never runs a Rhai script; the
 module is only imported). Two figures: CPU per turn (the process's, medians of the repeats), and,
-with valgrind, instructions per turn (``(I(4 x 200 turns) - I(1 x 200)) / 603``), which the machine's
-noise does not move. Both count the engine's run only: bench_engine also times the same answers and
-tool calls with no engine around them (its "bare" figure), which the CPU figure leaves out and the
-instruction count skips.
+with valgrind, instructions per turn, which the machine's noise does not move: those of a run of 800
+turns less those of a run of 200, over 600, counted on every thread but the caller's (the engine
+loop's and the record writer's). The caller's thread only builds the scripted model's answers, waits
+and, at the process's end, tears down what it holds; its count is reported apart. Neither figure
+counts bench_engine's "bare" pass (the same answers and tool calls with no engine around them).
 
     .venv/bin/python bench/bench_turn_baseline.py            # prints both trees' figures as JSON
 """
@@ -34,6 +35,7 @@ import callgrind
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "97f5a65"  # main just before the first commit for issue 29 (2026-12-02)
 TURNS = 200  # a turn of each run is the closing text answer: runs x (TURNS + 1) turns
+COUNTED_TURNS = (200, 800)  # the two runs whose instruction counts are subtracted
 
 # Run in a fresh process with the tree to measure first on sys.path: argv = tree, repeats, mode.
 CHILD = r"""
@@ -47,12 +49,11 @@ bench_engine.overhead(turns=20, calls_per_turn=1, repeats=1)  # imports and firs
 if mode == "cpu":
     found = bench_engine.overhead(turns=TURNS, calls_per_turn=1, repeats=repeats, samples=True)
     print(json.dumps(found["engine_samples"]))
-else:
+else:  # one run of `repeats` turns
     async def no_bare(*args, **kwargs):  # the CPU figure times the engine's run alone: so does this one
         return 0.0
     bench_engine._bare = no_bare
-    for _ in range(repeats):
-        bench_engine.overhead(turns=TURNS, calls_per_turn=1, repeats=1)
+    bench_engine.overhead(turns=repeats, calls_per_turn=1, repeats=1)
 """.replace("TURNS", str(TURNS))
 
 
@@ -94,18 +95,20 @@ def cpu_per_turn(tree: str, repeats: int) -> list[float]:
     return json.loads(_checked(proc, tree).stdout.strip().splitlines()[-1])
 
 
-def instructions_per_turn(tree: str) -> float | None:
-    """Instructions per turn (callgrind, every thread); None without valgrind."""
+def instructions_per_turn(tree: str) -> dict[str, float] | None:
+    """Instructions per turn (callgrind): ``engine``, every thread but the caller's, and ``caller``,
+    the caller's own; None without valgrind."""
     if callgrind.valgrind() is None:
         return None
     counts = []
-    for runs in (1, 4):
-        proc, counted = callgrind.run_counted(_command(tree, runs, "instructions"), cwd=tree)
+    for turns in COUNTED_TURNS:
+        proc, counted = callgrind.run_counted_by_thread(_command(tree, turns, "instructions"), cwd=tree)
         _checked(proc, tree)
-        if counted is None:
-            raise SystemExit("callgrind printed no instruction count")
-        counts.append(counted)
-    return (counts[1] - counts[0]) / (3 * (TURNS + 1))
+        if not counted:
+            raise SystemExit("callgrind wrote no instruction counts")
+        counts.append((sum(counted[1:]), counted[0]))
+    turns = COUNTED_TURNS[1] - COUNTED_TURNS[0]
+    return {"engine": (counts[1][0] - counts[0][0]) / turns, "caller": (counts[1][1] - counts[0][1]) / turns}
 
 
 def measure(repeats: int = 15) -> dict[str, Any] | None:

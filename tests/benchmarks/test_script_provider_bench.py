@@ -5,6 +5,7 @@ model calls the benchmark counts on, and one engine-shape measurement reports ev
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,22 @@ def test_the_turn_baseline_comes_out_of_git_beside_this_build(monkeypatch: pytes
         # Its own turn runs: one repeat, the tree's own lev_nb (the child checks which it imported).
         samples = bench_turn_baseline.cpu_per_turn(tree, 1)
         assert len(samples) == 1 and samples[0] > 0
+
+
+def test_callgrind_counts_each_thread_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import callgrind
+
+    if callgrind.valgrind() is None:
+        pytest.skip("valgrind is not installed")
+    # The main thread does almost nothing; the second thread sums a long range.
+    program = ("import threading; t = threading.Thread(target=sum, args=(range(300_000),)); "
+               "t.start(); t.join()")
+    proc, counts = callgrind.run_counted_by_thread([sys.executable, "-S", "-c", program])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert counts is not None and len(counts) == 2
+    _, whole = callgrind.run_counted([sys.executable, "-S", "-c", program])
+    assert whole is not None and abs(sum(counts) - whole) < whole * 0.05
+    _, quiet = callgrind.run_counted_by_thread([sys.executable, "-S", "-c",
+                                                "import threading; t = threading.Thread(target=sum, args=(range(3),)); t.start(); t.join()"])
+    assert quiet is not None and counts[1] > quiet[1] + 1_000_000  # the long sum is counted on its own thread
