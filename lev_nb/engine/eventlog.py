@@ -72,7 +72,9 @@ class EventLog:
         with self._lock:
             self._events.append(event)
             self._wake()
-            subscribers = list(self._subscribers)
+            # A copy only when someone listens (subscribing replaces nothing in place, but a
+            # callback may unsubscribe itself while the list is walked).
+            subscribers = list(self._subscribers) if self._subscribers else ()
         for callback in subscribers:
             try:
                 callback(event)
@@ -130,6 +132,8 @@ class EventLog:
     def _wake(self) -> None:
         if self._cond is not None:
             self._cond.notify_all()
+        if not self._async_waiters:
+            return
         waiters, self._async_waiters = self._async_waiters, []
         for loop, fut in waiters:
             loop.call_soon_threadsafe(_resolve, fut)

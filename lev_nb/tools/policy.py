@@ -67,6 +67,9 @@ class Policies:
     grants: GrantBook | None = None
     # Taint tracking: asked after the permission allowed a call; a string refuses it (the result).
     flow_gate: Callable[[ToolCall], Awaitable[str | None]] | None = None
+    # resolve_policy's answers, by (tool name, registry, its generation): the tables above are
+    # fixed once made, and every tool call asked for its tool's policy again.
+    resolved: dict[tuple[str, Any, int], PolicyName] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _lookup(table: Mapping[str, str], spellings: set[str]) -> PolicyName | None:
@@ -87,6 +90,16 @@ def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> Pol
     the ceiling unless ``blueprint_may_loosen``. Names match case-insensitively and through aliases
     (a rule for ``bash`` governs ``shell``).
     """
+    key = (name, registry, registry.generation)
+    policy = policies.resolved.get(key)
+    if policy is None:
+        if len(policies.resolved) >= 512:  # names a model invents cannot grow it without bound
+            policies.resolved.clear()
+        policy = policies.resolved[key] = _resolve_policy(name, registry, policies)
+    return policy
+
+
+def _resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> PolicyName:
     spellings = registry.spellings(name)
     if spellings & {n.lower() for n in policies.launch_allow}:
         return "allow"

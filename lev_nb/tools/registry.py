@@ -52,6 +52,9 @@ class ToolDef:
         return ToolSpec(name=advertised_name or self.name, description=self.description, parameters=self.parameters)
 
 
+_CANON_KEPT = 512  # spellings whose canonical name a registry keeps
+
+
 class ToolRegistry:
     """Tools by canonical name. Lookups accept aliases and are case-insensitive."""
 
@@ -61,12 +64,16 @@ class ToolRegistry:
         self._base: Mapping[str, ToolDef] = {}
         self._defs: dict[str, ToolDef] = {}
         self._aliases: dict[str, str] = dict(ALIASES if aliases is None else aliases)
+        self._canon: dict[str, str] = {}  # name asked -> canonical (see canonical)
+        self.generation = 0  # how many tools were registered: what was worked out from the tools is stale after one
         for d in defs:
             self.register(d)
 
     def register(self, tool: ToolDef) -> None:
         """Add or replace a tool."""
         self._defs[tool.name] = tool
+        self._canon = {}  # a new name may now be what an earlier spelling means
+        self.generation += 1
 
     def copy(self) -> "ToolRegistry":
         """An independent registry with the same tools, for adding a run's own script tools.
@@ -78,6 +85,8 @@ class ToolRegistry:
         twin._base = self._snapshot()
         twin._defs = {}
         twin._aliases = self._aliases  # never written after construction
+        twin._canon = {}
+        twin.generation = 0
         return twin
 
     def _snapshot(self) -> Mapping[str, ToolDef]:
@@ -99,6 +108,16 @@ class ToolRegistry:
 
     def canonical(self, name: str) -> str:
         """The canonical spelling of ``name``: aliases folded, case matched to a known tool."""
+        # Asked a dozen times a tool call (offered, permitted, run, merged): each answer is kept
+        # until a tool is registered, within a bound a model inventing names cannot push past.
+        known = self._canon.get(name)
+        if known is None:
+            if len(self._canon) >= _CANON_KEPT:
+                self._canon = {}
+            known = self._canon[name] = self._canonical(name)
+        return known
+
+    def _canonical(self, name: str) -> str:
         if self._find(name) is not None:
             return name
         lowered = name.lower()
