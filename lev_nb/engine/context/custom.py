@@ -293,7 +293,7 @@ class ScriptedRegion(Region):
                 )
         return super().add(entry)
 
-    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> list[Entry]:
+    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> tuple[list[Entry], int]:
         """Let ``on_overflow`` pick entries to drop, then evict oldest-first for what is left."""
         script = self.script
         dropped: list[Entry] = []
@@ -310,7 +310,8 @@ class ScriptedRegion(Region):
                 dropped = [others[i] for i in chosen]
                 candidate[:] = [e for e in candidate if not any(e is d for d in dropped)]
                 total -= sum(e.tokens for e in dropped)
-        return dropped + super()._make_room(candidate, newcomer, total)
+        evicted, total = super()._make_room(candidate, newcomer, total)
+        return dropped + evicted, total
 
     def _overflow_choice(self, script: RegionScript, ctx: dict[str, Any], count: int) -> list[int]:
         """The sorted, distinct indices on_overflow named; [] when its answer is unusable."""

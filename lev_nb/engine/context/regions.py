@@ -213,6 +213,20 @@ class Entry:
         return data
 
 
+def _victim(candidate: list[Entry], newcomer: Entry) -> int:
+    """The index of the entry to evict next (-1: none): the oldest but the newcomer, and a summary
+    of what was evicted earlier only when nothing else is left, since it stands for all of that."""
+    fallback = -1
+    for index, entry in enumerate(candidate):
+        if entry is newcomer:
+            continue
+        if not entry.metadata.get("summary"):
+            return index
+        if fallback < 0:
+            fallback = index
+    return fallback
+
+
 class RegionFullError(Exception):
     """A write was refused because the region cannot make room for it."""
 
@@ -310,8 +324,7 @@ class Region:
         evicted: list[Entry] = []
         if not self._fits(total, len(candidate)):
             self._check_admissible(entry, position)
-            evicted = self._make_room(candidate, entry, total)
-            total -= sum(e.tokens for e in evicted)
+            evicted, total = self._make_room(candidate, entry, total)
         self.entries = candidate
         self._counted = (candidate, len(candidate), total)
         return evicted
@@ -359,14 +372,15 @@ class Region:
                 free,
             )
 
-    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> list[Entry]:
+    def _make_room(self, candidate: list[Entry], newcomer: Entry, total: int) -> tuple[list[Entry], int]:
         """Evict from ``candidate`` (holding ``total`` tokens) in place until it fits; the newcomer
-        always stays. The total goes down with each eviction instead of being summed again."""
-        evicted: list[Entry] = []
+        always stays. Returns what was evicted and the tokens left, the total going down with each
+        eviction instead of being summed again."""
         if self.kind == "clearable":
             evicted = [e for e in candidate if e is not newcomer]
             candidate[:] = [newcomer]
-            return evicted
+            return evicted, newcomer.tokens
+        evicted = []
         chunk = 1
         if self.kind == "sliding_window" and self.config.strategy == "bulk":
             chunk = max(1, self.config.overflow)
@@ -374,12 +388,10 @@ class Region:
             chunk = max(1, self.config.compact_count)
         while not self._fits(total, len(candidate)):
             for _ in range(chunk):
-                # A summary of what was evicted earlier goes last: it stands for all of it.
-                victim = next((e for e in candidate if e is not newcomer and not e.metadata.get("summary")), None)
-                victim = victim or next((e for e in candidate if e is not newcomer), None)
-                if victim is None:
+                index = _victim(candidate, newcomer)
+                if index < 0:
                     break
-                candidate.remove(victim)
+                victim = candidate.pop(index)
                 evicted.append(victim)
                 total -= victim.tokens
             if len(candidate) == 1:
@@ -388,7 +400,7 @@ class Region:
             kept = [e for e in evicted if not e.metadata.get("summary")]
             if kept:
                 self.evicted_for_summary = [*self.evicted_for_summary, *kept]
-        return evicted
+        return evicted, total
 
     # -- checklist items ---------------------------------------------------------------------------
     def checklist_item(self, item_id: int) -> Entry | None:

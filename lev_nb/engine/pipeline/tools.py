@@ -217,7 +217,7 @@ class StageTools:
         """Run the next commands in the sandbox of ``spec`` (``who``: whose it is, for the warning a
         sandbox weaker than asked for gives once per run)."""
         sandbox, _ = self.sandboxes.get(spec)
-        if spec not in self._sandbox_warned and sandbox.choice.degraded:
+        if sandbox.choice.degraded and spec not in self._sandbox_warned:
             self._sandbox_warned.add(spec)
             self.state.warn(f"{who} asks for a sandbox (kind = \"{sandbox.spec.kind}\") this machine cannot give: "
                             f"{sandbox.choice.reason}; its commands run {describe(sandbox.choice)}", "sandbox-fallback")
