@@ -61,6 +61,12 @@ class Recorder:
                 data = data.replace(secret, mark)
         return data
 
+    def _holds_secret(self, data: bytes) -> bool:
+        for secret, _ in self._secret_bytes:  # a loop, not any(): this asks about every event
+            if secret in data:
+                return True
+        return False
+
     def _scrub_event(self, event: Event) -> Event:
         changed: dict[str, Any] = {
             name: redact(value, self.secrets)
@@ -76,7 +82,7 @@ class Recorder:
         line = event_line(event)
         # A secret JSON writes as itself shows in the line iff it shows in a field: then only an
         # event whose line holds one is rebuilt (redaction was a per-field scan of every event).
-        if self.secrets and (not self._json_plain or any(secret in line for secret, _ in self._secret_bytes)):
+        if self.secrets and (not self._json_plain or self._holds_secret(line)):
             event = self._scrub_event(event)
             line = self._scrub(event_line(event))
         self.writer.append(self.store, EVENTS, line)
@@ -130,7 +136,10 @@ class UsageBook:
     def add_call(self, stage: str, usage: Usage, cost: float | None, label: str) -> None:
         """Fold in one model call of this run (``cost`` None: its model has no price)."""
         self.total.add(usage, cost, label)
-        self.by_stage.setdefault(stage, CostTotals()).add(usage, cost, label)
+        totals = self.by_stage.get(stage)
+        if totals is None:
+            totals = self.by_stage[stage] = CostTotals()
+        totals.add(usage, cost, label)
 
     def add_child(self, stage: str, child_total: Mapping[str, Any] | None) -> None:
         """Fold in a finished child run's totals (its meta.json ``usage.total``, which holds its

@@ -32,6 +32,9 @@ BATCH_TOOL_HINT = (
 )
 
 
+_BATCH_BLOCK = SystemBlock(BATCH_TOOL_HINT, "", "stable", 0)  # a record: one for every request
+
+
 def shell_guidance(platform: str) -> str | None:
     """What a model must be told about the shell on ``platform`` (a ``sys.platform`` value), or
     None where the shell is the POSIX one it assumes - every platform lev_nb runs commands on."""
@@ -54,7 +57,7 @@ def hint_blocks(stage: Any, settings: Any, offered: Iterable[str], platform: str
     batch, shell = hints_enabled(stage, settings)
     blocks: list[SystemBlock] = []
     if batch:
-        blocks.append(SystemBlock(BATCH_TOOL_HINT, "", "stable", 0))
+        blocks.append(_BATCH_BLOCK)
     guidance = shell_guidance(platform) if shell else None
     if guidance is not None and "shell" in offered:
         blocks.append(SystemBlock(guidance, "", "stable", 0))

@@ -185,11 +185,12 @@ class Entry:
     grouped: tuple[tuple[Any, ...], Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def make(cls, content: str, kind: str = "text", **fields: Any) -> Entry:
-        """Build an entry whose token count is estimated from its content (and tool calls)."""
+    def make(cls, content: str, kind: str = "text", *, content_tokens: int | None = None, **fields: Any) -> Entry:
+        """Build an entry whose token count is estimated from its content (and tool calls);
+        ``content_tokens``, when the caller has estimated the content already, is used as it is."""
         if kind not in ENTRY_KINDS:
             raise ValueError(f"unknown entry kind {kind!r} (valid: {', '.join(ENTRY_KINDS)})")
-        tokens = estimate_tokens(content)
+        tokens = estimate_tokens(content) if content_tokens is None else content_tokens
         calls = fields.get("tool_calls") or []
         if calls:
             tokens += estimate_tokens(_SORTED_JSON.encode(calls))

@@ -244,11 +244,13 @@ class ContextWindow:
         )
 
     def add_tool_result(
-        self, call_id: str, tool_name: str, content: str, is_error: bool = False, *, label: str = "public"
+        self, call_id: str, tool_name: str, content: str, is_error: bool = False, *, label: str = "public",
+        tokens: int | None = None,
     ) -> None:
-        """Append one tool result to the conversation as it is (see :meth:`route_tool_result`)."""
+        """Append one tool result to the conversation as it is (see :meth:`route_tool_result`;
+        ``tokens``: the content's estimate, when the caller has it)."""
         entry = Entry.make(
-            content, kind="tool_result", tool_call_id=call_id, tool_name=tool_name,
+            content, kind="tool_result", content_tokens=tokens, tool_call_id=call_id, tool_name=tool_name,
             is_error=is_error, label=label,
         )
         self._add_fitted(self.conversation, entry)
@@ -287,9 +289,9 @@ class ContextWindow:
         return region.max_tokens
 
     @staticmethod
-    def _fit_result(content: str, room: int) -> tuple[str, str]:
-        """Fit a result into ``room`` tokens: (text, outcome) following the truncation ladder."""
-        if estimate_tokens(content) <= room:
+    def _fit_result(content: str, room: int, tokens: int) -> tuple[str, str]:
+        """Fit a result of ``tokens`` into ``room`` tokens: (text, outcome) following the truncation ladder."""
+        if tokens <= room:
             return content, "stored"
         if room > MIN_PARTIAL_TOKENS:
             # Reserve room for the marker, whose length depends on the omitted count.
@@ -337,21 +339,25 @@ class ContextWindow:
         if is_error:
             target = "conversation"
         outcome = "stored"
-        full_tokens = estimate_tokens(content)
+        # The result's estimate is worked out once (a long result is encoded again for each one).
+        full_tokens = tokens = estimate_tokens(content)
         if cap is not None and full_tokens > cap:
             content = cut_text(content, cap * 4) + RESULT_CAP_NOTE
+            tokens = estimate_tokens(content)
             outcome = "truncated"
         region = self._regions[target]
-        text, fitted = self._fit_result(content, self._room(region))
+        text, fitted = self._fit_result(content, self._room(region), tokens)
         outcome = fitted if fitted != "stored" else outcome
+        text_tokens = tokens if text is content else estimate_tokens(text)
         if target == "conversation":
-            self.add_tool_result(call_id, tool_name, text, is_error, label=label)
-            return RoutedResult("conversation", text, outcome, estimate_tokens(text))
+            self.add_tool_result(call_id, tool_name, text, is_error, label=label, tokens=text_tokens)
+            return RoutedResult("conversation", text, outcome, text_tokens)
         if fitted != "dropped":
-            region.add(Entry.make(text, metadata={"tool": tool_name, "call_id": call_id}, label=label))
-        pointer = self._pointer(target, full_tokens, estimate_tokens(text), outcome, content)
+            region.add(Entry.make(text, content_tokens=text_tokens, metadata={"tool": tool_name, "call_id": call_id},
+                                  label=label))
+        pointer = self._pointer(target, full_tokens, text_tokens, outcome, content)
         self.add_tool_result(call_id, tool_name, pointer, False, label=label)  # its preview quotes the data
-        return RoutedResult(target, pointer, outcome, estimate_tokens(text))
+        return RoutedResult(target, pointer, outcome, text_tokens)
 
     def _pointer(self, target: str, full: int, kept: int, fitted: str, content: str) -> str:
         preview = _preview(content)

@@ -129,7 +129,7 @@ class StageTools:
                 "http_timeout_s": float(state.settings.limits.script_http_timeout_secs) or None,
             },
         )
-        self._specs: dict[str, list[ToolSpec]] = {}
+        self._specs: dict[tuple[str, int, int], list[ToolSpec]] = {}
         self._outputs: dict[str, OutputSpec | None] = {}  # stage -> its final-output spec (output_spec)
         # stage -> its permission tables and approver: fixed for the run (the launch's allow list and
         # --yolo, the settings, the blueprint), so built at the stage's first batch, not every batch
@@ -280,7 +280,7 @@ class StageTools:
         """The tool specs advertised in ``stage`` (cached per stage)."""
         self.dynamic.refresh()  # dynamic_tools: what the agent wrote into <workdir>/tools
         offered = self.offered(stage)  # who can answer may change: a notebook view may open
-        key = f"{stage.name}\0{len(offered)}\0{self.dynamic.version}"
+        key = (stage.name, len(offered), self.dynamic.version)
         cached = self._specs.get(key)
         if cached is None:
             for name in offered:
