@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Any, Awaitable, Protocol, TypeVar, Union, runtime_checkable
 
+from lev_nb.permits import Permits
 from lev_nb.records import record
 from lev_nb.sandbox import Sandbox
 from lev_nb.tools.write_budget import WriteBudget
@@ -84,7 +85,7 @@ class ToolContext:
         """This run's share of the process's tool pool (``[limits] max_concurrent_tools``): held
         before a pool slot, so one run's many calls never hold every slot while others wait."""
         if self._share is None:
-            self._share = asyncio.Semaphore(BLOCKING_PER_RUN)
+            self._share = Permits(BLOCKING_PER_RUN)
         return self._share
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
@@ -92,6 +93,6 @@ class ToolContext:
         :data:`BLOCKING_PER_RUN` at a time for this run: however many blocking calls one run makes,
         the pool keeps threads for the others (a run's own calls queue behind each other)."""
         if self._blocking is None:
-            self._blocking = asyncio.Semaphore(BLOCKING_PER_RUN)
+            self._blocking = Permits(BLOCKING_PER_RUN)
         async with self._blocking:
             return await asyncio.to_thread(fn, *args)

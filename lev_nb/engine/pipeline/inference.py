@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from lev_nb.engine.plan.types import StagePlan
     from lev_nb.engine.state import RunState
     from lev_nb.settings import Settings
+    from lev_nb.settings.model import RateLimit
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_TEMPERATURE = 0.7
@@ -202,6 +203,7 @@ class Inference:
         # (each took file lookups on every call).
         self._models: dict[str, tuple[ModelPick, list[ModelPick]]] = {}  # stage -> (pick_model, candidates)
         self._providers: dict[tuple[str, str], Provider] = {}  # provider/model -> the provider
+        self._rate_limits: dict[str, RateLimit | None] = {}  # provider -> its rate limit (fixed for the run)
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
@@ -209,7 +211,8 @@ class Inference:
         self._sent_at: float | None = None  # when the current model call was sent (time.time())
         # The last stage or routing request and the sizes of the regions it was built from, for
         # its transcript entry (what `lev context` shows); a compaction request has its own text.
-        self._layout: tuple[ModelRequest, list[tuple[str, str, int, int, int | None]]] | None = None
+        # (the request, its regions' sizes, the hash of its system prompt)
+        self._layout: tuple[ModelRequest, list[tuple[str, str, int, int, int | None]], int] | None = None
         self._rate_told: set[str] = set()  # providers whose rate-limit wait this run reported
 
     # -- the two kinds of call ----------------------------------------------------------------
@@ -452,7 +455,7 @@ class Inference:
             request.duties = self._duties(stage)
         for key, value in overrides.items():
             setattr(request, key, value)
-        self._layout = (request, region_sizes(self.state.ctx.visible_regions()))
+        self._layout = (request, region_sizes(self.state.ctx.visible_regions()), system_key)
         return request, provider
 
     def _duties(self, stage: StagePlan) -> StageDuties:
@@ -527,7 +530,10 @@ class Inference:
 
         retry = self.retry
         attempt = 0
-        limit = limit_for(request.provider, self.state.settings)
+        if request.provider in self._rate_limits:
+            limit = self._rate_limits[request.provider]
+        else:
+            limit = self._rate_limits[request.provider] = limit_for(request.provider, self.state.settings)
         while True:
             attempt += 1
             stream = TextStream(self.state, request.purpose, attempt)
@@ -638,11 +644,12 @@ class Inference:
     ) -> dict[str, Any]:
         # The transcript keeps what is new in each request (the system prompt when it changed,
         # the messages after the model's last turn) so it grows with the run, not quadratically.
-        system_key = hash(tuple(request.system))
+        built = self._layout if self._layout is not None and self._layout[0] is request else None
+        system_key = built[2] if built is not None else hash(tuple(request.system))
         new_system = system_key != self._last_system_key
         self._last_system_key = system_key
         tail = _new_messages(request.messages)
-        layout = region_size_maps(self._layout[1]) if self._layout is not None and self._layout[0] is request else None
+        layout = region_size_maps(built[1]) if built is not None else None
         return {
             "stage": self.state.stage.name,
             "purpose": request.purpose,

@@ -20,6 +20,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from lev_nb.permits import Permits
+
 if TYPE_CHECKING:
     from lev_nb.settings import Settings
 
@@ -37,13 +39,13 @@ class InferencePool:
 
     def __init__(self) -> None:
         self._key: tuple[int, asyncio.AbstractEventLoop] | None = None
-        self._slots = asyncio.Semaphore(1)
+        self._slots = Permits(1)
 
     def permit(self, width: int) -> asyncio.Semaphore:
         """The semaphore to hold for one call, ``width`` permits wide (call it on the engine loop)."""
         key = (width, asyncio.get_running_loop())
         if key != self._key:  # a new width, or a new engine loop after the old one died
-            self._key, self._slots = key, asyncio.Semaphore(max(1, width))
+            self._key, self._slots = key, Permits(max(1, width))
         return self._slots
 
 
@@ -81,6 +83,8 @@ def _width(table: str, name: str, width: int) -> int:
 def model_pool_width(by_model: Mapping[str, int], provider: str, model: str) -> tuple[str, int] | None:
     """The pool ``max_concurrent_inferences_by_model`` gives ``provider/model`` (its key and
     width), or None when it names neither that nor the bare model id."""
+    if not by_model:  # the usual configuration: no model has a pool of its own
+        return None
     for key in (f"{provider}/{model}", model):
         if key in by_model:
             return key, by_model[key]
