@@ -216,8 +216,26 @@ def test_a_long_conversation_hands_out_the_same_blocks_every_turn() -> None:
     new_blocks = [id(block) for message in second[:len(first)] if isinstance(message.content, list)
                   for block in message.content]
     assert old_blocks and new_blocks == old_blocks  # the conversation's blocks were not rebuilt
-    # The messages themselves are new: the breakpoint flagged on the first request stays there.
+    # The breakpoint flagged on the first request stays there: it was put on a copy.
     assert any(m.cache_breakpoint for m in first) and not any(m.cache_breakpoint for m in second)
+    # Every other message of the window is the same object in both requests ("Begin." is made per request).
+    assert first[0].content == "Begin."
+    apart = [i for i, (a, b) in enumerate(zip(first, second)) if a is not b]
+    assert apart == [0, next(i for i, m in enumerate(first) if m.cache_breakpoint)]
+
+
+def test_a_system_block_is_rendered_again_when_its_region_changes() -> None:
+    window = ContextWindow([rc("rules", "pinned", description="The rules.")])
+    put(window, "rules", "one")
+    assert window.assemble()[0] == ["## rules\none"]
+    assert window.assemble()[0] == ["## rules\none"]  # kept
+    put(window, "rules", "two")
+    assert window.assemble()[0] == ["## rules\none\n\ntwo"]
+    window.region("rules").clear()
+    assert window.assemble()[0] == []
+    put(window, "rules", "three")
+    window.apply_stage_layout([rc("rules", "pinned", description="The rules.", describe_in_prompt=True)])
+    assert window.assemble()[0] == ["## rules\nThe rules.\n\nthree"]  # a new declaration renders again
 
 
 def test_an_entry_whose_text_changed_renders_again() -> None:

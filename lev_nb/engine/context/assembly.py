@@ -42,7 +42,17 @@ def _joined(entries: list[Entry]) -> str:
 
 
 def render_system_block(region: Region) -> str | None:
-    """The system block for a non-conversation region, or None when it renders nothing."""
+    """The system block for a non-conversation region, or None when it renders nothing. Kept on
+    the region until its entries or its declaration change: every request renders every region."""
+    entries, kept = region.entries, region.block
+    if kept is not None and kept[0] is entries and kept[1] == len(entries) and kept[2] is region.config:
+        return kept[3]
+    text = _render_system_block(region)
+    region.block = (entries, len(entries), region.config, text)
+    return text
+
+
+def _render_system_block(region: Region) -> str | None:
     if region.kind == "custom":
         # Script rendering belongs to the scripting layer; this is the fallback shape.
         return f"[{region.name}]:\n" + _joined(region.entries)

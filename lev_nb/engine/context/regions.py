@@ -254,6 +254,9 @@ class Region:
         # list was replaced or changed length (see tokens). Entries are edited only before they are
         # stored, and nothing replaces one in place, so identity and length say when it is stale.
         self._counted: tuple[list[Entry], int, int] | None = None  # (list, its length, its tokens)
+        # The system block the region rendered last, with what it was rendered from (see
+        # lev_nb.engine.context.assembly.render_system_block): the same test of identity and length.
+        self.block: tuple[list[Entry], int, RegionConfig, str | None] | None = None
 
     def configure(self, config: RegionConfig) -> None:
         """Take ``config`` as the region's declaration (a stage may declare it its own way)."""

@@ -204,6 +204,7 @@ class Inference:
         self._models: dict[str, tuple[ModelPick, list[ModelPick]]] = {}  # stage -> (pick_model, candidates)
         self._providers: dict[tuple[str, str], Provider] = {}  # provider/model -> the provider
         self._rate_limits: dict[str, RateLimit | None] = {}  # provider -> its rate limit (fixed for the run)
+        self._owes: dict[str, tuple[bool, bool]] = {}  # stage -> (it writes context, it has gates)
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
@@ -462,8 +463,12 @@ class Inference:
         """What the stage owes at this turn (a hint for stand-in models such as the mock)."""
 
         state = self.state
-        required = unmet_required_regions(state) if set(stage.tools) & CONTEXT_WRITERS else []
-        duties = stage_duties(stage, state.progress, state.ctx, required)
+        owes = self._owes.get(stage.name)
+        if owes is None:  # whether anything can be owed besides a tool call: fixed for a stage
+            owes = self._owes[stage.name] = (bool(set(stage.tools) & CONTEXT_WRITERS),
+                                             any(edge.gate is not None for edge in stage.transitions or ()))
+        required = unmet_required_regions(state) if owes[0] else []
+        duties = stage_duties(stage, state.progress, state.ctx, required) if any(owes) else StageDuties()
         enabled, maximum, _ = stage.nudge.resolve(state.settings.nudge)
         progress = state.progress
         duties.use_a_tool = enabled and progress.total_tool_calls == 0 and progress.text_only_nudges < maximum

@@ -7,6 +7,7 @@ The deciders (:func:`iteration_cap_hit`, :func:`stuck_reason`) and the notes are
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ def check_watchdogs(state: RunState) -> Outcome | None:
                 state.ctx.note("stuck_report", stuck_note(stage.name, reason))
                 return Outcome("stuck", reason)
     if progress.iterations and progress.iterations % WORKSPACE_CHECK_INTERVAL == 0:
-        if not state.workdir.is_dir():
+        if not os.path.isdir(state.workdir):  # os.path's, not pathlib's: one C call
             state.meta.flags.workspace_lost = True
             return Outcome("error", f"the working directory '{state.workdir}' is no longer accessible")
     return None
