@@ -29,7 +29,7 @@ from lev_nb.blueprint.shellkeys import KEY_PREFIX, ShellLine, analyse, safe_list
 from lev_nb.errors import CALLEE_ERRORS, CalleeExit
 from lev_nb.messages import ToolCall
 from lev_nb.records import record
-from lev_nb.tools.registry import PolicyName, ToolRegistry
+from lev_nb.tools.registry import KEPT_ANSWERS, PolicyName, ToolRegistry
 
 __all__ = [
     "Policies", "Approver", "GrantBook", "resolve_policy", "authorise", "approval_keys", "shell_line",
@@ -93,7 +93,7 @@ def resolve_policy(name: str, registry: ToolRegistry, policies: Policies) -> Pol
     key = (name, registry, registry.generation)
     policy = policies.resolved.get(key)
     if policy is None:
-        if len(policies.resolved) >= 512:  # names a model invents cannot grow it without bound
+        if len(policies.resolved) >= KEPT_ANSWERS:
             policies.resolved.clear()
         policy = policies.resolved[key] = _resolve_policy(name, registry, policies)
     return policy

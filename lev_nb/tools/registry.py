@@ -52,7 +52,9 @@ class ToolDef:
         return ToolSpec(name=advertised_name or self.name, description=self.description, parameters=self.parameters)
 
 
-_CANON_KEPT = 512  # spellings whose canonical name a registry keeps
+# Answers kept per name a model may send (canonical spellings, resolved policies): a model inventing
+# tool names cannot grow such a table past this.
+KEPT_ANSWERS = 512
 
 
 class ToolRegistry:
@@ -112,7 +114,7 @@ class ToolRegistry:
         # until a tool is registered, within a bound a model inventing names cannot push past.
         known = self._canon.get(name)
         if known is None:
-            if len(self._canon) >= _CANON_KEPT:
+            if len(self._canon) >= KEPT_ANSWERS:
                 self._canon = {}
             known = self._canon[name] = self._canonical(name)
         return known

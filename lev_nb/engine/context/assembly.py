@@ -44,11 +44,11 @@ def _joined(entries: list[Entry]) -> str:
 def render_system_block(region: Region) -> str | None:
     """The system block for a non-conversation region, or None when it renders nothing. Kept on
     the region until its entries or its declaration change: every request renders every region."""
-    entries, kept = region.entries, region.block
-    if kept is not None and kept[0] is entries and kept[1] == len(entries) and kept[2] is region.config:
+    kept = region.block
+    if kept is not None and region.unchanged_since(kept[0], kept[1]) and kept[2] is region.config:
         return kept[3]
     text = _render_system_block(region)
-    region.block = (entries, len(entries), region.config, text)
+    region.block = (region.entries, len(region.entries), region.config, text)
     return text
 
 

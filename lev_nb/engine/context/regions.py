@@ -267,13 +267,18 @@ class Region:
         self.max_tokens: int = config.max_tokens  # the resolved budget in tokens
 
     # -- facts -----------------------------------------------------------------------------------
+    def unchanged_since(self, entries: list[Entry], count: int) -> bool:
+        """Whether the region still holds ``entries``, which held ``count`` entries when something
+        was worked out from them (see ``_counted`` in __init__: identity and length tell)."""
+        return entries is self.entries and count == len(entries)
 
     @property
     def tokens(self) -> int:
         """Tokens held right now."""
-        entries, counted = self.entries, self._counted
-        if counted is not None and counted[0] is entries and counted[1] == len(entries):
+        counted = self._counted
+        if counted is not None and self.unchanged_since(counted[0], counted[1]):
             return counted[2]
+        entries = self.entries
         total = sum(entry.tokens for entry in entries)
         self._counted = (entries, len(entries), total)
         return total

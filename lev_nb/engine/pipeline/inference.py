@@ -27,10 +27,10 @@ from lev_nb.engine.pipeline.deadlines import call_deadline
 from lev_nb.engine.pipeline.gates import stage_duties
 from lev_nb.engine.pipeline.holds import CONTEXT_WRITERS, unmet_required_regions
 from lev_nb.engine.pipeline.pools import inference_slots
+from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
 from lev_nb.engine.state import Outcome, RunPaused
 from lev_nb.errors import CALLEE_ERRORS
 from lev_nb.messages import ModelRequest, ModelResponse, StageDuties, request_text
-from lev_nb.engine.run_warnings import DEFAULT_CODE, WARNING_CODES
 from lev_nb.providers.base import Provider, ProviderError, Replayable, call_complete
 from lev_nb.providers.circuit import CIRCUITS
 from lev_nb.providers.pricing import call_cost, price_for
@@ -269,7 +269,6 @@ class Inference:
 
     def _tell(self, response: ModelResponse) -> None:
         """Tell the person what the provider said of this call (it answered, not as asked)."""
-
         for code, message in response.warnings:
             self.state.warn(message, code if code in WARNING_CODES else DEFAULT_CODE)
 
@@ -381,7 +380,6 @@ class Inference:
         return next((p for p in self._stage_models(stage)[1] if (p.provider, p.model) not in self._unusable), None)
 
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
-
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
         pick = self._stage_models(stage)[0]
@@ -461,7 +459,6 @@ class Inference:
 
     def _duties(self, stage: StagePlan) -> StageDuties:
         """What the stage owes at this turn (a hint for stand-in models such as the mock)."""
-
         state = self.state
         owes = self._owes.get(stage.name)
         if owes is None:  # whether anything can be owed besides a tool call: fixed for a stage
@@ -532,7 +529,6 @@ class Inference:
 
     async def _attempts(self, request: ModelRequest, provider: Provider) -> ModelResponse:
         """The call's attempts under the run's retry policy (see :meth:`_ask`)."""
-
         retry = self.retry
         attempt = 0
         if request.provider in self._rate_limits:
