@@ -13,6 +13,7 @@ from dataclasses import field
 from typing import Any, ClassVar
 
 from lev_nb.records import record
+from lev_nb.store.files import orjson_module
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -84,8 +85,7 @@ def event_line(event: Event) -> bytes:
     ``to_dict`` builds field by field (every event of every run is written); the ``type`` is
     spliced in front. What orjson refuses goes the dict's way, to json's encoder.
     """
-    import orjson
-
+    orjson = orjson_module()
     try:
         body = orjson.dumps(event, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:

@@ -42,6 +42,8 @@ class Recorder:
         self.muted = False
         self.store = store
         self.meta = meta
+        # The run's usage book, whose totals go on meta.json with every write (UsageBook.settle).
+        self.usage: UsageBook | None = None
         self.events = events
         self.writer = record_writer()
         self._last_save = float("-inf")
@@ -101,6 +103,8 @@ class Recorder:
         if not (force or final) and clock - self._last_save < SAVE_INTERVAL_S:
             return
         self.meta.touch()
+        if self.usage is not None:
+            self.usage.settle(self.meta)
         if self.secrets and self.meta.error:
             self.meta.error = redact(self.meta.error, self.secrets)  # what run.error shows, too
         data = self._scrub(encode_meta(self.meta.to_dict(shared=True)))
@@ -132,6 +136,8 @@ class UsageBook:
         self.by_stage: dict[str, CostTotals] = {}
         self.children = CostTotals()
         self.child_runs = 0
+        # Calls folded in since the totals were last put on meta.json (see :meth:`settle`).
+        self.stale = False
 
     def add_call(self, stage: str, usage: Usage, cost: float | None, label: str) -> None:
         """Fold in one model call of this run (``cost`` None: its model has no price)."""
@@ -140,6 +146,7 @@ class UsageBook:
         if totals is None:
             totals = self.by_stage[stage] = CostTotals()
         totals.add(usage, cost, label)
+        self.stale = True
 
     def add_child(self, stage: str, child_total: Mapping[str, Any] | None) -> None:
         """Fold in a finished child run's totals (its meta.json ``usage.total``, which holds its
@@ -149,16 +156,32 @@ class UsageBook:
         self.by_stage.setdefault(stage, CostTotals()).absorb(child)
         self.children.absorb(child)
         self.child_runs += 1
+        self.stale = True
+
+    def usage_map(self) -> dict[str, Any]:
+        """The totals as meta.json's ``usage`` holds them (``total``, ``by_stage``, and
+        ``children`` once a child run was rolled in)."""
+        usage: dict[str, Any] = {
+            "total": self.total.to_dict(),
+            # A list first: run.usage reads this from the caller's thread while the engine adds.
+            "by_stage": {name: totals.to_dict() for name, totals in list(self.by_stage.items())},
+        }
+        if self.child_runs:
+            usage["children"] = {**self.children.to_dict(), "runs": self.child_runs}
+        return usage
 
     def write(self, meta: RunMeta) -> None:
         """Put the totals on ``meta`` (``cost_usd``: None while any call has no price)."""
+        self.stale = False
         meta.cost_usd = self.total.cost_usd
-        meta.usage = {
-            "total": self.total.to_dict(),
-            "by_stage": {name: totals.to_dict() for name, totals in self.by_stage.items()},
-        }
-        if self.child_runs:
-            meta.usage["children"] = {**self.children.to_dict(), "runs": self.child_runs}
+        meta.usage = self.usage_map()
+
+    def settle(self, meta: RunMeta) -> None:
+        """Put the totals on ``meta`` if calls came in since they were last put there: the
+        recorder does it as it writes meta.json (a run's model calls come faster than it writes),
+        and so does whoever reads a finished run's ``usage``."""
+        if self.stale:
+            self.write(meta)
 
 
 def roll_up_usage(parent: RunState, child_total: Mapping[str, Any] | None, stage: str | None = None) -> None:

@@ -274,6 +274,7 @@ class Runner:
             settings=settings,
         )
         state = self.state
+        state.rec.usage = state.usage
         if parent is None:
             ACTIVE_RUNS.add(run_id)  # until main() ends (start_run starts every Runner it makes)
             # Root runs journal what they act on, so `lev resume` can continue them.

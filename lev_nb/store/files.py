@@ -167,6 +167,20 @@ _LINE = json.JSONEncoder(ensure_ascii=False, default=str)
 _META = json.JSONEncoder(ensure_ascii=False, default=str, indent=2)
 
 
+_orjson: Any = None  # set by orjson_module()
+
+
+def orjson_module() -> Any:
+    """orjson, imported on first use and kept: an import statement in the encoders went through
+    the import machinery for every event and exchange of every run."""
+    global _orjson
+    if _orjson is None:
+        import orjson
+
+        _orjson = orjson
+    return _orjson
+
+
 def json_line(record: dict[str, Any]) -> bytes:
     """``record`` as a JSON line by json's own encoder: what :func:`encode_line` falls back to."""
     return (_LINE.encode(record) + "\n").encode("utf-8", "backslashreplace")
@@ -177,8 +191,7 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
     A lone surrogate (from a model's text) cannot be UTF-8; written as ``\\udXXX`` it stays valid JSON.
     """
-    import orjson
-
+    orjson = orjson_module()
     try:
         return orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
@@ -187,8 +200,7 @@ def encode_line(record: dict[str, Any]) -> bytes:
 
 def encode_meta(meta: dict[str, Any]) -> bytes:
     """``meta`` as the bytes of meta.json, indented for people who open it (a key a line)."""
-    import orjson
-
+    orjson = orjson_module()
     try:
         return orjson.dumps(meta, default=str, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:

@@ -256,6 +256,7 @@ class FanOut:
                     # starts a new worker. This one's record ends here, saying so.
                     close_paused_child(child.state, f"paused ({result.text}); its parent run {self.state.run_id} "
                                        "paused too and starts a new worker when it is resumed")
+                child.state.usage.settle(child.state.meta)
                 result.usage = child.state.meta.usage.get("total")
                 if result.usage:
                     roll_up_usage(self.state, result.usage, stage)

@@ -637,7 +637,6 @@ class Inference:
         pricing = price_for(request.provider, request.model, settings.provider(request.provider).prices)
         cost = call_cost(usage, pricing)
         self.state.usage.add_call(self.state.stage.name, usage, cost, f"{request.provider}/{request.model}")
-        self.state.usage.write(self.state.meta)
         return cost
 
     def _transcript_entry(

@@ -225,6 +225,7 @@ class SubAgents:
                 self.paused = link
         if link.kind == "agent" and (link.setup is not None or link.restart):
             journaled = "paused"
+        child.state.usage.settle(child_meta)
         if link.kind == "agent" and state.journal is not None:  # a resume recalls it from here
             state.journal.record_child(child.run_id, journaled, result_text(link),
                                        child_meta.usage.get("total"))
