@@ -403,7 +403,7 @@ def _check_alarming_workdir(workdir: Path | None, settings: Settings) -> None:
     """Your home folder or a filesystem root as the working directory gives an agent's file tools and
     commands everything in it: refused unless ``[security] allowed_workdirs`` lists it (or a folder
     above it), as the upstream asks before such a run."""
-    if workdir is None:
+    if workdir is None or not _may_be_home_or_root(workdir):
         return
     real = workdir.resolve()
     home = Path.home().resolve()
@@ -421,6 +421,18 @@ def _check_alarming_workdir(workdir: Path | None, settings: Settings) -> None:
         cli_hint=f"pass a project folder with --workdir, or {fix}",
         python_hint=f"pass a project folder as workdir=, or {fix}",
     )
+
+
+def _may_be_home_or_root(workdir: Path) -> bool:
+    """Whether ``workdir`` could be the home folder or the filesystem root. Three stats answer it
+    for almost every run (one folder is one device and inode, whatever symlinks lead to it), where
+    resolving both paths cost more than the rest of the launch checks; a folder that is not there
+    yet, or cannot be looked at, gets the full check (``new/..`` is its parent)."""
+    try:
+        found = os.stat(workdir)
+        return os.path.samestat(found, os.stat(Path.home())) or os.path.samestat(found, os.stat(os.sep))
+    except (OSError, RuntimeError):  # RuntimeError: Path.home() with no home to name
+        return True
 
 
 def _check_workdir(workdir: str | os.PathLike[str] | None) -> Path | None:

@@ -211,11 +211,13 @@ class ScriptedModel:
         if entry.error is not None:
             raise ProviderError(entry.error["kind"], entry.error.get("message", ""), entry.error.get("retry_after"))
         # Ids depend only on where the entry sits in the script, so reruns produce the same ids.
-        prefix = {"": f"call-{index}", "*": f"call-any-{index}"}.get(key, f"call-{key}-{index}")
-        calls = [
-            ToolCall(id=c["id"] or f"{prefix}-{j}", name=c["name"], arguments=dict(c["arguments"]))
-            for j, c in enumerate(entry.tool_calls)
-        ]
+        calls = []
+        if entry.tool_calls:
+            prefix = f"call-{index}" if key == "" else f"call-any-{index}" if key == "*" else f"call-{key}-{index}"
+            calls = [
+                ToolCall(id=c["id"] or f"{prefix}-{j}", name=c["name"], arguments=dict(c["arguments"]))
+                for j, c in enumerate(entry.tool_calls)
+            ]
         if entry.usage is not None:
             usage = Usage(**entry.usage)
         else:

@@ -154,7 +154,7 @@ async def execute_calls(
     handler call (the process's tool pool, ``[limits] max_concurrent_tools``).
     """
     policies = policies or Policies()
-    offered_keys = {registry.canonical(n) for n in offered}
+    offered_keys = registry.canonical_names(offered)
     results: list[ToolResult | None] = [None] * len(calls)
     pending: list[tuple[int, ToolCall, dict[str, Any], ToolJournal | None]] = []
     fan_outs = [i for i, c in enumerate(calls) if registry.canonical(c.name) == "fan_out"]

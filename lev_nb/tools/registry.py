@@ -67,6 +67,7 @@ class ToolRegistry:
         self._defs: dict[str, ToolDef] = {}
         self._aliases: dict[str, str] = dict(ALIASES if aliases is None else aliases)
         self._canon: dict[str, str] = {}  # name asked -> canonical (see canonical)
+        self._named: tuple[list[str], int, int, frozenset[str]] | None = None  # see canonical_names
         self.generation = 0  # how many tools were registered: what was worked out from the tools is stale after one
         for d in defs:
             self.register(d)
@@ -88,6 +89,7 @@ class ToolRegistry:
         twin._defs = {}
         twin._aliases = self._aliases  # never written after construction
         twin._canon = {}
+        twin._named = None
         twin.generation = 0
         return twin
 
@@ -118,6 +120,17 @@ class ToolRegistry:
                 self._canon = {}
             known = self._canon[name] = self._canonical(name)
         return known
+
+    def canonical_names(self, names: list[str]) -> frozenset[str]:
+        """The canonical spellings of ``names``. The answer for the last list asked about is kept
+        while it is the same list, as long, with no tool registered since: every tool batch asks
+        with its stage's offered list, which the engine keeps and never changes."""
+        kept = self._named
+        if kept is not None and kept[0] is names and kept[1] == len(names) and kept[2] == self.generation:
+            return kept[3]
+        found = frozenset(self.canonical(name) for name in names)
+        self._named = (names, len(names), self.generation, found)
+        return found
 
     def _canonical(self, name: str) -> str:
         if self._find(name) is not None:

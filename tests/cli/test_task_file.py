@@ -55,3 +55,25 @@ def test_home_or_root_as_the_workdir_is_refused_unless_allowed(lev, home: Path, 
     assert done.returncode == 0, done.stderr
     done = lev("run", "triage", "-t", "x", "--model", "mock", "--workdir", str(fake_home / "project"), "--quiet")
     assert done.returncode == 0, done.stderr  # a folder below home was never alarming
+
+
+def test_home_reached_by_a_symlink_or_through_a_new_folder_is_still_refused(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home check compares folders (device and inode) before it resolves paths: a link to home,
+    and a folder not made yet whose path climbs back to home, are home all the same."""
+    import lev_nb
+    from lev_nb.engine.launch import LaunchError
+
+    fake_home = tmp_path / "person"
+    fake_home.mkdir()
+    monkeypatch.setenv("HOME", str(fake_home))
+    link = tmp_path / "link"
+    link.symlink_to(fake_home)
+    for workdir in (link, fake_home / "not-yet" / "..", tmp_path / "to-root"):
+        if workdir.name == "to-root":
+            workdir.symlink_to("/")
+        with pytest.raises(LaunchError, match="your home folder|the root of the filesystem"):
+            lev_nb.load("triage").run("x", model="mock", workdir=workdir, home=tmp_path / "lev")
+    run = lev_nb.load("triage").run("x", model="mock", workdir=tmp_path / "project", home=tmp_path / "lev")
+    run.wait(60)
+    assert run.status == "complete", run.error

@@ -39,3 +39,18 @@ def test_every_runs_copy_of_the_builtins_shares_one_table() -> None:
     assert first._base is second._base and not second._defs
     assert "runtime_info_like" not in second and "shell" in first and "bash" in second
     assert first.names() == sorted([*second.names(), "runtime_info_like"])
+
+
+def test_canonical_names_are_worked_out_again_when_the_list_or_the_tools_change() -> None:
+    registry = default_registry().copy()
+    offered = ["Read_File", "bash", "list_dir"]
+    names = registry.canonical_names(offered)
+    assert names == {"read_file", "shell", "list_dir"}
+    assert registry.canonical_names(offered) is names  # the same list, nothing registered: kept
+    offered.append("write_file")  # grown in place: seen
+    assert registry.canonical_names(offered) == names | {"write_file"}
+    assert registry.canonical_names(["Brand_New"]) == {"brand_new"}  # another list
+    kept = ["Brand_New", "list_dir"]
+    assert registry.canonical_names(kept) == {"brand_new", "list_dir"}
+    registry.register(ToolDef("Brand_New", "a tool registered later", {"type": "object"}))
+    assert registry.canonical_names(kept) == {"Brand_New", "list_dir"}  # a registration makes it stale

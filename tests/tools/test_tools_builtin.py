@@ -195,6 +195,29 @@ def test_current_time_shape(ctx):
     assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ UTC; unix \d+$", result)
 
 
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Chatham",
+                                  "America/St_Johns", "Africa/Monrovia"])
+@pytest.mark.parametrize("now", [0, 1e9, 1796458827.5, -2e9, -3.3e9, 4e9])
+def test_current_time_says_what_datetime_says(ctx, monkeypatch, zone, now):
+    """Built from time's structs, the answer is datetime's isoformat to the character: offsets with
+    half hours, quarter hours and seconds (Monrovia's before 1972), far past and future."""
+    import time
+    from datetime import datetime, timezone
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    monkeypatch.setattr(time, "time", lambda: now)
+    try:
+        local = datetime.fromtimestamp(now).astimezone()
+        utc = datetime.fromtimestamp(now, tz=timezone.utc)
+        expected = (f"{local.strftime('%A')} {local.isoformat(timespec='seconds')} local; "
+                    f"{utc.isoformat(timespec='seconds').replace('+00:00', 'Z')} UTC; unix {int(now)}")
+        assert call(ctx, "current_time") == expected
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 # context tools -----------------------------------------------------------------------------------
 
 def test_context_tools_without_engine_are_unavailable(ctx):

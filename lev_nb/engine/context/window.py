@@ -133,6 +133,7 @@ class ContextWindow:
         self._global_configs = {config.name: config for config in self._global_layout}
         self._regions: dict[str, Region] = {}
         self._visible: list[str] = []
+        self._shown: list[Region] = []  # the regions of _visible, in order (see _show)
         self.declare(self._global_layout)
         self.apply_stage_layout(None)
 
@@ -160,7 +161,13 @@ class ContextWindow:
             region.configure(config or region.config)
         visible = [config.name for config in configs]
         visible += [n for n in self._regions if n in ALWAYS_VISIBLE and n not in visible]
-        self._visible = visible
+        self._show(visible)
+
+    def _show(self, names: list[str]) -> None:
+        """Make ``names`` the visible regions. Their list is kept with them: every model call asks
+        for it several times (the request, the pressure check, the recorded sizes)."""
+        self._visible = names
+        self._shown = [self._regions[name] for name in names]
 
     def has_region(self, name: str) -> bool:
         """Whether a region of that name has been declared (visible or not)."""
@@ -176,7 +183,7 @@ class ContextWindow:
 
     def visible_regions(self) -> list[Region]:
         """The regions the current stage sees, in prompt order."""
-        return [self._regions[name] for name in self._visible]
+        return list(self._shown)
 
     def all_regions(self) -> list[Region]:
         """Every declared region, visible or not, in declaration order."""
@@ -200,8 +207,7 @@ class ContextWindow:
         if self.has_region("stage_instructions"):
             target = self._regions["stage_instructions"]
             target.clear()
-            self._visible = [n for n in self._visible if n != "stage_instructions"]
-            self._visible.append("stage_instructions")
+            self._show([n for n in self._visible if n != "stage_instructions"] + ["stage_instructions"])
         else:
             # final_output is the answer's mirror and is rewritten on every submission.
             pinned = [
