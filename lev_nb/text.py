@@ -8,12 +8,13 @@ splits a character, so whatever is kept can be written as UTF-8 and read back.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 __all__ = [
     "is_blank",
-    "estimate_tokens", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown",
+    "estimate_tokens", "sorted_json", "squeezed", "cut_bytes", "cut_text", "cut_text_marked", "cut_to_tokens", "clip_shown",
     "format_elapsed", "without_surrogates",
 ]
 
@@ -37,6 +38,16 @@ def is_blank(text: str) -> bool:
     """Whether ``text`` is empty or only whitespace, the same answer as ``not text.strip()``
     without copying it: this runs over every entry of the context on every model call."""
     return not text or text.isspace()
+
+
+# Built once: json.dumps with options builds an encoder on every call, and this runs every turn.
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def sorted_json(value: Any) -> str:
+    """``value`` as JSON with its keys sorted (anything JSON cannot hold as its ``str``): one text
+    for equal values, for comparing them, hashing them and estimating their tokens."""
+    return _SORTED_JSON.encode(value)
 
 
 def estimate_tokens(text: str) -> int:
@@ -73,6 +84,24 @@ def cut_text_marked(text: str, limit: int) -> tuple[str, bool]:
 def cut_to_tokens(text: str, tokens: int) -> str:
     """The longest prefix of ``text`` within ``tokens`` estimated tokens (``tokens * 4`` bytes)."""
     return cut_text(text, tokens * 4)
+
+
+_WORD = re.compile(r"\S+")  # what str.split() splits on is what \s matches (Python's isspace)
+
+
+def squeezed(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]``: ``text`` on one line, runs of whitespace as one space,
+    at most ``limit`` characters, without splitting all of a long text to keep its start."""
+    if len(text) <= 4 * limit + 64:  # short: one split is the quickest
+        return " ".join(text.split())[:limit]
+    words: list[str] = []
+    size = -1
+    for match in _WORD.finditer(text):
+        words.append(match.group())
+        size += len(words[-1]) + 1
+        if size >= limit:
+            break
+    return " ".join(words)[:limit]
 
 
 def clip_shown(text: str, limit: int) -> str:

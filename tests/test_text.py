@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lev_nb.batch.many import BatchProgress
 from lev_nb.explain import story
-from lev_nb.text import format_elapsed
+from lev_nb.text import format_elapsed, squeezed
 
 
 @pytest.mark.parametrize(("seconds", "shown"), [
@@ -28,3 +30,11 @@ def test_run_views_and_batch_eta_share_it() -> None:
     # 10 of 40 done in 60 s: 30 left at 1/6 per s is 180 s, told roughly.
     progress = BatchProgress(total=40, complete=10, elapsed_s=60.0)
     assert progress.pace() == "25% · 0.17 tasks/s · about 3 min left"
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab é\t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000x")), max_size=3000),
+       st.integers(min_value=0, max_value=300))
+def test_squeezed_is_the_joined_split_cut(text: str, limit: int) -> None:
+    """squeezed keeps a long text's start without splitting all of it: the same characters as
+    joining its split and cutting, for every kind of whitespace str.split knows."""
+    assert squeezed(text, limit) == " ".join(text.split())[:limit]

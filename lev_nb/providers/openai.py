@@ -39,6 +39,7 @@ from lev_nb.providers.anthropic import DEFAULT_TIMEOUT_S, _field, _is_transport_
 from lev_nb.providers.base import ProviderError
 from lev_nb.providers.endpoints import FLAVOURS, Flavour, ollama_base_url
 from lev_nb.providers.clients import LoopClients
+from lev_nb.text import squeezed
 from lev_nb.providers.structured import (
     SUBMIT_TOOL,
     SchemaRefused,
@@ -451,7 +452,7 @@ def _error_message(body: str) -> str:
         text = f"{error['message']}{f' ({code})' if code else ''}"
     elif isinstance(error, str):
         text = error
-    return " ".join(text.split())[:_ERROR_BODY_LIMIT]
+    return squeezed(text, _ERROR_BODY_LIMIT)
 
 
 def _error_body(exc: Any) -> str:

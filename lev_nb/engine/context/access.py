@@ -14,6 +14,7 @@ from typing import Any
 
 from lev_nb.engine.context.regions import Entry, Region, RegionFullError
 from lev_nb.engine.context.window import ContextWindow
+from lev_nb.text import squeezed
 
 RUNTIME_REGIONS = frozenset({"conversation", "final_output", "stage_instructions"})
 
@@ -224,7 +225,7 @@ class ContextTools:
                      f"{self._usage(target)}):"]
             for position, entry in enumerate(target.entries):
                 label = f"key '{entry.key}'" if entry.key else entry.kind
-                preview = " ".join(entry.content.split())[:60]
+                preview = squeezed(entry.content, 60)
                 lines.append(f"  [{position}] {label}, {entry.tokens} tokens: {preview}")
             return "\n".join(lines)
         lines = ["Context regions in this stage:"]

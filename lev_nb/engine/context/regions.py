@@ -10,16 +10,12 @@ updated key, or refuse). This module knows nothing about stages, tools or reques
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
 from lev_nb.records import record
-from lev_nb.text import cut_text, estimate_tokens, is_blank
-
-# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
-_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+from lev_nb.text import cut_text, estimate_tokens, is_blank, sorted_json
 
 REGION_KINDS: tuple[str, ...] = (
     "temporary",
@@ -193,7 +189,7 @@ class Entry:
         tokens = estimate_tokens(content) if content_tokens is None else content_tokens
         calls = fields.get("tool_calls") or []
         if calls:
-            tokens += estimate_tokens(_SORTED_JSON.encode(calls))
+            tokens += estimate_tokens(sorted_json(calls))
         return cls(content=content, tokens=tokens, kind=kind, **fields)
 
     def to_dict(self) -> dict[str, Any]:

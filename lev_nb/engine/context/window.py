@@ -10,7 +10,6 @@ into a model request lives in :mod:`lev_nb.engine.context.assembly`; the ``conte
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import field
 from typing import Any, Iterable
 
@@ -29,10 +28,7 @@ from lev_nb.engine.context.regions import (
 )
 from lev_nb.records import record
 from lev_nb.taint.levels import highest
-from lev_nb.text import cut_text, estimate_tokens
-
-# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
-_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+from lev_nb.text import cut_text, estimate_tokens, sorted_json
 
 __all__ = [
     "ContextWindow",
@@ -388,7 +384,7 @@ class ContextWindow:
             [e.kind, e.key, e.content, e.metadata, e.tool_calls, e.tool_call_id, e.is_error]
             for e in self._regions[region].entries
         ]
-        raw = _SORTED_JSON.encode(payload).encode("utf-8")
+        raw = sorted_json(payload).encode("utf-8")
         return hashlib.sha256(raw).hexdigest()
 
     def is_empty(self, region: str) -> bool:

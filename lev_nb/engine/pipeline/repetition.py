@@ -7,15 +7,12 @@ Two signals, each a nudge rather than a stop: the same tool called with the same
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import field
 
 from lev_nb.engine.plan.types import RepetitionPolicy
 from lev_nb.records import record
-
-# Built once (json.dumps with options builds an encoder per call, and this runs every turn).
-_SORTED_JSON = json.JSONEncoder(sort_keys=True, default=str)
+from lev_nb.text import sorted_json
 
 PRODUCTIVE_TOOLS = frozenset(
     {"write_file", "edit_file", "bash", "shell", "run_command", "execute",
@@ -40,7 +37,7 @@ class RepetitionWatch:
             self.readonly_streak = 0
             return []
         nudges = []
-        key = tool + "\0" + _SORTED_JSON.encode(arguments)
+        key = tool + "\0" + sorted_json(arguments)
         self.repeats[key] += 1
         count = self.repeats[key]
         if self.policy.max_repeat_calls and count >= self.policy.max_repeat_calls:

@@ -34,6 +34,7 @@ from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy, scr
 from lev_nb.tools.registry import ToolDef
 from lev_nb.settings.capabilities import capability_missing
 from lev_nb.tools.scripts import global_tool_defs
+from lev_nb.text import squeezed
 from lev_nb.tools.write_budget import WriteBudget
 from lev_nb.sandbox import Sandboxes, SandboxSpec, describe
 from lev_nb.settings.grants import mount_grant, read_grant
@@ -379,7 +380,7 @@ class StageTools:
                     call_id=result.call_id,
                     tool=result.name,
                     ok=not result.is_error,
-                    summary=" ".join(result.content.split())[:SUMMARY_CHARS],
+                    summary=squeezed(result.content, SUMMARY_CHARS),
                 )
             )
         for text in nudges:
