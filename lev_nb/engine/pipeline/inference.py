@@ -206,6 +206,8 @@ class Inference:
         self._rate_limits: dict[str, RateLimit | None] = {}  # provider -> its rate limit (fixed for the run)
         self._owes: dict[str, tuple[bool, bool]] = {}  # stage -> (it writes context, it has gates)
         self._unusable: dict[tuple[str, str], str] = {}  # provider/model -> why it cannot be used
+        # stage -> the answer of _provider_for while _unusable stays as it was (cleared when it changes)
+        self._resolved: dict[str, tuple[Provider, str, str]] = {}
         self._circuits_told: set[str] = set()  # models whose open circuit this run reported
         self._last_model = ""  # provider/model of the last call (named when the run pauses)
         self._circuit_refused: set[str] = set()  # models whose open circuit refused this run's call
@@ -312,6 +314,7 @@ class Inference:
                         self._circuit_refused.discard(model)
                         provider, _, name = model.partition("/")
                         self._unusable.pop((provider, name), None)
+                    self._resolved.clear()
                     return True
                 left = deadline - loop.time()
                 if left <= 0:
@@ -329,6 +332,7 @@ class Inference:
         if reason is None or self.provider is not None:
             return False
         self._unusable[(request.provider, request.model)] = reason
+        self._resolved.clear()
         nxt = self._usable_pick(self.state.stage)
         if nxt is None:
             return False
@@ -380,8 +384,13 @@ class Inference:
         return next((p for p in self._stage_models(stage)[1] if (p.provider, p.model) not in self._unusable), None)
 
     def _provider_for(self, stage: StagePlan) -> tuple[Provider, str, str]:
+        """The provider for ``stage``'s next call, its name and the model: asked twice a call,
+        worked out once per stage while no model has been found unusable or usable again."""
         if isinstance(self.provider, ModelOverride):
             return self.provider, self.provider.provider, self.provider.model
+        kept = self._resolved.get(stage.name)
+        if kept is not None:
+            return kept
         pick = self._stage_models(stage)[0]
         if self.provider is not None:
             return self.provider, getattr(self.provider, "name", "custom"), pick.model
@@ -400,7 +409,8 @@ class Inference:
         provider = self._providers.get(key)
         if provider is None:
             provider = self._providers[key] = provider_for(pick.provider, pick.model, self.state.settings)
-        return provider, pick.provider, pick.model
+        resolved = self._resolved[stage.name] = (provider, pick.provider, pick.model)
+        return resolved
 
     def _offered_names(self, stage: StagePlan) -> Iterator[str]:
         """The canonical names of the tools ``stage`` offers, worked out as they are read (the
