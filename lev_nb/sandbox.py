@@ -519,7 +519,7 @@ class Sandboxes:
 
     def __init__(self, workdir: str | os.PathLike[str], hidden: Iterable[str | os.PathLike[str] | None] = (),
                  granted: MountGrant | None = None, floor: SandboxSpec | None = None) -> None:
-        self.workdir = Path(workdir)
+        self.workdir = workdir if isinstance(workdir, Path) else Path(workdir)
         self.hidden = unique(hidden)
         self.granted = granted
         self.floor = floor or SandboxSpec()  # the machine-wide [sandbox] (see :func:`under`)
@@ -559,5 +559,7 @@ def unique(paths: Iterable[str | os.PathLike[str] | None]) -> tuple[Path, ...]:
     seen: dict[str, Path] = {}
     for p in paths:
         if p:
-            seen.setdefault(str(p), Path(p))
+            key = str(p)
+            if key not in seen:  # a Path is kept as it is (Paths are immutable): building one costs
+                seen[key] = p if isinstance(p, Path) else Path(p)
     return tuple(seen.values())

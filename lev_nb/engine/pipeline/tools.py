@@ -150,7 +150,7 @@ class StageTools:
         # Commands never see the run record, $LEV_HOME nor the configuration, even when they lie in
         # the workdir or a mount; a mount outside the workdir shows only what the user granted.
         self.sandboxes = Sandboxes(
-            state.workdir, hidden=(state.store.run_dir, state.store.run_dir.parent.parent, config_path()),
+            state.workdir, hidden=(state.store.run_dir, lev_home, config_path()),
             granted=mount_grant(state.plan.agent_name, state.settings),
             floor=SandboxSpec.of(state.settings.sandbox),
         )
