@@ -172,9 +172,10 @@ class UsageBook:
 
     def write(self, meta: RunMeta) -> None:
         """Put the totals on ``meta`` (``cost_usd``: None while any call has no price)."""
-        self.stale = False
         meta.cost_usd = self.total.cost_usd
         meta.usage = self.usage_map()
+        # Cleared last: run.usage, on the caller's thread, reads the book until the meta has it all.
+        self.stale = False
 
     def settle(self, meta: RunMeta) -> None:
         """Put the totals on ``meta`` if calls came in since they were last put there: the
