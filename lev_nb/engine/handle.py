@@ -83,10 +83,9 @@ class Run:
     @property
     def meta(self) -> dict[str, Any]:
         """A copy of the run record (the content of meta.json)."""
-        record = copy.deepcopy(self._runner.meta.to_dict())
-        book = self._runner.state.usage
-        if book.stale:  # calls came in since the totals went on the record: as run.usage, the book's
-            record["usage"], record["cost_usd"] = book.usage_map(), book.total.cost_usd
+        meta = self._runner.meta
+        record = copy.deepcopy(meta.to_dict())
+        record["usage"], record["cost_usd"] = self._runner.state.usage.read(meta)  # as run.usage sees them
         return record
 
     @property
@@ -101,11 +100,7 @@ class Run:
         prompt/completion/cached/cache-write tokens, cost_usd, priced_usd and unpriced_calls).
         Finished child runs (fan-out workers and sub-agents, and theirs) are rolled in (``total``
         and the stage that started them) and also shown apart as ``children`` (with ``runs``)."""
-        meta, book = self._runner.meta, self._runner.state.usage
-        # The book's totals when calls came in since they went on meta.json (read, not settled:
-        # this is the caller's thread, and the recorder settles them on the engine's).
-        usage = book.usage_map() if book.stale else copy.deepcopy(meta.usage)
-        cost = book.total.cost_usd if book.stale else meta.cost_usd
+        usage, cost = self._runner.state.usage.read(self._runner.meta)
         return {"cost_usd": cost, "total": usage.get("total") or {}, "by_stage": usage.get("by_stage") or {},
                 "children": usage.get("children") or {}}
 

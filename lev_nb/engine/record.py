@@ -5,6 +5,7 @@ book (tokens and cost per stage and in all, workers' rolled in: :class:`UsageBoo
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -176,6 +177,14 @@ class UsageBook:
         meta.usage = self.usage_map()
         # Cleared last: run.usage, on the caller's thread, reads the book until the meta has it all.
         self.stale = False
+
+    def read(self, meta: RunMeta) -> tuple[dict[str, Any], float | None]:
+        """``meta``'s ``usage`` (a copy) and ``cost_usd`` as a reader on another thread should see
+        them: the book's own totals while calls are unwritten (they are not settled here: the
+        recorder does that on the engine's thread)."""
+        if self.stale:
+            return self.usage_map(), self.total.cost_usd
+        return copy.deepcopy(meta.usage), meta.cost_usd
 
     def settle(self, meta: RunMeta) -> None:
         """Put the totals on ``meta`` if calls came in since they were last put there: the
