@@ -24,7 +24,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -50,6 +49,7 @@ import bench_script_provider  # noqa: E402
 import bench_turn_baseline  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_validate  # noqa: E402
+import scratch  # noqa: E402
 
 
 @dataclass
@@ -309,7 +309,7 @@ def cold_rows(runs: int) -> list[Row]:
     lev = str(Path(sys.executable).parent / "lev")
     triage = str(ROOT / "blueprints" / "triage")
     rows = []
-    with tempfile.TemporaryDirectory() as home:
+    with scratch.folder() as home:
         env = bench_cli_startup._child_env(home)
         _, python = timed_process([sys.executable, "-c", "pass"], runs, env)
         base, _ = stats([t * 1e3 for t in python])
@@ -377,7 +377,7 @@ def ps_rows(runs: int, repeats: int) -> list[Row]:
     abandoned (bench_ps.make_store); the baseline is ``lev ps`` over an empty store."""
     group = f"lev ps over {runs:,} runs"
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch.folder() as tmp:
         empty, _ = bench_ps.time_ps(Path(tmp) / "empty", [], repeats)
         bench_ps.make_store(Path(tmp) / "full", runs)
         for args, target in (([], 2.0), (["--json"], None), (["--all"], None)):
@@ -395,7 +395,7 @@ def runs_rows(runs: int, repeats: int) -> list[Row]:
     group = f"run table over {runs:,} runs"
     targets = {"lev_nb.runs(), first call": 2.0, "lev_nb.runs(), again": 0.5, "lev_nb.runs(limit=50)": 0.5}
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch.folder() as tmp:
         home = Path(tmp)
         bench_ps.make_store(home, runs)
         found = bench_runs.measure(home, repeats)
@@ -461,7 +461,7 @@ def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, tuple[float, 
 def validate_rows(runs: int) -> list[Row]:
     """``lev validate`` on a generated 40-stage blueprint, whole process and in process."""
     lev = str(Path(sys.executable).parent / "lev")
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch.folder() as tmp:
         folder = Path(tmp) / "bench-agent"
         folder.mkdir()
         (folder / "agent.leviath").write_text(bench_validate.generate_blueprint())
@@ -502,11 +502,6 @@ def _one_batch(bp: Any, tasks: int, processes: int, home: str) -> tuple[float, f
     return last - first, first - called
 
 
-def ram_folder() -> str | None:
-    """A folder on a RAM filesystem to hold a benchmark's run store, when this machine has one."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-
-
 def scaling_rows(tasks: int, pairs: int) -> list[Row]:
     """A CPU-bound batch (zero-latency mock) on 1 and on 2 worker processes (``lev_nb.run_many``).
 
@@ -521,12 +516,10 @@ def scaling_rows(tasks: int, pairs: int) -> list[Row]:
     import lev_nb
 
     bp = lev_nb.load(ROOT / "blueprints" / "code-fixer")
-    ram = ram_folder()
+    ram = scratch.ram_available()
     walls: dict[int, list[float]] = {1: [], 2: []}
     startups: dict[int, list[float]] = {1: [], 2: []}
-    # Every trial keeps its records until the end: deleting thousands of files between trials is
-    # what slows the next one's file creation on ext4.
-    with tempfile.TemporaryDirectory(dir=ram) as in_ram, tempfile.TemporaryDirectory() as on_disk:
+    with scratch.folder(ram=ram) as in_ram, scratch.folder() as on_disk:
         for pair in range(pairs):
             for processes in (1, 2):
                 wall, startup = _one_batch(bp, tasks, processes, f"{in_ram}/{pair}-{processes}")

@@ -17,9 +17,10 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+import scratch
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results" / "cli_startup.json"
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lev = str(Path(sys.executable).parent / "lev")
     triage = str(ROOT / "blueprints" / "triage")
-    with tempfile.TemporaryDirectory() as home:
+    with scratch.folder() as home:
         env = _child_env(home)
         rows = [
             ("python -c pass (baseline)", _time_command([sys.executable, "-c", "pass"], args.runs, env)),

@@ -25,10 +25,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "engine.json"
@@ -94,7 +95,7 @@ def overhead(turns: int, calls_per_turn: int, repeats: int, samples: bool = Fals
 
     bp = load(STAGE_BLUEPRINT)
     engine_times, bare_times = [], []
-    with tempfile.TemporaryDirectory() as home:
+    with scratch.folder() as home:
         for _ in range(repeats):
             start = time.process_time()
             run = start_run(
@@ -139,7 +140,7 @@ def per_stage(stages: int, repeats: int) -> dict[str, Any]:
 
     bp = load(chain_blueprint(stages))
     engine_times, bare_times = [], []
-    with tempfile.TemporaryDirectory() as home:
+    with scratch.folder() as home:
         for _ in range(repeats):
             steps = [{"text": f"stage {i} done"} for i in range(stages)]
             start = time.process_time()
@@ -227,7 +228,7 @@ def child(n: int, latency: float, pool: int = 0, mix: bool = False) -> None:
     gc.collect()
     base = live_memory_kib()
     model = CountingMock(latency)
-    with tempfile.TemporaryDirectory() as home:
+    with scratch.folder() as home:
         cpu0 = time.process_time()
         start = time.perf_counter()
         runs = [start_run(kinds[i % len(kinds)][0], task=f"item {i}: summarise the report", model=model, home=home)

@@ -23,9 +23,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "eval.json"
@@ -75,7 +76,7 @@ if __name__ == "__main__":
 
 def one(mode: str, cases: int) -> dict[str, Any]:
     """Run one mode in a fresh subprocess with a fresh LEV_HOME; its figures."""
-    with tempfile.TemporaryDirectory(prefix="lev-bench-eval-") as home:
+    with scratch.folder(prefix="lev-bench-eval-") as home:
         script = Path(home) / "child.py"
         script.write_text(CHILD)
         env = {**os.environ, "LEV_HOME": str(Path(home) / "home"), "PYTHONPATH": str(ROOT)}

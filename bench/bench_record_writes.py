@@ -17,9 +17,10 @@ import os
 import resource
 import statistics
 import sys
-import tempfile
 import timeit
 from pathlib import Path
+
+import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -44,7 +45,7 @@ def meta_writes(runs: int, turns: int, rounds: int) -> dict[str, list[float]]:
     from lev_nb.store.files import replace_files
 
     samples: dict[str, list[float]] = {"swap with a kept sibling": [], "rename over": []}
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch.folder() as tmp:
         for round_ in range(rounds):
             for label, keep in (("swap with a kept sibling", True), ("rename over", False)):
                 folders = [os.path.join(tmp, f"{round_}-{keep}-{i}") for i in range(runs)]

@@ -46,7 +46,6 @@ a process making many runs and one making few, so start-up and first-use costs c
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import json
 import os
@@ -54,13 +53,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import callgrind
+import scratch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -71,32 +70,6 @@ AGENTS = HERE / "agents"
 MIX = (("tool-user", 3, 4), ("one-shot", 3, 1), ("two-stage", 2, 3), ("three-stage", 2, 6))
 LONGEST = max(calls for _, _, calls in MIX)
 POOL = 4096  # [limits] max_concurrent_inferences: wide enough that the pool is never the limit
-
-
-# ----------------------------------------------------------------------------------------- the homes
-_HOMES: list[str] = []
-
-
-RAM_FOLDER = Path("/dev/shm")  # a RAM file system on Linux: the run store without the disk's costs
-
-
-def ram_available() -> bool:
-    """Whether a run store can be kept in RAM here (:data:`RAM_FOLDER` exists and is writable)."""
-    return RAM_FOLDER.is_dir() and os.access(RAM_FOLDER, os.W_OK)
-
-
-@contextlib.contextmanager
-def kept_home(ram: bool = False) -> Iterator[str]:
-    """A fresh run store for one measurement, deleted when the bench ends, not after it: deleting a
-    home's thousands of files right before the next measurement made the file system search past
-    them for every inode the next runs allocated, which doubled the kernel time of the next repeat
-    and no user's run pays (perf: find_get_block_common, recently_deleted). ``ram``: in
-    :data:`RAM_FOLDER`, the side-by-side baseline that shows the disk's share."""
-    if not _HOMES:
-        atexit.register(lambda: [shutil.rmtree(home, ignore_errors=True) for home in _HOMES])
-    home = tempfile.mkdtemp(prefix="lev-bench-", dir=RAM_FOLDER if ram else None)
-    _HOMES.append(home)
-    yield home
 
 
 # ------------------------------------------------------------------------------------------ the server
@@ -310,7 +283,7 @@ def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
         return None
     counts = {}
     for n in (few, many):
-        with kept_home() as home:
+        with scratch.folder() as home:
             write_home(home, 9)  # the port is never used: no call leaves the process
             proc, counted = callgrind.run_counted([sys.executable, __file__, "--child-in-process", str(n),
                                                    "--home", home], cwd=str(ROOT), env=_env(home))
@@ -325,7 +298,7 @@ def engine_instructions(many: int = 60, few: int = 20) -> dict[str, Any] | None:
 def run_engine(n: int, delay: float, ram: bool = False) -> dict[str, Any]:
     """The ``engine`` shape once: a fresh process against a fresh server (``ram``: its run store
     in RAM)."""
-    with latency_server(delay) as port, kept_home(ram) as home:
+    with latency_server(delay) as port, scratch.folder(ram=ram) as home:
         write_home(home, port)
         out = subprocess.run([sys.executable, __file__, "--child", str(n), "--home", home],
                              capture_output=True, text=True, cwd=ROOT, env=_env(home))
@@ -372,7 +345,7 @@ def cache_bytecode() -> None:
 def run_cli(n: int, delay: float, workers: int | None) -> dict[str, Any]:
     """The four agents' shares as ``lev run AGENT --count K [--workers W]``, started together."""
     lev = str(Path(sys.executable).parent / "lev")
-    with latency_server(delay) as port, kept_home() as home:
+    with latency_server(delay) as port, scratch.folder() as home:
         write_home(home, port)
         start = time.perf_counter()
         procs = []
@@ -430,7 +403,7 @@ def upstream_once(n: int, delay: float) -> dict[str, Any]:
     read from /proc when the last call has been answered, plus the four clients'."""
     lev = upstream_binary()
     assert lev is not None
-    with latency_server(delay) as port, kept_home() as home:
+    with latency_server(delay) as port, scratch.folder() as home:
         data = Path(home, ".leviath")
         (data / "providers").mkdir(parents=True)
         shutil.copy(SCRIPT, data / "providers" / "benchmock.rhai")
@@ -492,7 +465,7 @@ print(json.dumps({"failed": failed[:3]}))
 def run_many_shape(n: int, delay: float, processes: int) -> dict[str, Any]:
     """The four agents' shares through ``lev_nb.run_many`` (one call per agent, side by side)."""
     agents = [(str(AGENTS / name), count) for name, count in shares(n)]
-    with latency_server(delay) as port, kept_home() as home:
+    with latency_server(delay) as port, scratch.folder() as home:
         write_home(home, port)
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", RUN_MANY_CHILD, json.dumps(agents), home, str(processes)],
@@ -530,14 +503,14 @@ def shapes(big: bool) -> list[tuple[str, int, float, Any]]:
     """(label, runs, delay, what to run) for the default pass or the big one."""
     todo: list[tuple[str, int, float, Any]] = [
         ("engine", 100, 0.05, lambda: run_engine(100, 0.05)),
-        *([(RAM_SHAPE, 100, 0.05, lambda: run_engine(100, 0.05, ram=True))] if ram_available() else []),
+        *([(RAM_SHAPE, 100, 0.05, lambda: run_engine(100, 0.05, ram=True))] if scratch.ram_available() else []),
         ("engine", 100, 1.5, lambda: run_engine(100, 1.5)),
         ("cli (4 x lev run --count)", 100, 0.05, lambda: run_cli(100, 0.05, None)),
     ]
     if big:
         todo += [
             ("engine", 1000, 0.05, lambda: run_engine(1000, 0.05)),
-            *([(RAM_SHAPE, 1000, 0.05, lambda: run_engine(1000, 0.05, ram=True))] if ram_available() else []),
+            *([(RAM_SHAPE, 1000, 0.05, lambda: run_engine(1000, 0.05, ram=True))] if scratch.ram_available() else []),
             ("cli (4 x lev run --count)", 1000, 0.05, lambda: run_cli(1000, 0.05, None)),
             ("run_many (4 x 1 process)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 1)),
             ("run_many (4 x 2 processes)", 1000, 0.05, lambda: run_many_shape(1000, 0.05, 2)),

@@ -27,7 +27,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ for entry in (str(ROOT), str(ROOT / "bench")):
         sys.path.insert(0, entry)
 
 from bench_engine import STAGE_BLUEPRINT, flush_records  # noqa: E402
+import scratch  # noqa: E402
 
 MODES = ("off", "spans", "otlp")
 
@@ -100,7 +100,7 @@ def per_turn(mode: str, turns: int, calls_per_turn: int, repeats: int, endpoint:
     use_tracer_provider(provider)
     times = []
     try:
-        with tempfile.TemporaryDirectory() as home:
+        with scratch.folder() as home:
             for _ in range(repeats):
                 start = time.process_time()
                 run = start_run(bp, task="bench", model=ScriptedModel(list(steps)), workdir=home, home=home,

@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from io import BytesIO
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import callgrind
+import scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "97f5a65"  # main just before the first commit for issue 29 (2026-12-02)
@@ -71,7 +71,7 @@ def baseline_tree() -> Iterator[str]:
     """The baseline's ``lev_nb`` and ``bench`` in a scratch folder, with this build's native module."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", BASELINE, "lev_nb", "bench"],
                              capture_output=True, check=True).stdout
-    with tempfile.TemporaryDirectory(prefix="lev-baseline-") as tree:
+    with scratch.folder(prefix="lev-baseline-") as tree:
         with tarfile.open(fileobj=BytesIO(archive)) as tar:
             tar.extractall(tree, filter="data")
         for native in (ROOT / "lev_nb").glob("_rhai*.so"):

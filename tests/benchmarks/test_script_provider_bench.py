@@ -5,6 +5,7 @@ model calls the benchmark counts on, and one engine-shape measurement reports ev
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -50,21 +51,43 @@ def test_the_engine_shape_reports_every_figure(bench) -> None:
 
 
 def test_the_ram_baseline_keeps_its_run_store_in_ram(bench, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not bench.ram_available():
+    if not bench.scratch.ram_available():
         pytest.skip("no RAM file system here")
     homes: list[str] = []
-    kept = bench.kept_home
+    made = bench.scratch.folder
 
-    def noted(ram: bool = False):  # type: ignore[no-untyped-def]
-        manager = kept(ram)
+    def noted(prefix: str = "lev-bench-", ram: bool = False):  # type: ignore[no-untyped-def]
+        manager = made(prefix, ram)
         homes.append(manager.__enter__())
         return contextlib.nullcontext(homes[-1])
 
-    monkeypatch.setattr(bench, "kept_home", noted)
+    monkeypatch.setattr(bench.scratch, "folder", noted)
     found = bench.run_engine(5, 0.0, ram=True)
     assert found["statuses"] == {"complete": 5}
-    assert homes and all(Path(home).parent == bench.RAM_FOLDER for home in homes)
+    assert homes and all(Path(home).parent == bench.scratch.RAM_FOLDER for home in homes)
     assert any(label == bench.RAM_SHAPE for label, *_ in bench.shapes(big=False))
+
+
+def test_a_scratch_folder_outlives_its_measurement_and_not_the_bench(tmp_path: Path) -> None:
+    """Deleting a measurement's thousands of files slowed the next measurement's file creation, so
+    the bench removes its folders when it exits, and only then."""
+    import subprocess
+
+    child = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
+        "import scratch\n"
+        "with scratch.folder(prefix='kept-') as made:\n"
+        "    open(os.path.join(made, 'record'), 'w').write('x')\n"
+        "print(made)\n"
+        "print(os.path.isfile(os.path.join(made, 'record')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    made, kept = out.stdout.split()
+    assert Path(made).parent == tmp_path and Path(made).name.startswith("kept-")
+    assert kept == "True"  # still there after its block
+    assert not Path(made).exists()  # gone with the process
 
 
 def test_the_in_process_mix_runs_every_run_to_its_end(bench, home: Path) -> None:
