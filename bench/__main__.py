@@ -176,13 +176,18 @@ HANDOVER_MESSAGES = 401  # "Begin." and 200 turns of a tool call and its result
 def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[str, Any]]]:
     """The issue-29 workload (bench_script_provider): agents whose model calls go through a Rhai
     provider script to a latency server; drain, CPU per call (script / engine), calls in flight,
-    memory per run. The 1.5 s shape is the regression check on a fixed ceiling of calls in flight."""
+    memory per run. The 1.5 s shape is the regression check on a fixed ceiling of calls in flight.
+    CPU per model call is judged at the issue's workload (1,000 agents at 50 ms: at most 1.6 ms) and,
+    at 100 agents, against the upstream's own figure at that size in the same pass."""
     repeats = 1 if quick else 3
     rows, raw = [], []
     bench_script_provider.cache_bytecode()
-    for label, n, delay, fn in bench_script_provider.shapes(big):
-        r = {"shape": label, **bench_script_provider.median_of(fn, repeats)}
-        raw.append(r)
+    for label, _n, _delay, fn in bench_script_provider.shapes(big):
+        raw.append({"shape": label, **bench_script_provider.median_of(fn, repeats)})
+    # The upstream's CPU per model call in this pass, by agents: what a smaller shape is judged by.
+    upstream = {r["runs"]: r["cpu_per_call_ms"] for r in raw if r["shape"] == bench_script_provider.UPSTREAM_SHAPE}
+    for r in raw:
+        label, n, delay = r["shape"], r["runs"], r["delay_s"]
         group = f"provider script: {label}, {n:,} agents at {delay * 1e3:g} ms"
         spread = lambda key: tuple(r[f"{key}_spread"])  # noqa: E731
         drain = Row(group, "drain", "s", r["drain_s"], spread("drain_s"), r["ideal_s"], "ideal (longest run)")
@@ -195,8 +200,13 @@ def script_provider_rows(quick: bool, big: bool) -> tuple[list[Row], list[dict[s
         rows.append(drain)
         cpu = Row(group, "CPU per model call", "ms", r["cpu_per_call_ms"], spread("cpu_per_call_ms"),
                   None, f"{r['model_calls']:,.0f} calls")
-        if label == "engine" and delay < 1.5:
+        if label == "engine" and delay < 1.5 and n >= 1000:  # the issue's workload: 1,000 agents at 50 ms
             cpu.target, cpu.target_label = 1.6, "<= 1.6 ms"
+            cpu.judge(lambda v, t: v <= t)
+        elif label == "engine" and delay < 1.5 and n in upstream:
+            # A hundred agents give the loop and the writer fewer calls to share each wake-up with:
+            # the same user time a call, more kernel time. Judged beside the upstream at that size.
+            cpu.target, cpu.target_label = upstream[n], f"<= {upstream[n]:.2f} ms (the upstream)"
             cpu.judge(lambda v, t: v <= t)
         rows.append(cpu)
         if "script_cpu_per_call_ms" in r:

@@ -53,6 +53,40 @@ def test_only_keeps_the_raw_data_of_the_sections_it_did_not_measure(tmp_path: Pa
     assert _merged_raw(path, {"script": [], "seconds": {"script": 1.0}}) == {"script": [], "seconds": {"script": 1.0}}
 
 
+def test_cpu_per_call_is_judged_at_the_issues_workload_and_beside_the_upstream(monkeypatch) -> None:
+    """1.6 ms is the target at 1,000 agents and 50 ms (issue 29's workload); at 100 agents the
+    figure is judged against the upstream's at that size in the same pass, and without it not at all."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    import bench.__main__ as bench_main
+
+    sp = bench_main.bench_script_provider
+
+    def measured(n: int, cpu: float) -> dict:
+        return {"runs": n, "delay_s": 0.05, "drain_s": 1.0, "ideal_s": 0.3, "cpu_per_call_ms": cpu,
+                "model_calls": 3 * n, "peak_in_flight": n}
+
+    def shapes(with_upstream: bool):  # type: ignore[no-untyped-def]
+        todo = [("engine", 100, 0.05, lambda: measured(100, 1.8)), ("engine", 1000, 0.05, lambda: measured(1000, 1.5))]
+        if with_upstream:
+            todo.append((sp.UPSTREAM_SHAPE, 100, 0.05, lambda: measured(100, 3.0)))
+        return todo
+
+    monkeypatch.setattr(sp, "cache_bytecode", lambda: None)
+    monkeypatch.setattr(sp, "conversation_handover", lambda *a: {"held_ms": 1.0, "held_spread_ms": [1.0, 1.0],
+                                                                  "whole_ms": 2.0})
+    monkeypatch.setattr(sp, "engine_instructions", lambda *a: None)
+    for with_upstream in (True, False):
+        monkeypatch.setattr(sp, "shapes", lambda big, w=with_upstream: shapes(w))
+        rows, _ = bench_main.script_provider_rows(quick=True, big=True)
+        cpu = {row.group.split(", ")[1]: row for row in rows if row.figure == "CPU per model call" and "engine" in row.group}
+        big, small = cpu["1,000 agents at 50 ms"], cpu["100 agents at 50 ms"]
+        assert (big.target, big.met) == (1.6, True)
+        if with_upstream:
+            assert (small.target, small.met) == (3.0, True) and "upstream" in small.target_label
+        else:
+            assert small.target is None and small.met is None
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("LEV_BENCH") != "1", reason="the whole quick pass takes minutes: LEV_BENCH=1")
 def test_the_quick_pass_runs_every_benchmark(tmp_path: Path) -> None:
