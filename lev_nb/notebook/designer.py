@@ -3,8 +3,8 @@
 A :class:`Designer` is an ipywidgets ``VBox``: on the left the agent.leviath text (a ``Textarea``,
 which needs nothing from the network), on the right the verdict (what ``lev validate`` finds, each
 finding with its line, and the numbers of those lines in colour) and the stage graph; below, a
-task and a "Dry run (mock)" button that runs the current text on the mock model in a new temporary
-workdir and shows the run's live view.
+task and a "Dry run (mock)" button that runs the current text on the mock model (in the workdir a
+run gets when none is given, inside its record) and shows the run's live view.
 
 Typing does not block the kernel: each change restarts a timer (``delay``, 0.5 s by default) and
 only the last text is checked, on the timer's thread; a check overtaken by a newer change draws
@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import html
 import os
-import tempfile
 import threading
 import weakref
 from pathlib import Path
@@ -85,7 +84,7 @@ class Designer(widgets.VBox):
         self.graph.add_class("lev-designer-graph")
         self.task = widgets.Text(value=DEFAULT_TASK, description="task", layout=widgets.Layout(width="60%"))
         self.dry_button = widgets.Button(description="Dry run (mock)", button_style="primary",
-                                         tooltip="run the current text on the mock model in a new temporary workdir")
+                                         tooltip="run the current text on the mock model")
         self.dry_view = widgets.VBox()
         left = widgets.VBox([widgets.HTML(_STYLE), widgets.HBox([self.gutter, self.editor])],
                             layout=widgets.Layout(width="50%"))
@@ -177,8 +176,10 @@ class Designer(widgets.VBox):
 
     # -- the dry run -----------------------------------------------------------------------------
     def start_dry_run(self) -> Any:
-        """Run the current text on the mock model in a new temporary workdir and show its view
-        below the editor; returns the Run (also ``dry_run``), or None when the text cannot run."""
+        """Run the current text on the mock model and show its view below the editor; returns the
+        Run (also ``dry_run``), or None when the text cannot run. Its workdir is the one a run
+        gets when none is given, inside its own record, so a dry run's files go where its record
+        goes (``lev rm``, ``lev gc``) rather than piling up as folders in the system's temp dir."""
         from lev_nb.notebook.widget import RunWidget
         from lev_nb.scripting import ScriptError
 
@@ -194,15 +195,14 @@ class Designer(widgets.VBox):
             return None
         bp = verdict.blueprint
         assert bp is not None
-        workdir = tempfile.mkdtemp(prefix="lev-dry-run-")
         try:
-            run = bp.run(self.task.value, model="mock", workdir=workdir, interactive=True)
+            run = bp.run(self.task.value, model="mock", interactive=True)
         except (ValueError, TypeError, ScriptError) as exc:  # LaunchError is a ValueError
             self.dry_view.children = (_note(f"The dry run cannot start: {' '.join(str(exc).split())}"),)
             return None
         self.dry_run = run
         self.dry_view.children = (
-            _note(f"Dry run on the mock model in {workdir}", colour="inherit"), RunWidget(run, bp.stage_names))
+            _note(f"Dry run on the mock model in {run.workdir}", colour="inherit"), RunWidget(run, bp.stage_names))
         return run
 
     # -- displaying ------------------------------------------------------------------------------

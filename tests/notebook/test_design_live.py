@@ -162,9 +162,10 @@ def test_the_designer_judges_again_after_a_pause_in_typing(kernel: Any) -> None:
 
 def test_the_dry_run_button_runs_the_text_on_the_mock_model(kernel: Any) -> None:
     execute(kernel, f"ed2 = lev_nb.designer({FIXED!r}, delay=0.3)\ned2.task.value = 'notes for 2.5'\ned2.dry_button.click()")
-    run = value(kernel, "(lambda r: [r.status, r.stage_history, r.meta['task'], r.workdir])(ed2.dry_run.wait(60))")
+    run = value(kernel, "(lambda r: [r.status, r.stage_history, r.meta['task'], r.workdir, r.run_dir])"
+                        "(ed2.dry_run.wait(60))")
     assert run[:3] == ["complete", ["collect", "write"], "notes for 2.5"]
-    assert Path(run[3]).name.startswith("lev-dry-run-")
+    assert Path(run[3]) == Path(run[4]) / "workdir"  # in its record, not a folder left in the temp dir
     assert value(kernel, "type(ed2.dry_view.children[1]).__name__") == "RunWidget"
     # A text with errors does not run: the view says why.
     execute(kernel, f"ed2.text = {DRAFT!r}\ned2.dry_button.click()")
