@@ -100,6 +100,22 @@ def test_network_off_and_script_shell_in_the_sandbox(workdir: Path, outside: Pat
 
 
 @needs_bwrap
+def test_temporary_files_go_to_the_sandboxs_own_tmp(workdir: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host TMPDIR (a per-user folder under /tmp, as pam_tmpdir sets) is not there inside, where
+    /tmp is the sandbox's own: mktemp failed in every command until TMPDIR pointed there."""
+    host_tmp = tmp_path / "user" / "1000"
+    host_tmp.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(host_tmp))
+    monkeypatch.setenv("TMP", str(host_tmp))
+    host = RunToolHost(Workspace(workdir), shell_allowed=True,
+                       sandbox=Sandbox(choose(SandboxSpec(kind="namespace")), workdir))
+    out = host.shell("echo \"$TMPDIR|${TMP-unset}\"; mktemp").splitlines()
+    assert out[0] == "/tmp|unset"
+    assert out[1].startswith("/tmp/tmp.") and not list(host_tmp.iterdir())
+
+
+@needs_bwrap
 def test_mounts_and_persist(tmp_path: Path, outside: Path) -> None:
     work = tmp_path / "w"
     work.mkdir()
