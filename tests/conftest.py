@@ -4,57 +4,20 @@ in support.py."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from isolated_session import MODEL_KEYS, NO_TITLES, config_env_names
 from support import AGENT_HEADER, Lev, RunHarness
-
-
-_SESSION_HOME: str | None = None
-
-
-# [title] enabled: off for the suite (tests/engine/test_run_titles.py turns it on).
-NO_TITLES = "LEV_TITLE_ENABLED"
-
-def pytest_configure(config: pytest.Config) -> None:
-    """No test writes into a user's run store (~/.lev, ./.lev): the whole session, notebook kernels
-    included (they inherit this environment), gets a LEV_HOME of its own."""
-    global _SESSION_HOME
-    _SESSION_HOME = tempfile.mkdtemp(prefix="lev-test-home-")
-    os.environ["LEV_HOME"] = _SESSION_HOME
-    # Nor does any test read the developer's configuration: not a LEV_CONFIG file, not a setting
-    # exported in the shell (notebook kernels inherit this environment too).
-    for name in _config_env_names():
-        os.environ.pop(name, None)
-    os.environ[NO_TITLES] = "false"  # see _no_user_config
-    # Nor does a run trace to the developer's collector (OTEL_TRACES_EXPORTER would turn tracing on).
-    for name in [n for n in os.environ if n.startswith("OTEL_")]:
-        os.environ.pop(name, None)
-
-
-def _config_env_names() -> list[str]:
-    from lev_nb.settings.paths import CONFIG_ENV, UPSTREAM_CONFIG_ENV, UPSTREAM_HOME_ENV
-    from lev_nb.settings.schema import ENVIRONMENT
-
-    return [CONFIG_ENV, UPSTREAM_CONFIG_ENV, UPSTREAM_HOME_ENV, *(var for var, _ in ENVIRONMENT)]
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _SESSION_HOME is not None:
-        shutil.rmtree(_SESSION_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
 def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach a real model: a key in the developer's shell must not leak into a run."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY",
-                 "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "OLLAMA_HOST"):
+    for name in MODEL_KEYS:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -74,7 +37,7 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     (``lev_nb.configure``), and leaves none behind."""
     from lev_nb.settings.loader import clear_session
 
-    for name in _config_env_names():
+    for name in config_env_names():
         monkeypatch.delenv(name, raising=False)
     # A generated title is one more model call, made beside the run's own: it would take replies
     # queued for the stages from every stand-in. Only the title tests turn titles back on.

@@ -4,7 +4,6 @@ notebooks/sanitize.cfg has replaced run ids, timestamps, durations and temporary
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,6 @@ def pytest_configure(config: Any) -> None:
     option = config.option
     if getattr(option, "nbval_sanitize_with", "unset") is None:
         option.nbval_sanitize_with = str(SANITIZE)
-    # The notebooks switch to Claude (or OpenAI) when a key is set; a test run stays offline
-    # (kernels inherit this environment), as every other test does.
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        os.environ.pop(name, None)
 
 
 def pytest_collectstart(collector: Any) -> None:
