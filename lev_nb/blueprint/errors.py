@@ -54,9 +54,20 @@ def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """A "did you mean 'x'?" hint for a misspelt key or value, or None when nothing is close."""
-    match = closest(word, choices)
+    """A "did you mean 'x'?" hint for a misspelt key or value, or None when nothing is close.
+
+    A word that is one whole part of up to three longer names (``tools`` for a stage's
+    ``allow_blocking_tools``, ``available_tools`` and ``required_tools``) names those: spelling
+    alone offered ``hooks``."""
+    options = list(choices)
+    within = [f"'{c}'" for c in options if c != word and word.lower() in _PARTS.split(c.lower())]
+    if 0 < len(within) <= 3:
+        return "did you mean " + (" or ".join(within) if len(within) < 3 else f"{within[0]}, {within[1]} or {within[2]}") + "?"
+    match = closest(word, options)
     return f"did you mean '{match}'?" if match else None
+
+
+_PARTS = re.compile(r"[_\-.]")
 
 
 def unrecognized_arguments(unknown: list[str], options: Iterable[str]) -> str:

@@ -76,6 +76,18 @@ def test_only_the_first_failure_is_reported() -> None:
     assert "bogus" not in (report.error or "")
 
 
+def test_a_stage_key_named_by_its_last_word_gets_the_keys_it_is_part_of() -> None:
+    """``tools = [...]`` (as other frameworks spell it) is suggested the stage keys ending in
+    ``tools``, not ``hooks``, which is merely spelt alike; a plain typo still gets the spelling."""
+    from lev_nb.blueprint.errors import did_you_mean
+
+    with pytest.raises(BlueprintError) as info:
+        load('[agent]\nname = "x"\nentry_stage = "a"\n[stages.a]\nmode = "autonomous"\ntools = ["shell"]\n')
+    assert "did you mean 'allow_blocking_tools', 'available_tools' or 'required_tools'?" in str(info.value)
+    assert did_you_mean("permissions", ["tool_permissions", "tool_routing"]) == "did you mean 'tool_permissions'?"
+    assert did_you_mean("hoks", ["hooks", "available_tools"]) == "did you mean 'hooks'?"
+
+
 def test_custom_region_script_must_stay_inside_the_agent_folder(tmp_path: Path) -> None:
     (tmp_path / "outside.rhai").write_text("fn render(ctx) { \"x\" }")
     agent = tmp_path / "agent"
