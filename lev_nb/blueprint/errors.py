@@ -62,7 +62,8 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     options = list(choices)
     within = [f"'{c}'" for c in options if c != word and word.lower() in _PARTS.split(c.lower())]
     if 0 < len(within) <= 3:
-        return "did you mean " + (" or ".join(within) if len(within) < 3 else f"{within[0]}, {within[1]} or {within[2]}") + "?"
+        names = " or ".join(within) if len(within) < 3 else f"{within[0]}, {within[1]} or {within[2]}"
+        return f"did you mean {names}?"
     match = closest(word, options)
     return f"did you mean '{match}'?" if match else None
 
