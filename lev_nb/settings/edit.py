@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, unreadable
 from .mcp_servers import McpServer
 
 __all__ = ["add_mcp_server", "remove_mcp_server"]
@@ -26,7 +26,7 @@ def _read(path: Path) -> Any:
     except FileNotFoundError:
         text = ""
     except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc}", path=path, kind="read") from None
+        raise unreadable(path, exc) from None
     try:
         return tomlkit.parse(text)
     except Exception as exc:  # tomlkit's parse errors share no base class worth naming

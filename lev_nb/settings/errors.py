@@ -9,6 +9,8 @@ that came from somewhere other than the file (an environment variable, ``lev_nb.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lev_nb.errors import ErrorKind, LocatedError
 
 ConfigErrorKind = ErrorKind
@@ -29,3 +31,15 @@ class ConfigError(LocatedError):
 
     unnamed = "<config>"
     default_kind: ErrorKind = "validation"
+
+
+def unreadable(path: Path, exc: Exception) -> ConfigError:
+    """The ConfigError for a configuration file that exists but cannot be read. A file where a
+    folder on its path should be (LEV_HOME set to a file, say) is named with what to do, not left
+    as the system's "Not a directory"."""
+    if isinstance(exc, NotADirectoryError):
+        blocker = next((folder for folder in path.parents if folder.is_file()), None)
+        if blocker is not None:
+            return ConfigError(f"cannot be read: {blocker} is a file, where a folder is needed", path=path,
+                               kind="read", hint="point LEV_HOME or LEV_CONFIG at a folder, or move that file away")
+    return ConfigError(f"cannot be read: {exc}", path=path, kind="read")

@@ -32,7 +32,7 @@ from lev_nb.blueprint.shellkeys import is_valid_prefix
 from lev_nb.records import record
 from lev_nb.secrets import SHELL_ENV_MODES, declare_credentials, environ_stamp
 
-from .errors import ConfigError, ConfigWarning
+from .errors import ConfigError, ConfigWarning, unreadable
 from .mcp_servers import ServerEntryError, entry_line, parse_servers
 from .model import BUILTIN_PROVIDERS, EXPORTERS, POLICIES, SCRIPT_PERMISSIONS, Settings, Source
 from .paths import config_path
@@ -394,7 +394,7 @@ def _file_layer(path: Path) -> tuple[Flat, bool, tuple[str, ...]]:
     except IsADirectoryError:
         raise ConfigError("is a folder, not a file", path=path, kind="read") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot be read: {exc}", path=path, kind="read") from None
+        raise unreadable(path, exc) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

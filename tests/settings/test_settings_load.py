@@ -238,3 +238,17 @@ def test_the_readme_example_loads(home: Path) -> None:
     assert s.limits.max_concurrent_inferences == 4 and s.tool_ceiling("code-fixer")["shell"] == "allow"
     for var, _ in ENVIRONMENT:
         assert f"`{var}`" in section, var
+
+
+def test_a_home_that_is_a_file_is_named_with_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LEV_HOME set to a file: the system's "Not a directory" about config.toml said neither which
+    file was in the way nor what to do."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("LEV_HOME", str(blocker))
+    with pytest.raises(ConfigError) as info:
+        load()
+    error = info.value
+    assert error.kind == "read" and Path(str(error.path)) == blocker / "config.toml"
+    assert error.message == f"cannot be read: {blocker} is a file, where a folder is needed"
+    assert error.hint == "point LEV_HOME or LEV_CONFIG at a folder, or move that file away"
