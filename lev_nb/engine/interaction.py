@@ -604,7 +604,7 @@ class InteractionHub:
                 line = shell_line(call.name, call.arguments)
                 if line is not None and any(write.target is None for write in line.writes):
                     return nameless_write_text(call.name)
-                return needs_approval_text(call.name)
+                return needs_approval_text(call.name, call.arguments)
             answer = await self.ask(request, grant=lambda a: self._grant_of(keys, a))
         if answer.outcome == "timed_out":
             return (f"[denied] Nobody answered the request to run '{call.name}' within "

@@ -33,7 +33,7 @@ from lev_nb.tools.registry import KEPT_ANSWERS, PolicyName, ToolRegistry
 
 __all__ = [
     "Policies", "Approver", "GrantBook", "resolve_policy", "authorise", "approval_keys", "shell_line",
-    "denied_text", "needs_approval_text", "declined_text", "denied_unattended",
+    "denied_text", "needs_approval_text", "unattended_names", "allow_remedy", "declined_text", "denied_unattended",
 ]
 
 # Called as approver(call) or approver(tool_name, arguments); may be sync (run in a thread) or async.
@@ -203,14 +203,32 @@ def denied_text(name: str) -> str:
 NOBODY_TO_ASK = "needs a person's approval and this run has nobody to ask"
 
 
-def needs_approval_text(name: str) -> str:
+def unattended_names(name: str, arguments: Mapping[str, Any] | None) -> list[str]:
+    """The tools a run must allow for this call to run with nobody to ask: the tool, and
+    ``write_file`` as well for a shell line that writes a file (its redirect answers to
+    write_file's permission too, so allowing the shell alone was not enough)."""
+    line = shell_line(name, arguments)
+    return [name, "write_file"] if line is not None and line.writes else [name]
+
+
+def allow_remedy(names: list[str]) -> str:
+    """How to start a run that lets ``names`` run unattended, on the command line and in Python."""
+    flags = " ".join(f"--allow {n}" for n in names)
+    listed = ", ".join(f'"{n}"' for n in names)
+    return f"start the run with {flags} (allow=[{listed}] in Python)"
+
+
+def needs_approval_text(name: str, arguments: Mapping[str, Any] | None = None) -> str:
     """Result for an ``ask`` tool when nobody is there to approve it."""
+    names = unattended_names(name, arguments)
+    settings = ", ".join(f'{n} = "allow"' for n in names)
     text = (
-        f"[denied] Tool '{name}' {NOBODY_TO_ASK}; to let it "
-        f"run unattended, start the run with --allow {name} (allow=[\"{name}\"] in Python) or --yolo, "
-        f"or allow it in your config.toml: [tool_permissions] {name} = \"allow\""
+        f"[denied] Tool '{name}' {NOBODY_TO_ASK}"
+        f"{' (the command writes a file, which needs write_file too)' if len(names) > 1 else ''}; to let it "
+        f"run unattended, {allow_remedy(names)} or --yolo, "
+        f"or allow it in your config.toml: [tool_permissions] {settings}"
     )
-    if canon_tool(name.lower()) in SHELL_TOOLS:
+    if canon_tool(name.lower()) in SHELL_TOOLS and len(names) == 1:
         text += ", or pre-approve the commands it runs: [safe_commands] shell = [\"<program>\"]"
     return text + "."
 
@@ -305,7 +323,7 @@ async def authorise(call: ToolCall, registry: ToolRegistry, policies: Policies) 
     elif _pre_approved(call.name, line, approval_keys(call.name, call.arguments), policies):
         return None
     elif policies.approver is None:
-        return needs_approval_text(call.name)
+        return needs_approval_text(call.name, call.arguments)
     assert policies.approver is not None
     try:
         approved = await _ask(policies.approver, call)

@@ -48,6 +48,24 @@ def test_allow_at_launch_runs_an_ask_tool_unattended(engine, workdir: Path):
     assert run.meta["allowed_tools"] == ["write_file"]
 
 
+def test_a_shell_line_that_writes_names_write_file_in_its_remedy(engine, workdir: Path):
+    """A redirect answers to write_file's permission too: with only the shell allowed, the denial
+    and the warning told the person to allow the shell, which they had. Both now name write_file,
+    and doing what they say lets the line run."""
+    shell = '[stages.work]\navailable_tools = ["shell"]\n[stages.work.transitions]\n'
+    line = call("shell", command="echo hi >> made.txt")
+    run, model = engine.run(shell, [line, say("ok")], allow=["shell"])
+    (result,) = results_of(model, 1)
+    assert "--allow shell --allow write_file" in result and "writes a file" in result
+    (warning,) = [e.message for e in events_of(run, "warning") if "was denied" in e.message]
+    assert 'start the run with --allow shell --allow write_file (allow=["shell", "write_file"] in Python)' in warning
+    assert not (workdir / "made.txt").exists()
+    engine.run(shell, [line, say("ok")], allow=["shell", "write_file"])
+    assert (workdir / "made.txt").read_text() == "hi\n"
+    run, model = engine.run(shell, [call("shell", command="touch other.txt"), say("ok")])  # no redirect
+    assert "--allow shell (" in results_of(model, 1)[0] and "write_file" not in results_of(model, 1)[0]
+
+
 def test_allow_at_launch_beats_a_blueprint_deny_and_the_configuration(engine, home: Path, workdir: Path):
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text('[tool_permissions]\nwrite_file = "deny"\n', encoding="utf-8")

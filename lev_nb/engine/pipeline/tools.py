@@ -30,7 +30,8 @@ from lev_nb.messages import ModelResponse, ToolCall, ToolSpec
 from lev_nb.tools.builtin import default_registry
 from lev_nb.tools.context import ToolContext
 from lev_nb.tools.executor import ToolResult, execute_calls, is_failure
-from lev_nb.tools.policy import Policies, denied_unattended, resolve_policy, script_host_permissions
+from lev_nb.tools.policy import (Policies, allow_remedy, denied_unattended, resolve_policy, script_host_permissions,
+                                 unattended_names)
 from lev_nb.tools.registry import ToolDef
 from lev_nb.settings.capabilities import capability_missing
 from lev_nb.tools.scripts import global_tool_defs
@@ -365,8 +366,9 @@ class StageTools:
             if result.call_id in replayed:
                 continue  # its events are in the record from the run's previous life
             if denied_unattended(result.content):
+                denied = by_id[result.call_id]
                 state.warn(f"'{result.name}' was denied: it needs a person's approval and nobody could be asked; "
-                           f"start the run with --allow {result.name} (allow=[\"{result.name}\"] in Python) to let it run",
+                           f"{allow_remedy(unattended_names(denied.name, denied.arguments))} to let it run",
                            "tool-denied-unattended")
             if result.call_id not in started:
                 call = by_id[result.call_id]
