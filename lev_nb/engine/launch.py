@@ -128,6 +128,7 @@ def _check_model(model: Any) -> Provider | None:
     except ValueError as exc:  # a scripted file that cannot be read
         raise LaunchError(str(exc)) from None
     if isinstance(provider, ModelOverride) and not is_registered(provider.provider):
+        _check_script_setting(provider.provider, provider.name)
         known = known_providers()
         hint = did_you_mean(provider.provider, known)
         raise LaunchError(
@@ -137,6 +138,24 @@ def _check_model(model: Any) -> Provider | None:
             python_hint="pass model='PROVIDER/MODEL' with one of them, or model='mock' for a dry run",
         )
     return provider
+
+
+def _check_script_setting(name: str, spec: str) -> None:
+    """A provider whose ``[model_providers.<name>] script`` names no file: say where it was looked
+    for, rather than that lev_nb does not know the provider."""
+    from lev_nb.providers.rhai_provider import script_location
+    from lev_nb.settings import current as current_settings
+
+    script = current_settings().provider(name).script
+    if not script:
+        return
+    where = script_location(script, name)
+    hint = ("a relative script path is read in $LEV_HOME/providers/: give the file's full path, or put it "
+            "there")
+    raise LaunchError(
+        f"model '{spec}': [model_providers.{name}] script = \"{script}\" names no file (looked for {where})",
+        cli_hint=hint, python_hint=hint,
+    )
 
 
 # ------------------------------------------------------------------------------------------------

@@ -183,15 +183,22 @@ def find_script(name: str, settings: Settings) -> Path | None:
 
 
 def _locate(script: str | None, name: str) -> Path | None:
-    if script:
-        path = Path(script).expanduser()
-        if not path.is_absolute():
-            path = _providers_dir() / path
-        if path.suffix != ".rhai" and not path.exists():
-            path = path.with_name(path.name + ".rhai")
-    else:
-        path = _providers_dir() / f"{name}.rhai"
+    path = script_location(script, name)
     return path if path.is_file() else None
+
+
+def script_location(script: str | None, name: str) -> Path:
+    """Where provider ``name``'s script is looked for, there or not: ``script`` (the
+    ``[model_providers.<name>] script`` setting; a relative path is read in the providers folder,
+    and ``.rhai`` may be left off), else ``$LEV_HOME/providers/<name>.rhai``."""
+    if not script:
+        return _providers_dir() / f"{name}.rhai"
+    path = Path(script).expanduser()
+    if not path.is_absolute():
+        path = _providers_dir() / path
+    if path.suffix != ".rhai" and not path.exists():
+        path = path.with_name(path.name + ".rhai")
+    return path
 
 
 def script_window(provider: str, settings: Settings) -> int | None:

@@ -79,6 +79,26 @@ def test_a_provider_override_needs_its_key_and_a_known_provider(home: Path) -> N
     )
 
 
+def test_a_provider_script_setting_that_names_no_file_says_where_it_looked(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not "names the provider 'spin', which lev_nb cannot call": the provider is configured, its
+    script is what is missing, and a relative path is read in the providers folder."""
+    from lev_nb.providers import rhai_provider
+
+    monkeypatch.setattr(rhai_provider, "RECHECK_S", 0.0)  # the file made below is looked for again at once
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[model_providers.spin]\nscript = "nested/spin.rhai"\n', encoding="utf-8")
+    error = refused(home, KEYED, "t", model="spin/any")
+    assert str(error).startswith(
+        f"model 'spin/any': [model_providers.spin] script = \"nested/spin.rhai\" names no file "
+        f"(looked for {home / 'providers' / 'nested' / 'spin.rhai'}); a relative script path is read in "
+        "$LEV_HOME/providers/")
+    (home / "providers" / "nested").mkdir(parents=True)
+    (home / "providers" / "nested" / "spin.rhai").write_text(
+        "fn initialize(config) { #{} }\nfn inference(state, request) { #{ content: \"hi\" } }\n", encoding="utf-8")
+    assert blueprint(KEYED).run("t", model="spin/any", home=home).wait(30).status  # found now: the run starts
+
+
 def test_a_model_spec_in_no_accepted_form_is_refused(home: Path) -> None:
     error = refused(home, KEYED, "t", model="nonsense")
     assert "model 'nonsense' is not a model spec" in str(error) and "'mock'" in str(error)
