@@ -140,22 +140,19 @@ def _check_model(model: Any) -> Provider | None:
     return provider
 
 
+SCRIPT_PATH_HINT = ("a relative script path is read in $LEV_HOME/providers/: give the file's full path, or put "
+                    "it there")
+
+
 def _check_script_setting(name: str, spec: str) -> None:
     """A provider whose ``[model_providers.<name>] script`` names no file: say where it was looked
     for, rather than that lev_nb does not know the provider."""
-    from lev_nb.providers.rhai_provider import script_location
+    from lev_nb.providers.resolve import missing_script
     from lev_nb.settings import current as current_settings
 
-    script = current_settings().provider(name).script
-    if not script:
-        return
-    where = script_location(script, name)
-    hint = ("a relative script path is read in $LEV_HOME/providers/: give the file's full path, or put it "
-            "there")
-    raise LaunchError(
-        f"model '{spec}': [model_providers.{name}] script = \"{script}\" names no file (looked for {where})",
-        cli_hint=hint, python_hint=hint,
-    )
+    why = missing_script(name, current_settings())
+    if why is not None:
+        raise LaunchError(f"model '{spec}': {why}", cli_hint=SCRIPT_PATH_HINT, python_hint=SCRIPT_PATH_HINT)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -98,9 +98,12 @@ def _candidates(stage: StagePlan, settings: Settings) -> tuple[list[ModelPick], 
     if stage.models and not stage.allow_user_default:
         if picks or unkeyed:
             return picks + [ModelPick(p.provider, p.model, None if picks else p.note) for p in unkeyed], None
+        from lev_nb.providers.resolve import missing_script
+
+        scripts = [why for why in dict.fromkeys(missing_script(c.provider, settings) for c in stage.models) if why]
         return [], (
             f"stage '{stage.name}' allows only {named}, and lev_nb cannot reach that provider "
-            "(allow_user_default = false)")
+            f"(allow_user_default = false){''.join(f'; {why}' for why in scripts)}")
     if (provider, model) not in seen and (is_configured(provider, settings) or not unkeyed):
         note = None if picks or not stage.models else (
             f"lev_nb cannot reach the provider of {named}, so stage '{stage.name}' runs on the default "

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ModelOverride", "UnavailableProvider", "resolve_model", "provider_for", "register_provider", "is_registered",
-    "known_providers", "missing_key", "is_configured", "configured_key", "key_variable", "base_url",
+    "known_providers", "missing_key", "missing_script", "is_configured", "configured_key", "key_variable", "base_url",
     "is_compatible_server", "ACCEPTED_FORMS",
 ]
 
@@ -216,6 +216,19 @@ def availability_print(settings: Settings) -> tuple[object, ...]:
         names = set(_KEY_ENV.values()) | {o.api_key_env for o in settings.model_providers.values() if o.api_key_env}
         variables = memo["key_variables"] = tuple(sorted(names))
     return (_registrations, env_value("LEV_HOME"), *(hash(env_value(v)) for v in variables))
+
+
+def missing_script(name: str, settings: Settings) -> str | None:
+    """Why provider ``name`` cannot be called when the script its configuration names is not
+    there (``[model_providers.<name>] script``, and where it was looked for); None otherwise."""
+    script = settings.provider(name).script
+    if not script:
+        return None
+    from lev_nb.providers.rhai_provider import find_script, script_location
+
+    if find_script(name, settings) is not None:
+        return None
+    return f"[model_providers.{name}] script = \"{script}\" names no file (looked for {script_location(script, name)})"
 
 
 class UnavailableProvider:

@@ -93,6 +93,9 @@ def test_a_provider_script_setting_that_names_no_file_says_where_it_looked(
         f"model 'spin/any': [model_providers.spin] script = \"nested/spin.rhai\" names no file "
         f"(looked for {home / 'providers' / 'nested' / 'spin.rhai'}); a relative script path is read in "
         "$LEV_HOME/providers/")
+    only_spin = ('[stages.read]\nmodel = { models = [{ provider = "spin", model = "x" }], allow_user_default = false }\n'
+                 '[stages.read.transitions]\n')
+    assert "spin.rhai\" names no file (looked for" in str(refused(home, only_spin, "t"))  # a stage's own list too
     (home / "providers" / "nested").mkdir(parents=True)
     (home / "providers" / "nested" / "spin.rhai").write_text(
         "fn initialize(config) { #{} }\nfn inference(state, request) { #{ content: \"hi\" } }\n", encoding="utf-8")
