@@ -275,18 +275,10 @@ def _isolation(network: bool) -> list[str]:
     return args + ["--proc", "/proc", "--dev", "/dev"]
 
 
-# The variables that name a folder for temporary files. The host's (a per-user folder under /tmp, as
-# Debian's pam_tmpdir sets, or one in the home folder) is not there inside the sandbox, whose /tmp
-# is its own: mktemp failed in every command. Inside, temporary files go to that /tmp.
-TEMP_FOLDER_VARIABLES = ("TMPDIR", "TMP", "TEMP", "TEMPDIR")
-
-
-def _scratch_env() -> list[str]:
-    """bubblewrap's options that point a command's temporary files at the sandbox's own /tmp."""
-    args = ["--setenv", "TMPDIR", "/tmp"]
-    for name in TEMP_FOLDER_VARIABLES[1:]:
-        args += ["--unsetenv", name]
-    return args
+# bubblewrap's options that point a command's temporary files at the sandbox's own /tmp. The host's
+# folder (TMPDIR: a per-user folder under /tmp, as Debian's pam_tmpdir sets, or one in the home
+# folder) is not there inside, where /tmp is the sandbox's own: mktemp failed in every command.
+SCRATCH_ENV = ("--setenv", "TMPDIR", "/tmp", "--unsetenv", "TMP", "--unsetenv", "TEMP", "--unsetenv", "TEMPDIR")
 
 
 def _system_binds() -> list[str]:
@@ -499,7 +491,7 @@ class Sandbox:
             if not _inside(Path(workdir), Path(path)):
                 args += _bwrap_cover(path, folder)
         args += ["--setenv", "HOME", "/tmp", "--chdir", workdir]
-        return args + _scratch_env()
+        return [*args, *SCRATCH_ENV]
 
     @staticmethod
     def _split(mounts: list[Mount], workdir: Path) -> tuple[list[Mount], list[Mount]]:

@@ -53,6 +53,9 @@ def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
     return matches[0] if matches else None
 
 
+_PARTS = re.compile(r"[_\-.]")  # what joins the words of a name: max_iterations, tool-routing
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A "did you mean 'x'?" hint for a misspelt key or value, or None when nothing is close.
 
@@ -66,9 +69,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
         return f"did you mean {names}?"
     match = closest(word, options)
     return f"did you mean '{match}'?" if match else None
-
-
-_PARTS = re.compile(r"[_\-.]")
 
 
 def unrecognized_arguments(unknown: list[str], options: Iterable[str]) -> str:
